@@ -1,0 +1,75 @@
+package allowlist
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// maxManifestBytes bounds how much of a manifest is read. Real manifests are
+// a few KiB; a larger file is refused rather than read into memory.
+const maxManifestBytes = 1 << 20
+
+// Locate returns the manifest file for path: path itself if it is a file, or
+// the one manifest file inside it if it is a folder. A folder holding both
+// formats is refused, since which list applies would be a guess.
+func Locate(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if !st.IsDir() {
+		return path, nil
+	}
+	var found []string
+	for _, name := range []string{VoiceOSFile, SollarFile} {
+		p := filepath.Join(path, name)
+		if _, err := os.Stat(p); err == nil {
+			found = append(found, p)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("%s: no %s or %s in this folder", path, VoiceOSFile, SollarFile)
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("%s: holds both %s and %s; keep one", path, VoiceOSFile, SollarFile)
+}
+
+// Load locates, reads and parses a manifest. file is the manifest file that
+// was read. err is an I/O problem (missing, unreadable, too large); manifest
+// problems are in ps, and m is nil when any is an Error.
+func Load(path string, rules *Rules) (m *Manifest, file string, ps Problems, err error) {
+	file, err = Locate(path)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	data, err := readCapped(file)
+	if err != nil {
+		return nil, file, nil, err
+	}
+	m, ps = Parse(filepath.Base(file), data, rules)
+	return m, file, ps, nil
+}
+
+func readCapped(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxManifestBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxManifestBytes {
+		return nil, fmt.Errorf("%s: larger than %d bytes", file, maxManifestBytes)
+	}
+	return data, nil
+}

@@ -1,0 +1,195 @@
+package allowlist
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"golang.org/x/mod/semver"
+)
+
+// Format is a manifest format.
+type Format uint8
+
+const (
+	// Unknown is the zero Format: neither file name nor content said.
+	Unknown Format = iota
+	// VoiceOS is voiceos.integration.json.
+	VoiceOS
+	// Sollar is a Sollar mini app's manifest.json.
+	Sollar
+)
+
+func (f Format) String() string {
+	switch f {
+	case VoiceOS:
+		return "voiceos"
+	case Sollar:
+		return "sollar"
+	}
+	return "unknown"
+}
+
+// EntriesKey names where a format keeps its network list, for messages that
+// tell an author what to edit.
+func (f Format) EntriesKey() string {
+	if f == Sollar {
+		return "network.connect"
+	}
+	return "permissions[].domains"
+}
+
+// File names of the two formats, used to find a manifest in a folder.
+const (
+	VoiceOSFile = "voiceos.integration.json"
+	SollarFile  = "manifest.json"
+)
+
+// Runtime is a VoiceOS manifest's runtime. Only local-mcp runs locally, with
+// Command and Args, in the integration folder.
+type Runtime struct {
+	Kind    string // "local-mcp", "remote-mcp" or "hosted"
+	Command string
+	Args    []string
+}
+
+// Manifest is what egressd takes from a manifest: identity, the network
+// entries, and for VoiceOS the runtime and the names of the variables
+// secrets arrive in.
+type Manifest struct {
+	Format  Format
+	ID      string
+	Version string
+	Entries []Entry // canonical, de-duplicated, in manifest order
+	Runtime Runtime
+	EnvKeys []string // auth.fields[].key and preferences[].name
+}
+
+// Digest identifies the network list: SHA-256 over the sorted canonical
+// entries, so reordering the list does not change it.
+func (m *Manifest) Digest() string {
+	list := make([]string, len(m.Entries))
+	for i, e := range m.Entries {
+		list[i] = e.String()
+	}
+	sort.Strings(list)
+	sum := sha256.Sum256([]byte(strings.Join(list, "\n")))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// maxEntriesBeforeWarning is where a list starts to read as a liability
+// (VoiceOS: "a short list reads as trustworthy, a long one as a liability").
+const maxEntriesBeforeWarning = 20
+
+var (
+	reverseDNS = regexp.MustCompile(`^[a-z0-9]+(\.[a-z0-9-]+)+$`)
+	// strictSemver is the regular expression published on semver.org.
+	strictSemver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+	envName      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// CompareVersions compares two semantic versions that Parse accepted:
+// -1, 0 or +1. Build metadata does not count.
+func CompareVersions(a, b string) int { return semver.Compare("v"+a, "v"+b) }
+
+// Parse reads a manifest. name is the file name (or "") and picks the
+// format; without a known name the content decides. rules may be nil.
+//
+// It returns the manifest when there is no Error problem, and every problem
+// it found either way.
+func Parse(name string, data []byte, rules *Rules) (*Manifest, Problems) {
+	var ps Problems
+	if dup, err := checkDuplicateKeys(data); err != nil {
+		ps.errorf("", "not valid JSON: "+err.Error())
+		return nil, ps
+	} else if dup != "" {
+		ps.errorf(dup, "key appears twice; tools disagree on which one counts")
+		return nil, ps
+	}
+	top, ok := objectAt(data, "", &ps)
+	if !ok {
+		return nil, ps
+	}
+	m := &Manifest{Format: detectFormat(name, top)}
+	switch m.Format {
+	case VoiceOS:
+		parseVoiceOS(top, m, rules)
+	case Sollar:
+		parseSollar(top, m, rules)
+	default:
+		ps.errorf("", fmt.Sprintf("not a manifest egressd knows: expected %s (schemaVersion) or %s (manifest_version)", VoiceOSFile, SollarFile))
+	}
+	if ps.HasErrors() {
+		return nil, ps
+	}
+	return m, ps
+}
+
+func detectFormat(name string, top fields) Format {
+	switch {
+	case strings.HasSuffix(name, VoiceOSFile):
+		return VoiceOS
+	case strings.HasSuffix(name, SollarFile) && !top.has("schemaVersion"):
+		return Sollar
+	case top.has("schemaVersion"):
+		return VoiceOS
+	case top.has("manifest_version"):
+		return Sollar
+	}
+	return Unknown
+}
+
+// parseIdentity checks the id and version every format has.
+func parseIdentity(top fields, m *Manifest) {
+	if id, ok := top.requiredString("id"); ok {
+		if reverseDNS.MatchString(id) {
+			m.ID = id
+		} else {
+			top.ps.errorf("id", fmt.Sprintf("must be reverse-DNS like \"com.you.coffee-tracker\" (%q)", capString(id, 100)))
+		}
+	}
+	if v, ok := top.requiredString("version"); ok {
+		if strictSemver.MatchString(v) {
+			m.Version = v
+		} else {
+			top.ps.errorf("version", fmt.Sprintf("must be a semantic version like \"1.0.0\" (%q)", capString(v, 100)))
+		}
+	}
+}
+
+// parseEntries checks one network list and appends its entries to m.
+func parseEntries(list []json.RawMessage, path string, m *Manifest, rules *Rules, ps *Problems) {
+	seen := make(map[Entry]int, len(m.Entries))
+	for i, e := range m.Entries {
+		seen[e] = i
+	}
+	for i, raw := range list {
+		at := index(path, i)
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			ps.errorf(at, "must be a string")
+			continue
+		}
+		e, warnings, err := rules.ParseEntry(s)
+		if err != nil {
+			ps.errorf(at, err.Error())
+			continue
+		}
+		for _, w := range warnings {
+			ps.warnf(at, w)
+		}
+		if _, dup := seen[e]; dup {
+			ps.warnf(at, fmt.Sprintf("duplicate entry %q", e.String()))
+			continue
+		}
+		seen[e] = len(m.Entries)
+		m.Entries = append(m.Entries, e)
+	}
+	if len(m.Entries) > maxEntriesBeforeWarning {
+		ps.warnf(path, fmt.Sprintf("%d entries: a long list reads as a liability; list only the hosts you call", len(m.Entries)))
+	}
+}

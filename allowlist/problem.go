@@ -1,0 +1,72 @@
+package allowlist
+
+import "strings"
+
+// Severity says whether a problem stops a manifest from loading.
+type Severity uint8
+
+const (
+	// Error makes the manifest unusable: it yields no allowlist.
+	Error Severity = iota
+	// Warning is reported, and the manifest loads anyway.
+	Warning
+)
+
+// Problem is one finding about a manifest, addressed by a JSON path such as
+// "permissions[0].domains[2]".
+type Problem struct {
+	Path     string
+	Msg      string
+	Severity Severity
+}
+
+// String returns "path: message", the form every report uses.
+func (p Problem) String() string {
+	if p.Path == "" {
+		return p.Msg
+	}
+	return p.Path + ": " + p.Msg
+}
+
+// Problems is the list of findings for one manifest, in document order.
+type Problems []Problem
+
+// HasErrors reports whether any problem is an Error.
+func (ps Problems) HasErrors() bool {
+	for _, p := range ps {
+		if p.Severity == Error {
+			return true
+		}
+	}
+	return false
+}
+
+// Errors returns the Error problems only.
+func (ps Problems) Errors() Problems { return ps.filter(Error) }
+
+// Warnings returns the Warning problems only.
+func (ps Problems) Warnings() Problems { return ps.filter(Warning) }
+
+func (ps Problems) filter(s Severity) Problems {
+	var out Problems
+	for _, p := range ps {
+		if p.Severity == s {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Error joins the problems one per line, so Problems can travel as an error.
+func (ps Problems) Error() string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (ps *Problems) errorf(path, msg string) { *ps = append(*ps, Problem{Path: path, Msg: msg}) }
+func (ps *Problems) warnf(path, msg string) {
+	*ps = append(*ps, Problem{Path: path, Msg: msg, Severity: Warning})
+}

@@ -1,0 +1,101 @@
+package allowlist
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// parseVoiceOS reads voiceos.integration.json: schemaVersion 1, id, version,
+// runtime, and permissions entries of kind "network" with "domains".
+// Fields egressd does not use (tools, intents, …) are not checked.
+func parseVoiceOS(top fields, m *Manifest, rules *Rules) {
+	ps := top.ps
+	top.literalOne("schemaVersion")
+	parseIdentity(top, m)
+	parseRuntime(top, m)
+
+	perms, _ := top.array("permissions")
+	networks := 0
+	for i, raw := range perms {
+		p, ok := objectAt(raw, index("permissions", i), ps)
+		if !ok {
+			continue
+		}
+		kind, ok := p.requiredString("kind")
+		if !ok || kind != "network" {
+			continue
+		}
+		p.onlyKeys("kind", "domains")
+		domains, ok := p.array("domains")
+		if !ok {
+			if !p.has("domains") {
+				ps.errorf(p.at("domains"), "is required in a network permission")
+			}
+			continue
+		}
+		if networks++; networks > 1 {
+			ps.warnf(p.path, "a second network permission; its domains are added to the first")
+		}
+		parseEntries(domains, p.at("domains"), m, rules, ps)
+	}
+	m.EnvKeys = append(envKeys(top, "auth", "fields", "key"), envKeys(top, "", "preferences", "name")...)
+}
+
+func parseRuntime(top fields, m *Manifest) {
+	rt, ok := top.object("runtime")
+	if !ok {
+		if !top.has("runtime") {
+			top.ps.errorf("runtime", "is required")
+		}
+		return
+	}
+	kind, _ := rt.requiredString("kind")
+	m.Runtime.Kind = kind
+	switch kind {
+	case "local-mcp":
+		m.Runtime.Command, _ = rt.requiredString("command")
+		args, _ := rt.array("args")
+		for i, raw := range args {
+			var a string
+			if err := json.Unmarshal(raw, &a); err != nil {
+				top.ps.errorf(index(rt.at("args"), i), "must be a string")
+				continue
+			}
+			m.Runtime.Args = append(m.Runtime.Args, a)
+		}
+	case "remote-mcp", "hosted", "":
+	default:
+		top.ps.errorf(rt.at("kind"), fmt.Sprintf("must be \"local-mcp\", \"remote-mcp\" or \"hosted\" (%q)", capString(kind, 40)))
+	}
+}
+
+// envKeys collects the variable names secrets and settings arrive in:
+// obj.list[].key. A malformed one is a warning: it is simply not passed
+// into a sandbox.
+func envKeys(top fields, obj, list, key string) []string {
+	holder := top
+	if obj != "" {
+		var ok bool
+		if holder, ok = top.object(obj); !ok {
+			return nil
+		}
+	}
+	items, _ := holder.array(list)
+	var keys []string
+	for i, raw := range items {
+		f, ok := objectAt(raw, index(holder.at(list), i), top.ps)
+		if !ok {
+			continue
+		}
+		name, ok := f.optionalString(key)
+		if !ok {
+			continue
+		}
+		if !envName.MatchString(name) {
+			top.ps.warnf(f.at(key), fmt.Sprintf("not a variable name, so it is not passed to a sandbox (%q)", capString(name, 64)))
+			continue
+		}
+		keys = append(keys, name)
+	}
+	return keys
+}
