@@ -180,6 +180,17 @@ func stripIDNAPrefix(err error) string { return strings.TrimPrefix(err.Error(), 
 // single-label and special-use names, wildcard-DNS services, and wildcards
 // over public suffixes.
 func (r *Rules) nameProblem(n Name, wildcard bool) string {
+	if wildcard {
+		if suffix, _ := publicsuffix.PublicSuffix(n.s); suffix == n.s {
+			return "wildcard covers a public suffix, where anyone can register names; list each host you need"
+		}
+		// A PSL wildcard rule (*.kawasaki.jp) makes every child of the base
+		// a public suffix. Probe with a child label no exception rule names.
+		probe := "egressd-psl-probe." + n.s
+		if suffix, _ := publicsuffix.PublicSuffix(probe); suffix == probe {
+			return "wildcard covers public suffixes (each child is one), where anyone can register names; list each host you need"
+		}
+	}
 	if n.IsSingleLabel() {
 		return "single-label names never reach the public internet; use the full hostname"
 	}
@@ -188,18 +199,6 @@ func (r *Rules) nameProblem(n Name, wildcard bool) string {
 	}
 	if svc := r.wildcardDNSService(n); svc != "" {
 		return fmt.Sprintf("%s resolves any IP address written into the name, so it is an IP allowlist in disguise", svc)
-	}
-	if !wildcard {
-		return ""
-	}
-	if suffix, _ := publicsuffix.PublicSuffix(n.s); suffix == n.s {
-		return "wildcard covers a public suffix, where anyone can register names; list each host you need"
-	}
-	// A PSL wildcard rule (*.kawasaki.jp) makes every child of the base a
-	// public suffix. Probe with a child label that no exception rule names.
-	probe := "egressd-psl-probe." + n.s
-	if suffix, _ := publicsuffix.PublicSuffix(probe); suffix == probe {
-		return "wildcard covers public suffixes (each child is one), where anyone can register names; list each host you need"
 	}
 	return ""
 }

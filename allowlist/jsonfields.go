@@ -116,11 +116,15 @@ func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]
 // checkDuplicateKeys walks the document and returns the path of the first
 // object key that appears twice in the same object, or "" if none does.
 func checkDuplicateKeys(data []byte) (string, error) {
+	var syntax json.RawMessage
+	if err := json.Unmarshal(data, &syntax); err != nil {
+		return "", err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	path, err := dupValue(dec, "", 0)
-	if err != nil {
-		return "", err
+	if path != "" || err != nil {
+		return path, err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return "", errors.New("data after the top-level value")
