@@ -9,11 +9,12 @@ package allowlist
 type Matcher struct {
 	exact map[string]Entry
 	wild  map[string]Entry // keyed by the wildcard's base
+	list  []Entry
 }
 
 // Compile builds a Matcher from entries.
 func Compile(entries []Entry) *Matcher {
-	m := &Matcher{exact: make(map[string]Entry), wild: make(map[string]Entry)}
+	m := &Matcher{exact: make(map[string]Entry), wild: make(map[string]Entry), list: append([]Entry(nil), entries...)}
 	for _, e := range entries {
 		if e.Wildcard {
 			m.wild[e.Base.s] = e
@@ -47,4 +48,12 @@ func (m *Matcher) Len() int {
 		return 0
 	}
 	return len(m.exact) + len(m.wild)
+}
+
+// Entries returns the entries the Matcher was compiled from.
+func (m *Matcher) Entries() []Entry {
+	if m == nil {
+		return nil
+	}
+	return m.list
 }

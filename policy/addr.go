@@ -1,0 +1,100 @@
+package policy
+
+import "net/netip"
+
+// deniedV4 are IPv4 ranges that are not the public internet: this host, the
+// private and shared ranges, link-local (cloud metadata at 169.254.169.254),
+// documentation, benchmarking, multicast and reserved space, and Azure's
+// WireServer, which sits on a public-looking address.
+var deniedV4 = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("10.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("169.254.0.0/16"),
+	netip.MustParsePrefix("172.16.0.0/12"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("192.0.2.0/24"),
+	netip.MustParsePrefix("192.88.99.0/24"),
+	netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("198.51.100.0/24"),
+	netip.MustParsePrefix("203.0.113.0/24"),
+	netip.MustParsePrefix("224.0.0.0/4"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("168.63.129.16/32"),
+}
+
+// deniedV6 are IPv6 ranges that are not the public internet. 6to4 and Teredo
+// are denied outright: each tunnels to an IPv4 address of the sender's
+// choosing.
+var deniedV6 = []netip.Prefix{
+	netip.MustParsePrefix("::/128"),
+	netip.MustParsePrefix("::1/128"),
+	netip.MustParsePrefix("fc00::/7"),
+	netip.MustParsePrefix("fe80::/10"),
+	netip.MustParsePrefix("fec0::/10"),
+	netip.MustParsePrefix("ff00::/8"),
+	netip.MustParsePrefix("100::/64"),
+	netip.MustParsePrefix("2001:db8::/32"),
+	netip.MustParsePrefix("3fff::/20"),
+	netip.MustParsePrefix("2002::/16"),
+	netip.MustParsePrefix("2001::/32"),
+}
+
+// DefaultNAT64 are the NAT64 prefixes whose last 32 bits are an IPv4
+// address (RFC 6052 well-known, RFC 8215 local-use). Config can add more.
+var DefaultNAT64 = []netip.Prefix{
+	netip.MustParsePrefix("64:ff9b::/96"),
+	netip.MustParsePrefix("64:ff9b:1::/48"),
+}
+
+// ipv4Compatible is the deprecated ::a.b.c.d form (RFC 4291 §2.5.5.1).
+var ipv4Compatible = netip.MustParsePrefix("::/96")
+
+// ipv4Translated is ::ffff:0:a.b.c.d (RFC 2765 SIIT), which Go's Unmap
+// does not unwrap.
+var ipv4Translated = netip.MustParsePrefix("::ffff:0:0:0/96")
+
+// embeddedV4 returns the IPv4 address an IPv6 address carries, if it is one
+// of the forms that route to IPv4: mapped, compatible, translated or NAT64.
+// Such an address is judged by the IPv4 address inside it.
+func embeddedV4(a netip.Addr, nat64 []netip.Prefix) (netip.Addr, bool) {
+	if a.Is4In6() {
+		return a.Unmap(), true
+	}
+	if !a.Is6() {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	last4 := netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	if ipv4Compatible.Contains(a) || ipv4Translated.Contains(a) {
+		return last4, true
+	}
+	for _, p := range nat64 {
+		if p.Contains(a) {
+			return last4, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// isDenied reports whether a is outside the public internet. IPv6 that
+// embeds IPv4 is judged by the embedded address, so ::ffff:127.0.0.1 and
+// 64:ff9b::a9fe:a9fe are denied like 127.0.0.1 and 169.254.169.254.
+func isDenied(a netip.Addr, nat64 []netip.Prefix) bool {
+	a = a.WithZone("")
+	if v4, ok := embeddedV4(a, nat64); ok {
+		a = v4
+	}
+	table := deniedV6
+	if a.Is4() {
+		table = deniedV4
+	}
+	for _, p := range table {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return !a.IsValid()
+}

@@ -1,0 +1,92 @@
+package policy
+
+import (
+	"fmt"
+
+	"github.com/egressd/egressd/allowlist"
+)
+
+// admission is what the version rules make of a freshly parsed manifest.
+type admission struct {
+	inForce []allowlist.Entry // the list that applies now
+	pending string            // a widening version waiting for the gate, or ""
+}
+
+// admit applies the version rules to m against its record, updating the
+// record. The specs say a list changes only with a new version, versions
+// only go up, and a new list passes a gate; so:
+//   - the first list seen for an id is installed and applies;
+//   - a lower version, or the same version with another list, is refused;
+//   - a higher version that only narrows applies at once;
+//   - a higher version that adds entries applies once the operator's gate
+//     passes (widen: auto, a pinned digest, or "egressd approve"); until then
+//     the last approved list stays in force and the version is pending.
+func admit(r *Record, known bool, m *allowlist.Manifest, in Integration) (admission, error) {
+	digest := m.Digest()
+	if !known {
+		*r = Record{Version: m.Version, Digest: digest, Approved: approvedOf(m, digest)}
+		return admission{inForce: m.Entries}, nil
+	}
+	switch c := allowlist.CompareVersions(m.Version, r.Version); {
+	case c < 0:
+		return admission{}, fmt.Errorf("version %s is lower than %s, seen before; versions only go up", m.Version, r.Version)
+	case c == 0 && digest != r.Digest:
+		return admission{}, fmt.Errorf("network list changed but version %s did not; a new list needs a new version", m.Version)
+	case c > 0:
+		r.Version, r.Digest = m.Version, digest
+	}
+	approved, err := parseApproved(r.Approved.Entries)
+	if err != nil {
+		return admission{}, err
+	}
+	if !widens(m.Entries, approved) || gatePasses(r, m, digest, in) {
+		r.Approved = approvedOf(m, digest)
+		return admission{inForce: m.Entries}, nil
+	}
+	return admission{inForce: approved, pending: m.Version}, nil
+}
+
+func gatePasses(r *Record, m *allowlist.Manifest, digest string, in Integration) bool {
+	if in.Widen == WidenAuto || (in.PinDigest != "" && in.PinDigest == digest) {
+		return true
+	}
+	d, ok := r.Approvals[m.Version]
+	return ok && (d == "" || d == digest)
+}
+
+// widens reports whether next has an entry that approved lacks.
+func widens(next, approved []allowlist.Entry) bool {
+	have := make(map[allowlist.Entry]bool, len(approved))
+	for _, e := range approved {
+		have[e] = true
+	}
+	for _, e := range next {
+		if !have[e] {
+			return true
+		}
+	}
+	return false
+}
+
+func approvedOf(m *allowlist.Manifest, digest string) Approved {
+	a := Approved{Version: m.Version, Digest: digest, Entries: []string{}}
+	for _, e := range m.Entries {
+		a.Entries = append(a.Entries, e.String())
+	}
+	return a
+}
+
+// parseApproved reads back the entries version memory stored. They were
+// canonical when written; one that no longer parses means the state file
+// was edited, and nothing from it is trusted.
+func parseApproved(ss []string) ([]allowlist.Entry, error) {
+	out := make([]allowlist.Entry, 0, len(ss))
+	for _, s := range ss {
+		e, warn, err := allowlist.ParseEntry(s)
+		if err != nil || len(warn) > 0 {
+			return nil, fmt.Errorf("version memory holds an entry that is not canonical (%q); the state file was edited", s)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

@@ -1,0 +1,323 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// fileConfig is the YAML wire format of the operator config. It carries the
+// yaml tags; Config carries none. Every key is documented in
+// configs/egressd.yaml.
+type fileConfig struct {
+	StateDir            string            `yaml:"state_dir"`
+	Admin               string            `yaml:"admin"`
+	Resolvers           []string          `yaml:"resolvers"`
+	Mode                string            `yaml:"mode"`
+	Audit               fileAudit         `yaml:"audit"`
+	Limits              *fileLimits       `yaml:"limits"`
+	Timeouts            *fileTimeouts     `yaml:"timeouts"`
+	Deny                fileDeny          `yaml:"deny"`
+	NAT64Prefixes       []string          `yaml:"nat64_prefixes"`
+	WildcardDNSServices []string          `yaml:"wildcard_dns_services"`
+	Integrations        []fileIntegration `yaml:"integrations"`
+}
+
+type fileAudit struct {
+	Path      string `yaml:"path"`
+	OnFailure string `yaml:"on_failure"`
+}
+
+type fileLimits struct {
+	ConnectionsPerSecond *float64 `yaml:"connections_per_second"`
+	Burst                *int     `yaml:"burst"`
+	MaxTunnels           *int     `yaml:"max_tunnels"`
+	MaxHandshakes        *int     `yaml:"max_handshakes"`
+	MaxConnections       *int     `yaml:"max_connections"`
+}
+
+type fileTimeouts struct {
+	RequestHeader *time.Duration `yaml:"request_header"`
+	ClientHello   *time.Duration `yaml:"client_hello"`
+	Dial          *time.Duration `yaml:"dial"`
+	DNS           *time.Duration `yaml:"dns"`
+	Idle          *time.Duration `yaml:"idle"`
+	Lifetime      *time.Duration `yaml:"lifetime"`
+	Drain         *time.Duration `yaml:"drain"`
+}
+
+type fileDeny struct {
+	Hosts []string `yaml:"hosts"`
+	CIDRs []string `yaml:"cidrs"`
+}
+
+type fileIntegration struct {
+	Manifest     string    `yaml:"manifest"`
+	Listen       string    `yaml:"listen"`
+	AllowedPeers filePeers `yaml:"allowed_peers"`
+	Mode         string    `yaml:"mode"`
+	AllowPrivate []string  `yaml:"allow_private"`
+	AllowPorts   []int     `yaml:"allow_ports"`
+	Widen        string    `yaml:"widen"`
+	PinDigest    string    `yaml:"pin_digest"`
+}
+
+type filePeers struct {
+	UIDs []uint32 `yaml:"uids"`
+	GIDs []uint32 `yaml:"gids"`
+}
+
+// ConfigError lists every problem in a config file as "path: message".
+type ConfigError struct{ Problems []string }
+
+func (e *ConfigError) Error() string { return strings.Join(e.Problems, "\n") }
+
+// LoadConfig reads and parses a config file.
+func LoadConfig(file string) (Config, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return Config{}, err
+	}
+	return ParseConfig(data)
+}
+
+// ParseConfig parses the YAML config. Unknown keys, duplicate keys, wrong
+// types and bad values are all errors, reported together as a *ConfigError.
+func ParseConfig(data []byte) (Config, error) {
+	var fc fileConfig
+	if err := yaml.UnmarshalWithOptions(data, &fc, yaml.DisallowUnknownField()); err != nil {
+		return Config{}, &ConfigError{Problems: []string{yamlProblem(data, err)}}
+	}
+	c := DefaultConfig()
+	var ps problems
+	c.StateDir, c.Admin, c.Resolvers = fc.StateDir, fc.Admin, fc.Resolvers
+	for i, r := range fc.Resolvers {
+		if _, err := netip.ParseAddrPort(r); err != nil {
+			ps.add(fmt.Sprintf("resolvers[%d]", i), fmt.Sprintf("must be an address and port like \"127.0.0.53:53\" (%q)", r))
+		}
+	}
+	mode, err := ParseMode(fc.Mode)
+	ps.addErr("mode", err)
+	c.Mode = mode
+	if fc.Audit.Path != "" {
+		c.Audit.Path = fc.Audit.Path
+	}
+	switch fc.Audit.OnFailure {
+	case "", "deny":
+	case "continue":
+		c.Audit.OnFailure = ContinueOnAuditFailure
+	default:
+		ps.add("audit.on_failure", fmt.Sprintf("must be \"deny\" or \"continue\" (%q)", fc.Audit.OnFailure))
+	}
+	applyLimits(&c.Limits, fc.Limits, &ps)
+	applyTimeouts(&c.Timeouts, fc.Timeouts, &ps)
+	for i, h := range fc.Deny.Hosts {
+		g, err := CompileHostGlob(h)
+		ps.addErr(fmt.Sprintf("deny.hosts[%d]", i), err)
+		c.Deny.Hosts = append(c.Deny.Hosts, g)
+	}
+	c.Deny.CIDRs = parsePrefixes("deny.cidrs", fc.Deny.CIDRs, &ps)
+	c.NAT64 = parsePrefixes("nat64_prefixes", fc.NAT64Prefixes, &ps)
+	for i, s := range fc.WildcardDNSServices {
+		if s == "" || s != strings.ToLower(strings.TrimSuffix(s, ".")) || strings.ContainsAny(s, "*/: ") {
+			ps.add(fmt.Sprintf("wildcard_dns_services[%d]", i), fmt.Sprintf("must be a lower-case domain like \"nip.io\" (%q)", s))
+		}
+	}
+	c.Rules.WildcardDNSServices = fc.WildcardDNSServices
+	for i, fi := range fc.Integrations {
+		c.Integrations = append(c.Integrations, parseIntegration(fmt.Sprintf("integrations[%d]", i), fi, mode, &ps))
+	}
+	if len(ps) > 0 {
+		return Config{}, &ConfigError{Problems: ps}
+	}
+	return c, nil
+}
+
+func parseIntegration(at string, fi fileIntegration, defaultMode Mode, ps *problems) Integration {
+	in := Integration{Manifest: fi.Manifest, Listen: fi.Listen, PinDigest: fi.PinDigest,
+		AllowedPeers: Peers{UIDs: fi.AllowedPeers.UIDs, GIDs: fi.AllowedPeers.GIDs}}
+	if fi.Manifest == "" {
+		ps.add(at+".manifest", "is required: the manifest file or its folder")
+	}
+	if fi.Listen == "" {
+		ps.add(at+".listen", "is required: \"127.0.0.1:PORT\" or \"unix:/path.sock\"")
+	} else if msg := listenProblem(fi.Listen); msg != "" {
+		ps.add(at+".listen", msg)
+	}
+	if len(in.AllowedPeers.UIDs)+len(in.AllowedPeers.GIDs) > 0 && !strings.HasPrefix(fi.Listen, "unix:") {
+		ps.add(at+".allowed_peers", "applies to unix: listeners only; any local user can reach a TCP listener")
+	}
+	in.Exemptions.Mode = defaultMode
+	if fi.Mode != "" {
+		m, err := ParseMode(fi.Mode)
+		ps.addErr(at+".mode", err)
+		in.Exemptions.Mode = m
+	}
+	in.Exemptions.AllowPrivate = parsePrefixes(at+".allow_private", fi.AllowPrivate, ps)
+	for i, p := range fi.AllowPorts {
+		if p < 1 || p > 65535 {
+			ps.add(fmt.Sprintf("%s.allow_ports[%d]", at, i), fmt.Sprintf("must be a port from 1 to 65535 (%d)", p))
+			continue
+		}
+		if p != DefaultPort {
+			in.Exemptions.AllowPorts = append(in.Exemptions.AllowPorts, uint16(p))
+		}
+	}
+	switch fi.Widen {
+	case "", "approve":
+	case "auto":
+		in.Widen = WidenAuto
+	default:
+		ps.add(at+".widen", fmt.Sprintf("must be \"approve\" or \"auto\" (%q)", fi.Widen))
+	}
+	if fi.PinDigest != "" && !strings.HasPrefix(fi.PinDigest, "sha256:") {
+		ps.add(at+".pin_digest", fmt.Sprintf("must be a digest as egressd check prints it, \"sha256:…\" (%q)", fi.PinDigest))
+	}
+	return in
+}
+
+// listenProblem checks a listen address: host:port with a literal IP, or
+// unix:/absolute/path.
+func listenProblem(s string) string {
+	if path, ok := strings.CutPrefix(s, "unix:"); ok {
+		if !strings.HasPrefix(path, "/") {
+			return fmt.Sprintf("a unix socket path must be absolute (%q)", s)
+		}
+		return ""
+	}
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return fmt.Sprintf("must be \"IP:PORT\" or \"unix:/path.sock\" (%q)", s)
+	}
+	if ap.Addr().IsUnspecified() {
+		return fmt.Sprintf("listening on every interface makes an open proxy under this integration's identity; use 127.0.0.1 (%q)", s)
+	}
+	return ""
+}
+
+func applyLimits(l *Limits, f *fileLimits, ps *problems) {
+	if f == nil {
+		return
+	}
+	setPositive := func(key string, dst *int, v *int) {
+		if v == nil {
+			return
+		}
+		if *v < 1 {
+			ps.add("limits."+key, fmt.Sprintf("must be at least 1 (%d)", *v))
+			return
+		}
+		*dst = *v
+	}
+	if f.ConnectionsPerSecond != nil {
+		if *f.ConnectionsPerSecond <= 0 {
+			ps.add("limits.connections_per_second", fmt.Sprintf("must be above 0 (%v)", *f.ConnectionsPerSecond))
+		} else {
+			l.ConnectionsPerSecond = *f.ConnectionsPerSecond
+		}
+	}
+	setPositive("burst", &l.Burst, f.Burst)
+	setPositive("max_tunnels", &l.MaxTunnels, f.MaxTunnels)
+	setPositive("max_handshakes", &l.MaxHandshakes, f.MaxHandshakes)
+	setPositive("max_connections", &l.MaxConnections, f.MaxConnections)
+}
+
+// maxWait is the ceiling for the timeouts that guard a connection before it
+// is a tunnel: anything longer invites slow-client floods.
+const maxWait = 30 * time.Second
+
+func applyTimeouts(t *Timeouts, f *fileTimeouts, ps *problems) {
+	if f == nil {
+		return
+	}
+	set := func(key string, dst *time.Duration, v *time.Duration, ceiling time.Duration) {
+		if v == nil {
+			return
+		}
+		switch {
+		case *v <= 0 && key != "lifetime":
+			ps.add("timeouts."+key, fmt.Sprintf("must be above 0 (%s)", *v))
+		case *v < 0:
+			ps.add("timeouts."+key, fmt.Sprintf("must not be negative (%s)", *v))
+		case ceiling > 0 && *v > ceiling:
+			ps.add("timeouts."+key, fmt.Sprintf("must be at most %s (%s)", ceiling, *v))
+		default:
+			*dst = *v
+		}
+	}
+	set("request_header", &t.RequestHeader, f.RequestHeader, maxWait)
+	set("client_hello", &t.ClientHello, f.ClientHello, maxWait)
+	set("dial", &t.Dial, f.Dial, maxWait)
+	set("dns", &t.DNS, f.DNS, maxWait)
+	set("idle", &t.Idle, f.Idle, 0)
+	set("lifetime", &t.Lifetime, f.Lifetime, 0)
+	set("drain", &t.Drain, f.Drain, 0)
+}
+
+func parsePrefixes(at string, ss []string, ps *problems) []netip.Prefix {
+	var out []netip.Prefix
+	for i, s := range ss {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			ps.add(fmt.Sprintf("%s[%d]", at, i), fmt.Sprintf("must be a CIDR like \"10.0.0.0/8\" (%q)", s))
+			continue
+		}
+		out = append(out, p.Masked())
+	}
+	return out
+}
+
+// problems collects "path: message" strings.
+type problems []string
+
+func (ps *problems) add(path, msg string) { *ps = append(*ps, path+": "+msg) }
+func (ps *problems) addErr(path string, err error) {
+	if err != nil {
+		ps.add(path, err.Error())
+	}
+}
+
+// yamlProblem turns a go-yaml error into "path: message" by finding the
+// node the error's token belongs to.
+func yamlProblem(data []byte, err error) string {
+	var ye yaml.Error
+	if !errors.As(err, &ye) || ye.GetToken() == nil {
+		return "config: " + err.Error()
+	}
+	tok := ye.GetToken()
+	path := ""
+	if f, perr := parser.ParseBytes(data, 0); perr == nil {
+		for _, doc := range f.Docs {
+			ast.Walk(&pathFinder{line: tok.Position.Line, col: tok.Position.Column, path: &path}, doc)
+		}
+	}
+	if path == "" {
+		path = fmt.Sprintf("line %d", tok.Position.Line)
+	}
+	return path + ": " + ye.GetMessage()
+}
+
+type pathFinder struct {
+	line, col int
+	path      *string
+}
+
+func (v *pathFinder) Visit(n ast.Node) ast.Visitor {
+	if n == nil || *v.path != "" {
+		return nil
+	}
+	if t := n.GetToken(); t != nil && t.Position.Line == v.line && t.Position.Column == v.col {
+		if p := strings.TrimPrefix(strings.TrimPrefix(n.GetPath(), "$"), "."); p != "" {
+			*v.path = p
+			return nil
+		}
+	}
+	return v
+}

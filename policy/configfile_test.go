@@ -1,0 +1,50 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDocumentedConfigParses(t *testing.T) {
+	c, err := LoadConfig("../configs/egressd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Integrations) != 2 || c.Integrations[0].Listen != "127.0.0.1:3128" || c.Timeouts.Dial != 10*time.Second || c.Audit.Path != "-" {
+		t.Fatalf("got %+v", c)
+	}
+	if d := DefaultConfig(); c.Limits != d.Limits || c.Timeouts != d.Timeouts {
+		t.Fatal("the documented defaults differ from DefaultConfig")
+	}
+}
+
+func TestConfigProblems(t *testing.T) {
+	cases := []struct{ name, yaml, want string }{
+		{"unknown_top_level_key", "listen: 1\n", `listen: unknown field "listen"`},
+		{"unknown_integration_key", "integrations:\n  - manifest: x\n    listen: 127.0.0.1:1\n    domains: [evil.example]\n", `integrations[0].domains: unknown field "domains"`},
+		{"open_proxy_listener", "integrations:\n  - manifest: x\n    listen: 0.0.0.0:3128\n", `integrations[0].listen: listening on every interface makes an open proxy under this integration's identity; use 127.0.0.1 ("0.0.0.0:3128")`},
+		{"peers_on_tcp", "integrations:\n  - manifest: x\n    listen: 127.0.0.1:1\n    allowed_peers: {uids: [1]}\n", `integrations[0].allowed_peers: applies to unix: listeners only; any local user can reach a TCP listener`},
+		{"relative_unix_path", "integrations:\n  - manifest: x\n    listen: unix:x.sock\n", `integrations[0].listen: a unix socket path must be absolute ("unix:x.sock")`},
+		{"bad_mode", "mode: permissive\n", `mode: must be "enforce" or "audit" ("permissive")`},
+		{"bad_cidr", "deny:\n  cidrs: [10.0.0.0/33]\n", `deny.cidrs[0]: must be a CIDR like "10.0.0.0/8" ("10.0.0.0/33")`},
+		{"bad_glob", "deny:\n  hosts: [\"[a\"]\n", `deny.hosts[0]: not a valid glob ("[a"): glob: syntax error at 2: unexpected end of input`},
+		{"upper_case_glob_never_matches", "deny:\n  hosts: [\"*.EVIL.example\"]\n", `deny.hosts[0]: must be a non-empty lower-case glob ("*.EVIL.example")`},
+		{"slowloris_timeout", "timeouts:\n  request_header: 5m\n", `timeouts.request_header: must be at most 30s (5m0s)`},
+		{"zero_timeout", "timeouts:\n  dial: 0s\n", `timeouts.dial: must be above 0 (0s)`},
+		{"bad_on_failure", "audit:\n  on_failure: ignore\n", `audit.on_failure: must be "deny" or "continue" ("ignore")`},
+		{"bad_port", "integrations:\n  - manifest: x\n    listen: 127.0.0.1:1\n    allow_ports: [70000]\n", `integrations[0].allow_ports[0]: must be a port from 1 to 65535 (70000)`},
+		{"missing_listen", "integrations:\n  - manifest: x\n", `integrations[0].listen: is required: "127.0.0.1:PORT" or "unix:/path.sock"`},
+		{"bad_resolver", "resolvers: [dns.example]\n", `resolvers[0]: must be an address and port like "127.0.0.53:53" ("dns.example")`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tc.yaml))
+			var ce *ConfigError
+			if !errors.As(err, &ce) || strings.Join(ce.Problems, "\n") != tc.want {
+				t.Fatalf("got  %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,52 @@
+package policy
+
+// Reason is a fixed reason code. The codes are the audit log's and the
+// X-Egress-Reason header's vocabulary; they never change meaning.
+type Reason string
+
+// The reason codes, as DESIGN.md "Audit events" lists them.
+const (
+	Allowed          Reason = "allowed"
+	NotAllowlisted   Reason = "not_allowlisted"
+	IPLiteral        Reason = "ip_literal"
+	BadRequest       Reason = "bad_request"
+	MethodNotAllowed Reason = "method_not_allowed"
+	PortNotAllowed   Reason = "port_not_allowed"
+	OperatorDenied   Reason = "operator_denied"
+	PrivateAddress   Reason = "private_address"
+	DNSError         Reason = "dns_error"
+	DialError        Reason = "dial_error"
+	NotTLS           Reason = "not_tls"
+	SNIMissing       Reason = "sni_missing"
+	SNIMismatch      Reason = "sni_mismatch"
+	ECHPresent       Reason = "ech_present"
+	LimitExceeded    Reason = "limit_exceeded"
+	Timeout          Reason = "timeout"
+	AuditUnavailable Reason = "audit_unavailable"
+	PolicyNarrowed   Reason = "policy_narrowed"
+	NoPolicy         Reason = "no_policy"
+)
+
+// Verdict is the outcome of a decision. The zero Verdict denies.
+type Verdict uint8
+
+const (
+	Deny Verdict = iota
+	Allow
+	// WouldDeny is audit mode's verdict for a host outside the allowlist:
+	// the connection goes ahead and the log says it would have been denied.
+	WouldDeny
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Allow:
+		return "allow"
+	case WouldDeny:
+		return "would_deny"
+	}
+	return "deny"
+}
+
+// Permits reports whether the connection may go ahead.
+func (v Verdict) Permits() bool { return v == Allow || v == WouldDeny }
