@@ -3,20 +3,11 @@ module github.com/egressd/egressd
 go 1.26.8
 
 require (
-	github.com/elazarl/goproxy v1.9.4 // indirect
-	github.com/fsnotify/fsnotify v1.10.1 // indirect
-	github.com/gobwas/glob v1.1.0 // indirect
-	github.com/goccy/go-yaml v1.19.2 // indirect
-	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
-	github.com/mattn/go-colorable v0.1.14 // indirect
-	github.com/mattn/go-isatty v0.0.20 // indirect
-	github.com/miekg/dns v1.1.73 // indirect
-	github.com/prometheus/client_golang v1.25.0 // indirect
-	github.com/rs/zerolog v1.35.1 // indirect
-	golang.org/x/mod v0.43.0 // indirect
-	golang.org/x/net v0.62.0 // indirect
-	golang.org/x/sync v0.25.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
-	golang.org/x/text v0.43.0 // indirect
-	golang.org/x/time v0.16.0 // indirect
+	github.com/gobwas/glob v1.1.0
+	github.com/goccy/go-yaml v1.19.2
+	golang.org/x/mod v0.43.0
+	golang.org/x/net v0.62.0
+	golang.org/x/sys v0.50.0
 )
+
+require golang.org/x/text v0.43.0 // indirect

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -79,13 +80,24 @@ type ConfigError struct{ Problems []string }
 
 func (e *ConfigError) Error() string { return strings.Join(e.Problems, "\n") }
 
-// LoadConfig reads and parses a config file.
+// LoadConfig reads and parses a config file. Relative manifest paths are
+// taken relative to the config file's folder, so a config and its manifests
+// can move together.
 func LoadConfig(file string) (Config, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return Config{}, err
 	}
-	return ParseConfig(data)
+	c, err := ParseConfig(data)
+	if err != nil {
+		return c, err
+	}
+	for i, in := range c.Integrations {
+		if !filepath.IsAbs(in.Manifest) {
+			c.Integrations[i].Manifest = filepath.Join(filepath.Dir(file), in.Manifest)
+		}
+	}
+	return c, nil
 }
 
 // ParseConfig parses the YAML config. Unknown keys, duplicate keys, wrong

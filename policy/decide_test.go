@@ -29,11 +29,11 @@ func TestDecide(t *testing.T) {
 	enforce := NewPolicy(m, m.Entries, PolicyOptions{Deny: OperatorDeny{Hosts: []HostGlob{deny}}, Exemptions: Exemptions{AllowPorts: []uint16{8443}}})
 	audit := NewPolicy(m, m.Entries, PolicyOptions{Exemptions: Exemptions{Mode: Audit}})
 	cases := []struct {
-		name   string
-		p      *Policy
-		host   string
-		port   uint16
-		want   Decision
+		name string
+		p    *Policy
+		host string
+		port uint16
+		want Decision
 	}{
 		{"allowed_exact", enforce, "erp.acme.example", 443, Decision{Verdict: Allow, Reason: Allowed, Rule: "erp.acme.example", Host: wire(t, "erp.acme.example"), Port: 443}},
 		{"allowed_wildcard_upper_case", enforce, "IMG.cdn.acme.example", 443, Decision{Verdict: Allow, Reason: Allowed, Rule: "*.cdn.acme.example", Host: wire(t, "img.cdn.acme.example"), Port: 443}},

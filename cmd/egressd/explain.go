@@ -1,0 +1,101 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/policy"
+)
+
+func runExplain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	manifest := fs.String("manifest", "", "the integration's manifest file or folder (required)")
+	config := fs.String("config", "", "operator config: its deny rules and this integration's exemptions apply")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: egressd explain --manifest PATH [--config FILE] HOST[:PORT]\n\nShows the decision for one CONNECT target. It does not resolve DNS.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if *manifest == "" || fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	cfg := policy.DefaultConfig()
+	if *config != "" {
+		var err error
+		if cfg, err = policy.LoadConfig(*config); err != nil {
+			for _, line := range configProblems(err) {
+				fmt.Fprintf(stderr, "%s: %s\n", *config, line)
+			}
+			return exitUsage
+		}
+	}
+	p, err := explainPolicy(*manifest, cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitUsage
+	}
+	target := fs.Arg(0)
+	if !strings.Contains(target, ":") || strings.HasSuffix(target, "]") {
+		target += ":443"
+	}
+	d := p.DecideTarget(target)
+	printDecision(stdout, d, p, target)
+	if d.Verdict.Permits() {
+		return exitOK
+	}
+	return exitFail
+}
+
+// explainPolicy builds the policy "serve" would apply to manifest under cfg,
+// without version memory: explain never reads or writes state.
+func explainPolicy(manifest string, cfg policy.Config) (*policy.Policy, error) {
+	m, file, ps, err := allowlist.Load(manifest, &cfg.Rules)
+	if err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, fmt.Errorf("%s: the manifest has errors; run egressd check:\n%s", file, ps.Errors())
+	}
+	opts := policy.PolicyOptions{Deny: cfg.Deny, NAT64: cfg.NAT64, Exemptions: policy.Exemptions{Mode: cfg.Mode}}
+	for _, in := range cfg.Integrations {
+		if f, err := allowlist.Locate(in.Manifest); err == nil && sameFile(f, file) {
+			opts.Exemptions = in.Exemptions
+		}
+	}
+	return policy.NewPolicy(m, m.Entries, opts), nil
+}
+
+func printDecision(w io.Writer, d policy.Decision, p *policy.Policy, raw string) {
+	target := fmt.Sprintf("%s:%d", d.Host, d.Port)
+	if d.Host.IsZero() {
+		target = fmt.Sprintf("%q", raw)
+	}
+	fmt.Fprintf(w, "%s %s %s\n", d.Verdict, d.Reason, target)
+	if d.Rule != "" {
+		fmt.Fprintf(w, "rule: %s\n", d.Rule)
+	} else {
+		var list []string
+		for _, e := range p.Entries() {
+			list = append(list, e.String())
+		}
+		fmt.Fprintf(w, "rule: none matched; the manifest lists: %s\n", orNone(strings.Join(list, " ")))
+	}
+	if d.Exemption != "" {
+		fmt.Fprintf(w, "exemption: %s\n", d.Exemption)
+	}
+	fmt.Fprintln(w, policy.Sentence(d, p))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(nothing: no egress)"
+	}
+	return s
+}

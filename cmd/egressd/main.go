@@ -1,0 +1,60 @@
+// Command egressd is the one egressd binary. Each subcommand lives in its
+// own file and only wires packages together: flags into plain values, plain
+// values into constructors.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes shared by every subcommand.
+const (
+	exitOK    = 0
+	exitFail  = 1 // the thing checked is bad: a manifest error, a denial
+	exitUsage = 2
+)
+
+const usage = `egressd: a secure egress proxy for integration code
+
+usage:
+  egressd serve [flags]                      run the proxy (no flags: the embedded example config)
+  egressd check [--json] [--config FILE] PATH...
+                                             validate manifests and config files
+  egressd explain --manifest PATH [--config FILE] HOST[:PORT]
+                                             show the decision for one target, without resolving it
+  egressd approve [--state DIR] ID VERSION   approve a manifest version that widens its list
+  egressd version                            print the version
+
+Run "egressd COMMAND -h" for a command's flags.
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run dispatches to a subcommand and returns the process exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "check":
+		return runCheck(rest, stdout, stderr)
+	case "explain":
+		return runExplain(rest, stdout, stderr)
+	case "approve":
+		return runApprove(rest, stdout, stderr)
+	case "serve":
+		return runServe(rest, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "egressd", Version())
+		return exitOK
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "egressd: unknown command %q\n\n%s", cmd, usage)
+	return exitUsage
+}

@@ -1,0 +1,69 @@
+package policy
+
+import "fmt"
+
+// Sentence is the one line egressd tells an integration's author about a
+// decision: what happened and what to do. The 403 body and "egressd
+// explain" both use it. It names only the canonical host, never the raw
+// target, so nothing the client sent is echoed back.
+func Sentence(d Decision, p *Policy) string {
+	host := d.Host.String()
+	who := "this integration"
+	where := "its manifest's network permission"
+	if p != nil && p.Manifest != nil {
+		who = p.Manifest.ID + " " + p.Manifest.Version
+		where = p.Manifest.Format.EntriesKey()
+	}
+	switch d.Reason {
+	case Allowed:
+		if d.Verdict == WouldDeny {
+			return fmt.Sprintf("egressd: %s is not in the network permission of %s; allowed only because audit mode is on (add it to %s)", host, who, where)
+		}
+		return fmt.Sprintf("egressd: %s is allowed for %s by the entry %q", host, who, d.Rule)
+	case NotAllowlisted:
+		if d.Verdict == WouldDeny {
+			return fmt.Sprintf("egressd: %s is not in the network permission of %s; allowed only because audit mode is on (add it to %s)", host, who, where)
+		}
+		return fmt.Sprintf("egressd: %s is not in the network permission of %s (add it to %s)", host, who, where)
+	case IPLiteral:
+		return fmt.Sprintf("egressd: IP addresses cannot be reached directly; connect by a hostname listed in the network permission of %s", who)
+	case BadRequest:
+		return "egressd: the CONNECT target must be a hostname and a port, like api.example.com:443"
+	case MethodNotAllowed:
+		return "egressd: only CONNECT is served; use https:// URLs through this proxy"
+	case PortNotAllowed:
+		return fmt.Sprintf("egressd: port %d is not allowed for %s; egressd carries https on port 443 only", d.Port, who)
+	case OperatorDenied:
+		return fmt.Sprintf("egressd: %s is denied by the operator's policy (%s); a manifest cannot override it", orAddress(host), d.Rule)
+	case PrivateAddress:
+		return fmt.Sprintf("egressd: %s resolves to a private or reserved address, which egressd never connects to", host)
+	case DNSError:
+		return fmt.Sprintf("egressd: %s could not be resolved", host)
+	case DialError:
+		return fmt.Sprintf("egressd: could not connect to %s", host)
+	case NotTLS:
+		return "egressd: the tunnel must start with a TLS ClientHello (https only)"
+	case SNIMissing:
+		return "egressd: the TLS ClientHello must name the host in exactly one server_name"
+	case SNIMismatch:
+		return fmt.Sprintf("egressd: the TLS server_name does not match the CONNECT host %s", host)
+	case ECHPresent:
+		return "egressd: Encrypted ClientHello hides the destination and is not allowed through egressd"
+	case LimitExceeded:
+		return fmt.Sprintf("egressd: too many connections from %s; retry later", who)
+	case Timeout:
+		return "egressd: the client was too slow"
+	case AuditUnavailable:
+		return "egressd: the audit log cannot be written, so no connection is allowed"
+	case PolicyNarrowed:
+		return fmt.Sprintf("egressd: %s is no longer allowed for %s after a policy reload", host, who)
+	}
+	return "egressd: denied"
+}
+
+func orAddress(host string) string {
+	if host == "" {
+		return "the address"
+	}
+	return host
+}
