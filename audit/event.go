@@ -1,0 +1,73 @@
+package audit
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Kind is what an event records.
+type Kind string
+
+const (
+	Connect    Kind = "connect"   // one decision about one connection
+	Close      Kind = "close"     // one tunnel's end, with byte counts
+	DNS        Kind = "dns"       // a sandbox DNS answer
+	Policy     Kind = "policy"    // a load or reload of one integration's policy
+	Lifecycle  Kind = "lifecycle" // start, listener up, drain, stop; chain genesis and shutdown
+	Checkpoint Kind = "checkpoint"
+)
+
+// Event is one audit line. Zero fields are left out of the line. Every
+// string is capped (see Cap) so a hostile value cannot grow the log.
+type Event struct {
+	Time               time.Time
+	Kind               Kind
+	Integration        string
+	IntegrationVersion string
+	Generation         uint64
+	Decision           string // allow, deny, would_deny
+	Reason             string
+	Host               string // canonical
+	HostRaw            string // as sent; %q-escaped when written
+	Port               uint16
+	Rule               string
+	Addr               string   // the dialled address, ip:port
+	CNAME              []string // the chain followed, owner first
+	Exemption          string
+	Conn               string // connection id, shared by connect and close
+	Method             string
+	BytesUp            int64
+	BytesDown          int64
+	DurationMS         int64
+	Suppressed         int64  // identical events folded into this one
+	Listener           string // lifecycle: the listener's real address
+	Action             string // lifecycle/policy: what happened (start, listening, drain, stop, loaded, …)
+	Pending            string // policy: version waiting for approval
+	Msg                string
+	Err                string
+}
+
+// Field caps. host_raw is capped at 253 bytes (the longest DNS name) before
+// escaping; every other string at 256, lists at 8 items.
+const (
+	maxHostRaw = 253
+	maxField   = 256
+	maxList    = 8
+)
+
+// Cap cuts s to n bytes without splitting a UTF-8 sequence's start from
+// its end in a way that matters: the written value is JSON-escaped anyway.
+func Cap(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// quoteRaw renders attacker-chosen bytes as a %q-escaped Go string, so
+// control characters and invalid UTF-8 are visible, never interpreted.
+func quoteRaw(s string) string {
+	q := fmt.Sprintf("%q", Cap(s, maxHostRaw))
+	return strings.TrimSuffix(strings.TrimPrefix(q, `"`), `"`)
+}

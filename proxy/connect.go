@@ -1,0 +1,267 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/policy"
+)
+
+// handleConnect runs one CONNECT from decision to close, in the order
+// DESIGN.md fixes: parse the raw target and decide (a denied name is never
+// resolved); resolve and check every address; dial the checked address;
+// answer 200 only once connected; check the ClientHello; replay and splice.
+// It writes one connect event for the outcome and, for a tunnel, one close
+// event.
+func (s *Server) handleConnect(r *http.Request, client net.Conn, br *bufio.Reader) {
+	p := s.opts.Registry.Policy(s.opts.Key)
+	ev := s.baseEvent(p)
+	ev.Conn, ev.Method, ev.HostRaw = s.nextConnID(), r.Method, r.RequestURI
+	deadline := time.Now().Add(s.opts.Timeouts.DNS + s.opts.Timeouts.Dial)
+	client.SetDeadline(deadline)
+
+	if reason := s.admission(p); reason != "" {
+		s.refuse(client, p, policy.Decision{Reason: reason}, &ev)
+		return
+	}
+	defer s.limiter.endHandshake()
+
+	d := p.DecideTarget(r.RequestURI)
+	ev.Host, ev.Port, ev.Rule, ev.Exemption = d.Host.String(), d.Port, d.Rule, d.Exemption
+	if !d.Verdict.Permits() {
+		s.refuse(client, p, d, &ev)
+		return
+	}
+	ctx, cancel := context.WithDeadline(s.baseCtx, deadline)
+	defer cancel()
+	addrs, refused := s.resolveChecked(ctx, p, d, &ev)
+	if refused != nil {
+		s.refuse(client, p, *refused, &ev)
+		return
+	}
+	upstream, addr, err := dialFirst(ctx, addrs, d.Port, s.opts.Timeouts.Dial, func(a netip.Addr) bool { return p.CheckAddr(a).Verdict.Permits() })
+	if err != nil {
+		ev.Err = audit.Cap(err.Error(), 200)
+		s.refuse(client, p, policy.Decision{Reason: policy.DialError, Host: d.Host, Port: d.Port}, &ev)
+		return
+	}
+	ev.Addr = addr.String()
+	if !s.limiter.startTunnel() {
+		upstream.Close()
+		s.refuse(client, p, policy.Decision{Reason: policy.LimitExceeded, Host: d.Host, Port: d.Port}, &ev)
+		return
+	}
+	defer s.limiter.endTunnel()
+
+	t := &tunnel{conn: ev.Conn, client: client, upstream: upstream, host: d.Host, port: d.Port, addr: addr, started: time.Now()}
+	s.tunnels.add(t) // before the generation check, so a reload cannot miss it
+	defer s.tunnels.remove(t)
+	if cur := s.opts.Registry.Policy(s.opts.Key); cur != p && (cur == nil || !stillAllowed(cur, t)) {
+		upstream.Close()
+		s.refuse(client, p, policy.Decision{Reason: policy.PolicyNarrowed, Host: d.Host, Port: d.Port}, &ev)
+		return
+	}
+
+	client.SetWriteDeadline(time.Now().Add(s.opts.Timeouts.ClientHello))
+	if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
+		t.abort()
+		s.closeWithoutTunnel(p, d, policy.Timeout, "client went away before 200", &ev)
+		return
+	}
+	client.SetDeadline(time.Now().Add(s.opts.Timeouts.ClientHello))
+	raw, sni, err := ReadClientHello(br)
+	if reason := helloReason(err, sni, d.Host); reason != "" {
+		t.abort()
+		s.closeWithoutTunnel(p, d, reason, errString(err), &ev)
+		return
+	}
+	client.SetDeadline(time.Time{})
+
+	ev.Decision, ev.Reason = d.Verdict.String(), string(d.Reason)
+	if err := s.record(p, ev); err != nil && s.opts.OnAuditFailure == policy.DenyOnAuditFailure {
+		t.abort() // nothing is allowed without a record
+		return
+	}
+	s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Inc()
+	up, down := t.run(raw, br)
+	s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Dec()
+	s.recordClose(p, t, ev, up, down)
+}
+
+// admission applies the checks that come before looking at the target:
+// the audit log must be writable, and the connection within limits.
+func (s *Server) admission(p *policy.Policy) policy.Reason {
+	if p == nil { // the integration was removed; its listener is closing
+		return policy.NotAllowlisted
+	}
+	if !s.opts.Audit.Healthy() && s.opts.OnAuditFailure == policy.DenyOnAuditFailure {
+		return policy.AuditUnavailable
+	}
+	if s.opts.Gate.full() || !s.limiter.startHandshake() {
+		return policy.LimitExceeded
+	}
+	return ""
+}
+
+// resolveChecked resolves an allowed name and checks every address. Any
+// address outside the public internet denies the whole answer: an attacker
+// who controls the zone can mix a private address in with public ones.
+func (s *Server) resolveChecked(ctx context.Context, p *policy.Policy, d policy.Decision, ev *audit.Event) ([]netip.Addr, *policy.Decision) {
+	ans, err := s.opts.Resolver.Resolve(ctx, d.Host)
+	ev.CNAME = ans.CNAMEs
+	if err != nil {
+		ev.Err = audit.Cap(err.Error(), 200)
+		return nil, &policy.Decision{Reason: policy.DNSError, Host: d.Host, Port: d.Port}
+	}
+	exemption := ev.Exemption
+	for _, a := range ans.Addrs {
+		c := p.CheckAddr(a)
+		if !c.Verdict.Permits() {
+			ev.Addr, ev.Rule = a.String(), c.Rule
+			return nil, &policy.Decision{Reason: c.Reason, Rule: c.Rule, Host: d.Host, Port: d.Port}
+		}
+		if c.Exemption != "" && !strings.Contains(exemption, c.Exemption) {
+			exemption = strings.TrimPrefix(exemption+","+c.Exemption, ",")
+		}
+	}
+	ev.Exemption = exemption
+	return ans.Addrs, nil
+}
+
+// helloReason compares the ClientHello's server_name with the CONNECT host.
+func helloReason(err error, sni, host allowlist.Name) policy.Reason {
+	var he *HelloError
+	if errors.As(err, &he) {
+		return he.Reason
+	}
+	if err != nil {
+		return policy.NotTLS
+	}
+	if sni != host {
+		return policy.SNIMismatch
+	}
+	return ""
+}
+
+// refuse answers a CONNECT that will not be tunnelled, records it, and
+// closes the client connection.
+func (s *Server) refuse(client net.Conn, p *policy.Policy, d policy.Decision, ev *audit.Event) {
+	ev.Decision, ev.Reason = "deny", string(d.Reason)
+	if d.Rule != "" {
+		ev.Rule = d.Rule
+	}
+	s.recordDenial(*ev)
+	writeAndClose(client, refusal(d.Reason, policy.Sentence(d, p)))
+}
+
+// closeWithoutTunnel records a CONNECT refused after its 200: the client
+// asked for a host and then did not speak TLS to it. Both sides are closed.
+func (s *Server) closeWithoutTunnel(p *policy.Policy, d policy.Decision, reason policy.Reason, msg string, ev *audit.Event) {
+	ev.Decision, ev.Reason, ev.Msg = "deny", string(reason), msg
+	s.recordDenial(*ev)
+}
+
+// baseEvent starts an event with the integration's identity.
+func (s *Server) baseEvent(p *policy.Policy) audit.Event {
+	ev := audit.Event{Kind: audit.Connect}
+	if p != nil {
+		ev.Integration, ev.IntegrationVersion, ev.Generation = p.Manifest.ID, p.Manifest.Version, p.Generation
+	}
+	return ev
+}
+
+// record writes an allow or would_deny connect event.
+func (s *Server) record(p *policy.Policy, ev audit.Event) error {
+	s.metrics.Decisions.WithLabelValues(ev.Integration, ev.Decision, ev.Reason).Inc()
+	err := s.opts.Audit.Write(ev)
+	s.metrics.AuditHealthy.Set(boolFloat(s.opts.Audit.Healthy()))
+	return err
+}
+
+// recordDenial writes a deny event, folding repeats of the same refusal.
+func (s *Server) recordDenial(ev audit.Event) {
+	s.metrics.Decisions.WithLabelValues(ev.Integration, ev.Decision, ev.Reason).Inc()
+	if s.opts.Suppress == nil {
+		s.opts.Audit.Write(ev)
+		return
+	}
+	s.opts.Suppress.Write(ev.Integration+"|"+ev.Reason+"|"+ev.Host+"|"+fmt.Sprint(ev.Port), ev)
+}
+
+func (s *Server) recordClose(p *policy.Policy, t *tunnel, connect audit.Event, up, down int64) {
+	ev := s.baseEvent(p)
+	ev.Kind, ev.Conn, ev.Host, ev.Port, ev.Addr = audit.Close, t.conn, connect.Host, connect.Port, connect.Addr
+	ev.Decision, ev.Exemption = connect.Decision, connect.Exemption
+	ev.BytesUp, ev.BytesDown, ev.DurationMS = up, down, time.Since(t.started).Milliseconds()
+	if r := t.closeReason(); r != "" {
+		ev.Reason = string(r)
+	}
+	s.metrics.Bytes.WithLabelValues(ev.Integration, "up").Add(float64(up))
+	s.metrics.Bytes.WithLabelValues(ev.Integration, "down").Add(float64(down))
+	s.opts.Audit.Write(ev)
+}
+
+// methodResponse is the 405 for anything but CONNECT: egressd carries https
+// only, and never forwards a plain request.
+func (s *Server) methodResponse(r *http.Request) *http.Response {
+	p := s.opts.Registry.Policy(s.opts.Key)
+	ev := s.baseEvent(p)
+	ev.Conn, ev.Method, ev.HostRaw = s.nextConnID(), audit.Cap(r.Method, 16), r.RequestURI
+	ev.Decision, ev.Reason = "deny", string(policy.MethodNotAllowed)
+	s.recordDenial(ev)
+	body := policy.Sentence(policy.Decision{Reason: policy.MethodNotAllowed}, p) + "\n"
+	h := http.Header{}
+	h.Set(ReasonHeader, string(policy.MethodNotAllowed))
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Connection", "close")
+	h.Set("Allow", "CONNECT")
+	return &http.Response{
+		StatusCode: http.StatusMethodNotAllowed, ProtoMajor: 1, ProtoMinor: 1, Header: h, Close: true,
+		ContentLength: int64(len(body)), Body: bodyOf(body), Request: r,
+	}
+}
+
+// refuseMethod serves the 405 on goproxy's NonproxyHandler path
+// (origin-form requests such as "GET /" and "OPTIONS *").
+func (s *Server) refuseMethod(w http.ResponseWriter, r *http.Request) {
+	resp := s.methodResponse(r)
+	defer resp.Body.Close()
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, resp.Body)
+}
+
+func bodyOf(s string) io.ReadCloser { return io.NopCloser(strings.NewReader(s)) }
+
+func integrationName(p *policy.Policy) string {
+	if p == nil {
+		return ""
+	}
+	return p.Manifest.ID
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,172 @@
+package proxy
+
+import (
+	"bufio"
+	"errors"
+	"io"
+
+	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/policy"
+	"golang.org/x/crypto/cryptobyte"
+)
+
+// maxHelloBytes bounds the ClientHello reassembled across records. Real
+// ones are under 2 KiB; post-quantum key shares take them to about 1.8 KiB
+// more. 16 KiB is one full TLS record.
+const maxHelloBytes = 16 << 10
+
+// TLS extension code points egressd looks at.
+const (
+	extServerName             = 0x0000
+	extEncryptedClientHello   = 0xfe0d
+	extLegacyESNI             = 0xffce
+	recordTypeHandshake       = 22
+	handshakeTypeClientHello  = 1
+	serverNameTypeHostName    = 0
+	tlsRecordHeaderLen        = 5
+	handshakeHeaderLen        = 4
+)
+
+// HelloError says why a ClientHello was refused, with the reason code.
+type HelloError struct {
+	Reason policy.Reason
+	Msg    string
+}
+
+func (e *HelloError) Error() string { return "clienthello: " + e.Msg }
+
+func helloErr(r policy.Reason, msg string) error { return &HelloError{Reason: r, Msg: msg} }
+
+// ReadClientHello reads the first TLS handshake message from br, reassembling
+// it across records, and returns every byte it consumed (to replay to the
+// origin) and the server_name it carries.
+//
+// It refuses, with the reason code in a *HelloError: anything that is not a
+// TLS handshake (not_tls); a hello without exactly one host_name entry
+// (sni_missing); Encrypted ClientHello or legacy ESNI, which hide the real
+// destination (ech_present; Chromium's GREASE ECH is refused too); and
+// duplicated extensions, which parsers disagree on (not_tls).
+// The caller sets the read deadline.
+func ReadClientHello(br *bufio.Reader) (raw []byte, sni allowlist.Name, err error) {
+	var hs []byte // handshake bytes, reassembled
+	for {
+		hdr := make([]byte, tlsRecordHeaderLen)
+		if _, err := io.ReadFull(br, hdr); err != nil {
+			return raw, sni, readErr(err, raw)
+		}
+		raw = append(raw, hdr...)
+		if hdr[0] != recordTypeHandshake || hdr[1] != 3 {
+			return raw, sni, helloErr(policy.NotTLS, "not a TLS handshake record")
+		}
+		n := int(hdr[3])<<8 | int(hdr[4])
+		if n == 0 || len(hs)+n > maxHelloBytes {
+			return raw, sni, helloErr(policy.NotTLS, "handshake record of a size no ClientHello has")
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(br, body); err != nil {
+			return raw, sni, readErr(err, raw)
+		}
+		raw = append(raw, body...)
+		hs = append(hs, body...)
+		if len(hs) < handshakeHeaderLen {
+			continue
+		}
+		if hs[0] != handshakeTypeClientHello {
+			return raw, sni, helloErr(policy.NotTLS, "first handshake message is not a ClientHello")
+		}
+		want := handshakeHeaderLen + (int(hs[1])<<16 | int(hs[2])<<8 | int(hs[3]))
+		if want > maxHelloBytes {
+			return raw, sni, helloErr(policy.NotTLS, "ClientHello larger than 16 KiB")
+		}
+		if len(hs) >= want {
+			if len(hs) > want {
+				return raw, sni, helloErr(policy.NotTLS, "data after the ClientHello in its record")
+			}
+			sni, err = parseClientHello(hs[handshakeHeaderLen:])
+			return raw, sni, err
+		}
+	}
+}
+
+func readErr(err error, raw []byte) error {
+	var ne interface{ Timeout() bool }
+	if errors.As(err, &ne) && ne.Timeout() {
+		return helloErr(policy.Timeout, "no complete ClientHello before the deadline")
+	}
+	if len(raw) == 0 && errors.Is(err, io.EOF) {
+		return helloErr(policy.NotTLS, "client closed the tunnel without sending anything")
+	}
+	return helloErr(policy.NotTLS, "incomplete TLS record")
+}
+
+// parseClientHello reads the ClientHello body (RFC 8446 §4.1.2) and returns
+// its one host_name.
+func parseClientHello(b []byte) (allowlist.Name, error) {
+	s := cryptobyte.String(b)
+	var version uint16
+	var random, sessionID, suites, compression, exts cryptobyte.String
+	if !s.ReadUint16(&version) || !s.ReadBytes((*[]byte)(&random), 32) ||
+		!s.ReadUint8LengthPrefixed(&sessionID) || !s.ReadUint16LengthPrefixed(&suites) ||
+		!s.ReadUint8LengthPrefixed(&compression) {
+		return allowlist.Name{}, helloErr(policy.NotTLS, "malformed ClientHello")
+	}
+	if s.Empty() {
+		return allowlist.Name{}, helloErr(policy.SNIMissing, "ClientHello has no extensions")
+	}
+	if !s.ReadUint16LengthPrefixed(&exts) || !s.Empty() {
+		return allowlist.Name{}, helloErr(policy.NotTLS, "malformed ClientHello extensions")
+	}
+	seen := make(map[uint16]bool, 24)
+	var sni allowlist.Name
+	found := false
+	for !exts.Empty() {
+		var typ uint16
+		var data cryptobyte.String
+		if !exts.ReadUint16(&typ) || !exts.ReadUint16LengthPrefixed(&data) {
+			return allowlist.Name{}, helloErr(policy.NotTLS, "malformed extension")
+		}
+		if seen[typ] {
+			return allowlist.Name{}, helloErr(policy.NotTLS, "an extension appears twice (RFC 8446 §4.2 forbids it)")
+		}
+		seen[typ] = true
+		switch typ {
+		case extEncryptedClientHello, extLegacyESNI:
+			return allowlist.Name{}, helloErr(policy.ECHPresent, "Encrypted ClientHello or ESNI present")
+		case extServerName:
+			n, err := parseServerName(data)
+			if err != nil {
+				return allowlist.Name{}, err
+			}
+			sni, found = n, true
+		}
+	}
+	if !found {
+		return allowlist.Name{}, helloErr(policy.SNIMissing, "no server_name extension")
+	}
+	return sni, nil
+}
+
+// parseServerName reads server_name_list (RFC 6066 §3): exactly one entry,
+// of type host_name, which must parse as a wire name without a trailing dot.
+func parseServerName(data cryptobyte.String) (allowlist.Name, error) {
+	var list cryptobyte.String
+	if !data.ReadUint16LengthPrefixed(&list) || !data.Empty() {
+		return allowlist.Name{}, helloErr(policy.SNIMissing, "malformed server_name")
+	}
+	var typ uint8
+	var host cryptobyte.String
+	if !list.ReadUint8(&typ) || !list.ReadUint16LengthPrefixed(&host) {
+		return allowlist.Name{}, helloErr(policy.SNIMissing, "empty server_name list")
+	}
+	if !list.Empty() {
+		return allowlist.Name{}, helloErr(policy.SNIMissing, "more than one server_name entry")
+	}
+	if typ != serverNameTypeHostName {
+		return allowlist.Name{}, helloErr(policy.SNIMissing, "server_name entry is not a host_name")
+	}
+	n, err := allowlist.ParseWireHost(string(host), allowlist.SNIForm)
+	if err != nil {
+		return allowlist.Name{}, helloErr(policy.SNIMismatch, "server_name is not a valid host name")
+	}
+	return n, nil
+}

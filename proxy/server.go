@@ -1,0 +1,270 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/policy"
+	"github.com/elazarl/goproxy"
+)
+
+// Options configure one listener's proxy. Nil hooks have stated defaults.
+type Options struct {
+	// Key is the integration's key in Registry: the listener is the
+	// integration's identity.
+	Key      string
+	Registry *policy.Registry
+	// Resolver resolves allowed names. Required.
+	Resolver *Resolver
+	// Audit receives every decision. Required.
+	Audit *audit.Log
+	// Suppress folds repeated denials; nil means every denial is a line.
+	Suppress *audit.Suppressor
+	// Metrics; nil means none are recorded.
+	Metrics        *Metrics
+	Limits         policy.Limits
+	Timeouts       policy.Timeouts
+	OnAuditFailure policy.OnFailure
+	// Gate is the global connection cap shared by every listener; nil
+	// means no global cap.
+	Gate *Gate
+}
+
+// Server is the CONNECT proxy for one integration on one listener. It is
+// built on goproxy, with every default that would accept overridden: no
+// CONNECT is accepted by goproxy itself, no request is forwarded, no dialer
+// reads HTTPS_PROXY.
+type Server struct {
+	opts    Options
+	limiter *limiter
+	tunnels tunnels
+	http    *http.Server
+	gp      *goproxy.ProxyHttpServer
+	metrics *Metrics
+
+	connPrefix string
+	connSeq    atomic.Uint64
+	handlers   sync.WaitGroup // CONNECT handlers running, tunnels included
+	preHandler sync.Map       // net.Conn -> struct{}: accepted, no request read yet
+	baseCtx    context.Context
+	cancel     context.CancelFunc
+	stopSweep  chan struct{}
+	sweepOnce  sync.Once
+}
+
+// New builds a Server.
+func New(opts Options) *Server {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		opts:       opts,
+		limiter:    newLimiter(opts.Limits),
+		metrics:    opts.Metrics,
+		connPrefix: randomHex(4),
+		baseCtx:    ctx,
+		cancel:     cancel,
+		stopSweep:  make(chan struct{}),
+	}
+	if s.metrics == nil {
+		s.metrics = NewMetrics(nil)
+	}
+	s.gp = s.newGoproxy()
+	s.http = &http.Server{
+		Handler:                      s,
+		ReadHeaderTimeout:            opts.Timeouts.RequestHeader,
+		ReadTimeout:                  opts.Timeouts.RequestHeader,
+		MaxHeaderBytes:               maxHeaderBytes,
+		DisableGeneralOptionsHandler: true, // OPTIONS * gets our 405, not Go's 200
+		ConnState:                    s.connState,
+		ErrorLog:                     log.New(io.Discard, "", 0),
+		BaseContext:                  func(net.Listener) context.Context { return ctx },
+	}
+	s.http.SetKeepAlivesEnabled(false) // one request per connection: no keep-alive after a denial
+	return s
+}
+
+// maxHeaderBytes bounds the CONNECT request head. net/http adds 4 KiB of
+// slack to MaxHeaderBytes, so 4 KiB here refuses heads past about 8 KiB.
+const maxHeaderBytes = 4 << 10
+
+func (s *Server) newGoproxy() *goproxy.ProxyHttpServer {
+	gp := goproxy.NewProxyHttpServer()
+	gp.Logger = log.New(io.Discard, "", 0)
+	gp.ConnectDial = nil // never dial from HTTPS_PROXY
+	gp.Tr = &http.Transport{Proxy: nil, DialContext: func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("egressd forwards nothing but CONNECT")
+	}}
+	gp.NonproxyHandler = http.HandlerFunc(s.refuseMethod)
+	// Every CONNECT is hijacked into handleConnect, which decides. goproxy's
+	// own default (accept) is never reached.
+	gp.OnRequest().HandleConnectFunc(func(host string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
+		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: s.hijacked}, host
+	})
+	// Absolute-form requests (GET http://…) are answered here, never sent.
+	gp.OnRequest().DoFunc(func(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
+		return r, s.methodResponse(r)
+	})
+	return gp
+}
+
+// Serve accepts connections on ln until Shutdown. ln's connections must be
+// *net.TCPConn or *net.UnixConn for the tunnel to splice.
+func (s *Server) Serve(ln net.Listener) error {
+	s.sweepOnce.Do(func() { go s.sweepLoop() })
+	err := s.http.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting, lets open tunnels drain until ctx is done, then
+// closes the rest. It returns the number of tunnels closed at the deadline.
+func (s *Server) Shutdown(ctx context.Context) int {
+	s.http.Shutdown(ctx)
+	done := make(chan struct{})
+	go func() { s.handlers.Wait(); close(done) }()
+	closed := 0
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.tunnels.each(func(t *tunnel) { closed++; t.closeWith(policy.Timeout) })
+		s.cancel()
+		<-done
+	}
+	s.cancel()
+	s.sweepOnce.Do(func() {})
+	select {
+	case <-s.stopSweep:
+	default:
+		close(s.stopSweep)
+	}
+	return closed
+}
+
+// OpenTunnels returns the number of tunnels now open.
+func (s *Server) OpenTunnels() int { return s.tunnels.len() }
+
+// Redecide re-judges every open tunnel against the current policy (host,
+// port, operator globs and the dialled address) and closes, with reason
+// policy_narrowed, those no longer allowed. Call it after a reload.
+func (s *Server) Redecide() {
+	p := s.opts.Registry.Policy(s.opts.Key)
+	s.tunnels.each(func(t *tunnel) {
+		if p == nil || !stillAllowed(p, t) {
+			t.closeWith(policy.PolicyNarrowed)
+		}
+	})
+}
+
+func stillAllowed(p *policy.Policy, t *tunnel) bool {
+	return p.Decide(t.host.String(), t.port).Verdict.Permits() && p.CheckAddr(t.addr.Addr()).Verdict.Permits()
+}
+
+func (s *Server) sweepLoop() {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stopSweep:
+			return
+		case now := <-tick.C:
+			s.tunnels.sweep(now, s.opts.Timeouts.Idle, s.opts.Timeouts.Lifetime)
+			if s.opts.Suppress != nil {
+				s.opts.Suppress.Flush(false)
+			}
+		}
+	}
+}
+
+// stashKey finds, from the request, where ServeHTTP keeps the hijacked
+// connection's bufio.Reader.
+type stashKey struct{}
+
+type stash struct{ br *bufio.Reader }
+
+// stashWriter records the bufio.Reader net/http hands out on Hijack.
+// goproxy's ConnectHijack passes on only the raw connection, dropping bytes
+// the client pipelined after the CONNECT head; keeping the reader here saves
+// them, and the connection itself stays raw so splice still works.
+type stashWriter struct {
+	http.ResponseWriter
+	st *stash
+}
+
+func (w stashWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := w.ResponseWriter.(http.Hijacker).Hijack()
+	if err == nil {
+		w.st.br = rw.Reader
+	}
+	return c, rw, err
+}
+
+// ServeHTTP hands every request to goproxy, which routes CONNECT to
+// handleConnect and everything else to a 405.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	st := &stash{}
+	r = r.WithContext(context.WithValue(r.Context(), stashKey{}, st))
+	s.gp.ServeHTTP(stashWriter{ResponseWriter: w, st: st}, r)
+}
+
+func (s *Server) hijacked(r *http.Request, client net.Conn, _ *goproxy.ProxyCtx) {
+	st, _ := r.Context().Value(stashKey{}).(*stash)
+	br := bufio.NewReader(client)
+	if st != nil && st.br != nil {
+		br = st.br
+	}
+	s.handlers.Add(1)
+	defer s.handlers.Done()
+	defer s.opts.Gate.leave()
+	s.handleConnect(r, client, br)
+}
+
+// connState counts connections from accept, and notices the ones net/http
+// closes before a handler runs (a malformed request line, headers over the
+// limit, a client too slow to send them): those never reach the audit log
+// otherwise.
+func (s *Server) connState(c net.Conn, state http.ConnState) {
+	switch state {
+	case http.StateNew:
+		s.opts.Gate.enter()
+		s.preHandler.Store(c, struct{}{})
+	case http.StateActive:
+		s.preHandler.Delete(c)
+	case http.StateClosed:
+		s.opts.Gate.leave()
+		if _, ok := s.preHandler.LoadAndDelete(c); ok {
+			s.preHandlerRejected()
+		}
+	}
+}
+
+func (s *Server) preHandlerRejected() {
+	p := s.opts.Registry.Policy(s.opts.Key)
+	s.metrics.PreHandler.WithLabelValues(integrationName(p)).Inc()
+	ev := s.baseEvent(p)
+	ev.Decision, ev.Reason = "deny", string(policy.BadRequest)
+	ev.Msg = "connection closed before a complete request (malformed, headers too large, or too slow)"
+	s.recordDenial(ev)
+}
+
+func (s *Server) nextConnID() string {
+	return "c-" + s.connPrefix + "-" + strconv.FormatUint(s.connSeq.Add(1), 36)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,164 @@
+package proxy
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/policy"
+)
+
+// tunnel is one spliced connection pair. Both sides stay raw (*net.TCPConn
+// upstream, *net.TCPConn or *net.UnixConn client) so io.Copy uses splice(2);
+// nothing wraps them, and bytes are counted from io.Copy's results.
+type tunnel struct {
+	conn     string
+	client   net.Conn
+	upstream *net.TCPConn
+	host     allowlist.Name
+	port     uint16
+	addr     netip.AddrPort
+	started  time.Time
+
+	// Watched by the sweeper only.
+	lastSent, lastRecv uint64
+	lastActive         time.Time
+
+	reason    atomic.Value // policy.Reason set by whoever closes it early
+	closeOnce sync.Once
+}
+
+// halfCloser is the part of *net.TCPConn and *net.UnixConn used to pass a
+// half-close on.
+type halfCloser interface{ CloseWrite() error }
+
+// run replays what was read while peeking (the ClientHello and anything the
+// client pipelined behind it), then splices both ways until both sides are
+// done. up counts client→origin bytes, down origin→client.
+func (t *tunnel) run(replay []byte, br *bufio.Reader) (up, down int64) {
+	if n, err := t.upstream.Write(replay); err != nil {
+		t.abort()
+		return int64(n), 0
+	}
+	up = int64(len(replay))
+	if n := br.Buffered(); n > 0 {
+		rest, _ := br.Peek(n)
+		w, err := t.upstream.Write(rest)
+		up += int64(w)
+		if err != nil {
+			t.abort()
+			return up, 0
+		}
+	}
+	done := make(chan int64, 1)
+	go func() {
+		n, err := io.Copy(t.client, t.upstream)
+		t.finishDirection(t.client, err)
+		done <- n
+	}()
+	n, err := io.Copy(t.upstream, t.client)
+	t.finishDirection(t.upstream, err)
+	up += n
+	down = <-done
+	t.abort()
+	return up, down
+}
+
+// finishDirection passes a clean EOF on as a half-close, and tears the whole
+// tunnel down on an error (a reset, or a close by the sweeper).
+func (t *tunnel) finishDirection(dst net.Conn, err error) {
+	if err != nil {
+		t.abort()
+		return
+	}
+	if hc, ok := dst.(halfCloser); ok {
+		hc.CloseWrite()
+	}
+}
+
+// closeWith closes the tunnel early and records why.
+func (t *tunnel) closeWith(r policy.Reason) {
+	t.reason.CompareAndSwap(nil, r)
+	t.abort()
+}
+
+func (t *tunnel) abort() {
+	t.closeOnce.Do(func() {
+		t.client.Close()
+		t.upstream.Close()
+	})
+}
+
+// closeReason is why the tunnel was closed early, or "".
+func (t *tunnel) closeReason() policy.Reason {
+	r, _ := t.reason.Load().(policy.Reason)
+	return r
+}
+
+// tunnels is the set of open tunnels of one listener.
+type tunnels struct {
+	mu sync.Mutex
+	m  map[*tunnel]struct{}
+}
+
+func (ts *tunnels) add(t *tunnel) {
+	ts.mu.Lock()
+	if ts.m == nil {
+		ts.m = map[*tunnel]struct{}{}
+	}
+	ts.m[t] = struct{}{}
+	ts.mu.Unlock()
+}
+
+func (ts *tunnels) remove(t *tunnel) {
+	ts.mu.Lock()
+	delete(ts.m, t)
+	ts.mu.Unlock()
+}
+
+func (ts *tunnels) len() int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return len(ts.m)
+}
+
+// each calls fn for a snapshot of the open tunnels, outside the lock.
+func (ts *tunnels) each(fn func(*tunnel)) {
+	ts.mu.Lock()
+	list := make([]*tunnel, 0, len(ts.m))
+	for t := range ts.m {
+		list = append(list, t)
+	}
+	ts.mu.Unlock()
+	for _, t := range list {
+		fn(t)
+	}
+}
+
+// sweep closes tunnels idle for longer than idle (judged from the kernel's
+// TCP_INFO counters of the upstream side, which every byte crosses) or open
+// for longer than lifetime (0: no limit).
+func (ts *tunnels) sweep(now time.Time, idle, lifetime time.Duration) {
+	ts.each(func(t *tunnel) {
+		if lifetime > 0 && now.Sub(t.started) > lifetime {
+			t.closeWith(policy.Timeout)
+			return
+		}
+		sent, recv, ok := trafficCounters(t.upstream)
+		if !ok {
+			return
+		}
+		if sent != t.lastSent || recv != t.lastRecv || t.lastActive.IsZero() {
+			t.lastSent, t.lastRecv, t.lastActive = sent, recv, now
+			return
+		}
+		if idle > 0 && now.Sub(t.lastActive) > idle {
+			t.closeWith(policy.Timeout)
+		}
+	})
+}
