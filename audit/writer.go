@@ -192,4 +192,3 @@ func orNone(s string) string {
 // ErrUnavailable is returned for connections refused because the audit log
 // cannot be written.
 var ErrUnavailable = errors.New("audit log unavailable")
-

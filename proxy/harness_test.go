@@ -356,7 +356,9 @@ func (e *env) originURL(host, path string) string {
 	return "https://" + net.JoinHostPort(host, itoa(e.origin.addr.Port())) + path
 }
 
-func itoa(p uint16) string { return strings.TrimPrefix(netip.AddrPortFrom(netip.IPv4Unspecified(), p).String(), "0.0.0.0:") }
+func itoa(p uint16) string {
+	return strings.TrimPrefix(netip.AddrPortFrom(netip.IPv4Unspecified(), p).String(), "0.0.0.0:")
+}
 
 // rawConnect sends a raw request head to the proxy and returns the
 // connection and the parsed response.

@@ -17,14 +17,14 @@ const maxHelloBytes = 16 << 10
 
 // TLS extension code points egressd looks at.
 const (
-	extServerName             = 0x0000
-	extEncryptedClientHello   = 0xfe0d
-	extLegacyESNI             = 0xffce
-	recordTypeHandshake       = 22
-	handshakeTypeClientHello  = 1
-	serverNameTypeHostName    = 0
-	tlsRecordHeaderLen        = 5
-	handshakeHeaderLen        = 4
+	extServerName            = 0x0000
+	extEncryptedClientHello  = 0xfe0d
+	extLegacyESNI            = 0xffce
+	recordTypeHandshake      = 22
+	handshakeTypeClientHello = 1
+	serverNameTypeHostName   = 0
+	tlsRecordHeaderLen       = 5
+	handshakeHeaderLen       = 4
 )
 
 // HelloError says why a ClientHello was refused, with the reason code.

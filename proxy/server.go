@@ -89,6 +89,9 @@ func New(opts Options) *Server {
 		ConnState:                    s.connState,
 		ErrorLog:                     log.New(io.Discard, "", 0),
 		BaseContext:                  func(net.Listener) context.Context { return ctx },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
 	}
 	s.http.SetKeepAlivesEnabled(false) // one request per connection: no keep-alive after a denial
 	return s
@@ -214,6 +217,7 @@ func (w stashWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // ServeHTTP hands every request to goproxy, which routes CONNECT to
 // handleConnect and everything else to a 405.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.preHandler.Delete(r.Context().Value(connKey{}))
 	st := &stash{}
 	r = r.WithContext(context.WithValue(r.Context(), stashKey{}, st))
 	s.gp.ServeHTTP(stashWriter{ResponseWriter: w, st: st}, r)
@@ -231,6 +235,9 @@ func (s *Server) hijacked(r *http.Request, client net.Conn, _ *goproxy.ProxyCtx)
 	s.handleConnect(r, client, br)
 }
 
+// connKey finds the request's connection in its context.
+type connKey struct{}
+
 // connState counts connections from accept, and notices the ones net/http
 // closes before a handler runs (a malformed request line, headers over the
 // limit, a client too slow to send them): those never reach the audit log
@@ -240,8 +247,6 @@ func (s *Server) connState(c net.Conn, state http.ConnState) {
 	case http.StateNew:
 		s.opts.Gate.enter()
 		s.preHandler.Store(c, struct{}{})
-	case http.StateActive:
-		s.preHandler.Delete(c)
 	case http.StateClosed:
 		s.opts.Gate.leave()
 		if _, ok := s.preHandler.LoadAndDelete(c); ok {
