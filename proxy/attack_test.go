@@ -76,7 +76,7 @@ func TestDeniedNameIsNeverResolved(t *testing.T) {
 func TestDNSFailuresAreDNSError(t *testing.T) {
 	e := newEnv(t)
 	port := itoa(e.origin.addr.Port())
-	e.dns.handler = func(w dns.ResponseWriter, r *dns.Msg) bool {
+	e.dns.setHandler(func(w dns.ResponseWriter, r *dns.Msg) bool {
 		m := new(dns.Msg)
 		switch {
 		case strings.HasPrefix(r.Question[0].Name, "servfail."):
@@ -89,7 +89,7 @@ func TestDNSFailuresAreDNSError(t *testing.T) {
 		}
 		w.WriteMsg(m)
 		return true
-	}
+	})
 	for _, host := range []string{"servfail.cdn.allowed.example", "wrongq.cdn.allowed.example"} {
 		_, _, resp := e.rawConnect("CONNECT " + host + ":" + port + " HTTP/1.1\r\n\r\n")
 		if resp.StatusCode != 502 || resp.Header.Get(ReasonHeader) != "dns_error" {
@@ -101,7 +101,7 @@ func TestDNSFailuresAreDNSError(t *testing.T) {
 func TestTruncatedAnswerFallsBackToTCP(t *testing.T) {
 	e := newEnv(t)
 	e.resolveToOrigin("big.cdn.allowed.example")
-	e.dns.handler = func(w dns.ResponseWriter, r *dns.Msg) bool {
+	e.dns.setHandler(func(w dns.ResponseWriter, r *dns.Msg) bool {
 		if _, udp := w.RemoteAddr().(*net.UDPAddr); udp && strings.HasPrefix(r.Question[0].Name, "big.") {
 			m := new(dns.Msg)
 			m.SetReply(r)
@@ -110,7 +110,7 @@ func TestTruncatedAnswerFallsBackToTCP(t *testing.T) {
 			return true
 		}
 		return false
-	}
+	})
 	c := e.client()
 	defer c.CloseIdleConnections()
 	resp, err := c.Get(e.originURL("big.cdn.allowed.example", "/"))

@@ -11,7 +11,9 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -77,6 +79,7 @@ func startOrigin(t testing.TB, ca *testCA, ip string, names ...string) *origin {
 		t.Fatal(err)
 	}
 	srv := &http.Server{
+		ErrorLog:  log.New(io.Discard, "", 0),
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, names...)}},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/echo" {
@@ -134,6 +137,13 @@ func (d *dnsServer) add(t testing.TB, rrs ...string) {
 		key := strings.ToLower(rr.Header().Name)
 		d.records[key] = append(d.records[key], rr)
 	}
+}
+
+// setHandler installs an override consulted before the table.
+func (d *dnsServer) setHandler(h func(w dns.ResponseWriter, r *dns.Msg) bool) {
+	d.mu.Lock()
+	d.handler = h
+	d.mu.Unlock()
 }
 
 func (d *dnsServer) questions(name string) int {
@@ -379,4 +389,8 @@ func (e *env) rawConnect(head string) (net.Conn, *bufio.Reader, *http.Response) 
 		e.t.Fatalf("reading response to %q: %v", head, err)
 	}
 	return c, br, resp
+}
+
+func pemCert(der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

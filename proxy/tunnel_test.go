@@ -89,6 +89,9 @@ func TestPipelinedBytesAfterConnectAreNotLost(t *testing.T) {
 	if string(body) != payload {
 		t.Fatalf("echo returned %d bytes, want %d", len(body), len(payload))
 	}
+	// Read to the origin's close_notify and EOF, so every byte the proxy
+	// sent down has been read and counted here, then close our side.
+	io.Copy(io.Discard, tc)
 	tc.Close()
 	closeEv := e.log.waitEvent(t, map[string]any{"event": "close", "host": "api.allowed.example"})
 	// The origin closes after the response (req.Close), so every byte each
