@@ -1,11 +1,343 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/configs"
+	"github.com/egressd/egressd/policy"
+	"github.com/egressd/egressd/proxy"
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
+// serveFlags are "egressd serve"'s flags. Each has a config-file key; a
+// flag given on the command line wins over the file.
+type serveFlags struct {
+	config, manifest, listen, admin, auditLog, state, mode string
+	resolvers, allowPrivate, allowPorts                    multiFlag
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return fmt.Sprint(*m) }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
 func runServe(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "egressd serve: not built yet")
-	return exitFail
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sig)
+	return serve(context.Background(), args, stdout, stderr, sig)
+}
+
+// serve runs the daemon until SIGTERM or SIGINT arrives on sig. SIGHUP
+// reloads. Tests drive it through sig.
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-chan os.Signal) int {
+	var f serveFlags
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.config, "config", "", "operator config file (YAML)")
+	fs.StringVar(&f.manifest, "manifest", "", "serve one integration: its manifest file or folder (the sidecar shape)")
+	fs.StringVar(&f.listen, "listen", configs.DefaultListen, "with --manifest: host:port or unix:/path.sock")
+	fs.StringVar(&f.admin, "admin", "", "admin endpoint address (/healthz, /readyz, /metrics); off by default")
+	fs.StringVar(&f.auditLog, "audit-log", "", "audit log file, or - for stdout (config: audit.path; default -)")
+	fs.StringVar(&f.state, "state", "", "version memory directory (config: state_dir)")
+	fs.StringVar(&f.mode, "mode", "", "enforce or audit (config: mode)")
+	fs.Var(&f.resolvers, "resolver", "upstream DNS server host:port, repeatable (config: resolvers; default /etc/resolv.conf)")
+	fs.Var(&f.allowPrivate, "allow-private", "dev/test exemption: a CIDR inside the denied ranges, repeatable (config: integrations[].allow_private)")
+	fs.Var(&f.allowPorts, "allow-port", "exemption: a port besides 443, repeatable (config: integrations[].allow_ports)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: egressd serve [--config FILE | --manifest PATH [--listen ADDR]] [flags]\n\nWith no flags, serves the embedded example integration on "+configs.DefaultListen+", auditing to stdout.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return exitUsage
+	}
+	if f.config != "" && f.manifest != "" {
+		fmt.Fprintln(stderr, "egressd serve: give --config or --manifest, not both")
+		return exitUsage
+	}
+	cleanup, err := f.embeddedDefault()
+	if err != nil {
+		fmt.Fprintln(stderr, "egressd serve:", err)
+		return exitFail
+	}
+	defer cleanup()
+	cfg, err := f.load()
+	if err != nil {
+		printConfigError(stderr, f.config, err)
+		return exitUsage
+	}
+	out, closeOut, err := openAuditSink(cfg.Audit.Path, stdout)
+	if err != nil {
+		fmt.Fprintln(stderr, "egressd serve:", err)
+		return exitFail
+	}
+	defer closeOut()
+	d, admin, err := buildDaemon(cfg, f, out, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "egressd serve:", err)
+		return exitFail
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := d.Start(ctx); err != nil {
+		fmt.Fprintln(stderr, "egressd serve:", err)
+		return exitFail
+	}
+	for key, addr := range d.Listeners() {
+		fmt.Fprintf(stderr, "egressd: serving %s on %s\n", d.Registry.Policy(key).Manifest.ID, addr)
+	}
+	if admin != nil {
+		go admin.serve(d)
+		defer admin.close()
+	}
+	go proxy.WatchDirs(ctx, watchedDirs(cfg, f.config), 250*time.Millisecond, func() { d.Reload(ctx) })
+	for {
+		select {
+		case s := <-sig:
+			if s == syscall.SIGHUP {
+				if err := d.Reload(ctx); err != nil {
+					fmt.Fprintln(stderr, "egressd: reload:", err)
+				}
+				continue
+			}
+			d.Shutdown(ctx)
+			return exitOK
+		case err := <-d.Errors():
+			fmt.Fprintln(stderr, "egressd serve:", err)
+			d.Shutdown(ctx)
+			return exitFail
+		}
+	}
+}
+
+// embeddedDefault makes "egressd serve" with no config and no manifest serve
+// the embedded example integration, written to a temporary folder.
+func (f *serveFlags) embeddedDefault() (func(), error) {
+	if f.config != "" || f.manifest != "" {
+		return func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "egressd-example-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "voiceos.integration.json"), configs.DefaultManifest, 0o444); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	f.manifest = dir
+	return func() { os.RemoveAll(dir) }, nil
+}
+
+// load builds the config from the file or the single-manifest flags, then
+// applies the flags that override it. It runs again on every reload.
+func (f *serveFlags) load() (policy.Config, error) {
+	cfg := policy.DefaultConfig()
+	if f.config != "" {
+		var err error
+		if cfg, err = policy.LoadConfig(f.config); err != nil {
+			return cfg, err
+		}
+	} else {
+		cfg.Integrations = []policy.Integration{{Manifest: f.manifest, Listen: f.listen}}
+	}
+	var ps []string
+	if f.auditLog != "" {
+		cfg.Audit.Path = f.auditLog
+	}
+	if f.state != "" {
+		cfg.StateDir = f.state
+	}
+	if f.admin != "" {
+		cfg.Admin = f.admin
+	}
+	if len(f.resolvers) > 0 {
+		cfg.Resolvers = f.resolvers
+	}
+	for _, r := range cfg.Resolvers {
+		if _, err := netip.ParseAddrPort(r); err != nil {
+			ps = append(ps, fmt.Sprintf("--resolver: must be an address and port like \"127.0.0.53:53\" (%q)", r))
+		}
+	}
+	ex := policy.Exemptions{}
+	if f.mode != "" {
+		m, err := policy.ParseMode(f.mode)
+		if err != nil {
+			ps = append(ps, "--mode: "+err.Error())
+		}
+		ex.Mode = m
+	}
+	for _, s := range f.allowPrivate {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			ps = append(ps, fmt.Sprintf("--allow-private: must be a CIDR like \"10.0.0.0/8\" (%q)", s))
+			continue
+		}
+		ex.AllowPrivate = append(ex.AllowPrivate, p.Masked())
+	}
+	for _, s := range f.allowPorts {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != s {
+			ps = append(ps, fmt.Sprintf("--allow-port: must be a port from 1 to 65535 (%q)", s))
+			continue
+		}
+		ex.AllowPorts = append(ex.AllowPorts, uint16(n))
+	}
+	for i := range cfg.Integrations {
+		in := &cfg.Integrations[i]
+		in.Exemptions.AllowPrivate = append(in.Exemptions.AllowPrivate, ex.AllowPrivate...)
+		in.Exemptions.AllowPorts = append(in.Exemptions.AllowPorts, ex.AllowPorts...)
+		if f.mode != "" {
+			in.Exemptions.Mode = ex.Mode
+		}
+	}
+	if len(ps) > 0 {
+		return cfg, &policy.ConfigError{Problems: ps}
+	}
+	return cfg, nil
+}
+
+func printConfigError(w io.Writer, file string, err error) {
+	prefix := "egressd serve: "
+	if file != "" {
+		prefix = file + ": "
+	}
+	for _, line := range configProblems(err) {
+		fmt.Fprintln(w, prefix+line)
+	}
+}
+
+// openAuditSink opens the audit file, or stdout for "-".
+func openAuditSink(path string, stdout io.Writer) (io.Writer, func(), error) {
+	if path == "" || path == "-" {
+		return stdout, func() {}, nil
+	}
+	f, err := audit.OpenFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("audit log: %w", err)
+	}
+	return f, func() { f.Sync(); f.Close() }, nil
+}
+
+// buildDaemon wires the packages together for cfg.
+func buildDaemon(cfg policy.Config, f serveFlags, auditOut io.Writer, stderr io.Writer) (*proxy.Daemon, *adminServer, error) {
+	stateDir := cfg.StateDir
+	if stateDir == "" {
+		stateDir = policy.DefaultStateDir()
+	}
+	mem, err := policy.OpenMemory(stateDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	resolvers := cfg.Resolvers
+	if len(resolvers) == 0 {
+		if resolvers, err = systemResolvers(); err != nil {
+			return nil, nil, err
+		}
+	}
+	log, err := audit.New(auditOut, audit.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	reg := proxy.NewPromRegistry()
+	metrics := proxy.NewMetrics(reg)
+	metrics.AuditHealthy.Set(1)
+	res := proxy.NewResolver(resolvers, cfg.Timeouts.DNS)
+	res.Observe = metrics.ObserveDNS
+	maxConns := cfg.Limits.MaxConnections
+	if maxConns == 0 {
+		maxConns = proxy.DefaultMaxConnections(nofileLimit())
+	}
+	d := &proxy.Daemon{
+		LoadConfig: f.load,
+		Registry:   policy.NewRegistry(mem, localAddrs()),
+		Audit:      log,
+		Suppress:   audit.NewSuppressor(log, time.Second),
+		Metrics:    metrics,
+		Resolver:   res,
+		Gate:       proxy.NewGate(maxConns),
+		Warn:       func(s string) { fmt.Fprintln(stderr, "egressd: warning:", s) },
+	}
+	var admin *adminServer
+	if cfg.Admin != "" {
+		ln, err := net.Listen("tcp", cfg.Admin)
+		if err != nil {
+			return nil, nil, fmt.Errorf("admin: %w", err)
+		}
+		admin = &adminServer{ln: ln, reg: reg}
+		fmt.Fprintf(stderr, "egressd: admin on %s\n", ln.Addr())
+	}
+	return d, admin, nil
+}
+
+type adminServer struct {
+	ln  net.Listener
+	reg *prometheus.Registry
+	srv *http.Server
+}
+
+func (a *adminServer) serve(d *proxy.Daemon) {
+	a.srv = &http.Server{Handler: proxy.AdminHandler(d.Ready, a.reg), ReadHeaderTimeout: 5 * time.Second}
+	a.srv.Serve(a.ln)
+}
+
+func (a *adminServer) close() { a.ln.Close() }
+
+// systemResolvers reads the nameservers from /etc/resolv.conf.
+func systemResolvers() ([]string, error) {
+	cc, err := dns.ClientConfigFromFile("/etc/resolv.conf")
+	if err != nil || len(cc.Servers) == 0 {
+		return nil, errors.New("no DNS servers in /etc/resolv.conf; pass --resolver ADDR")
+	}
+	var out []string
+	for _, s := range cc.Servers {
+		out = append(out, net.JoinHostPort(s, cc.Port))
+	}
+	return out, nil
+}
+
+// localAddrs returns this host's interface addresses, which are denied like
+// loopback.
+func localAddrs() []netip.Addr {
+	addrs, _ := net.InterfaceAddrs()
+	var out []netip.Addr
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr())
+		}
+	}
+	return out
+}
+
+func nofileLimit() uint64 {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 1024
+	}
+	return rl.Cur
+}
+
+func watchedDirs(cfg policy.Config, configFile string) []string {
+	var paths []string
+	for _, in := range cfg.Integrations {
+		paths = append(paths, in.Manifest)
+	}
+	if configFile != "" {
+		paths = append(paths, configFile)
+	}
+	return proxy.ManifestDirs(paths)
 }

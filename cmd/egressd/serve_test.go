@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is an io.Writer the daemon and the test share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// waitFor polls the daemon's output until re matches; the daemon writes
+// each line once, so this waits on its progress, bounded in time.
+func waitFor(t *testing.T, buf interface{ String() string }, re string) []string {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := rx.FindStringSubmatch(buf.String()); m != nil {
+			return m
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no match for %s in:\n%s", re, buf.String())
+	return nil
+}
+
+func TestServeReloadAndDrainAsTheUnitRunsIt(t *testing.T) {
+	dir := t.TempDir()
+	manifests := filepath.Join(dir, "weather")
+	os.MkdirAll(manifests, 0o755)
+	writeManifest := func(version, hosts string) {
+		os.WriteFile(filepath.Join(manifests, "manifest.json"), []byte(`{"manifest_version":1,"id":"com.test.weather","version":"`+version+`","network":{"connect":[`+hosts+`]}}`), 0o600)
+	}
+	writeManifest("1.0.0", `"api.weather.example","old.weather.example"`)
+	cfg := filepath.Join(dir, "egressd.yaml")
+	auditFile := filepath.Join(dir, "audit.log")
+	os.WriteFile(cfg, []byte(`state_dir: `+filepath.Join(dir, "state")+`
+admin: 127.0.0.1:0
+resolvers: ["127.0.0.1:9"]
+audit:
+  path: `+auditFile+`
+integrations:
+  - manifest: weather
+    listen: 127.0.0.1:0
+`), 0o600)
+
+	var stdout, stderr lockedBuffer
+	sig := make(chan os.Signal, 1)
+	done := make(chan int, 1)
+	go func() { done <- serve(context.Background(), []string{"--config", cfg}, &stdout, &stderr, sig) }()
+
+	listen := waitFor(t, &stderr, `serving com.test.weather on (127\.0\.0\.1:\d+)`)[1]
+	admin := waitFor(t, &stderr, `admin on (127\.0\.0\.1:\d+)`)[1]
+	ready := func() int {
+		resp, err := http.Get("http://" + admin + "/readyz")
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := ready(); code != 200 {
+		t.Fatalf("/readyz = %d", code)
+	}
+	connect := func(host string) string {
+		c, err := net.Dial("tcp", listen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, "CONNECT "+host+":443 HTTP/1.1\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Get("X-Egress-Reason")
+	}
+	// The resolver at port 9 answers nothing: an allowed name is dns_error,
+	// a denied one never gets that far.
+	if r := connect("old.weather.example"); r != "dns_error" {
+		t.Fatalf("before reload: %s", r)
+	}
+
+	writeManifest("1.1.0", `"api.weather.example"`) // narrowing: applies at once
+	sig <- syscall.SIGHUP
+	waitFor(t, &lockedFile{path: auditFile}, `"event":"policy","integration":"com.test.weather","integration_version":"1.1.0","generation":\d+,"action":"loaded"`)
+	if r := connect("old.weather.example"); r != "not_allowlisted" {
+		t.Fatalf("after reload: %s", r)
+	}
+
+	writeManifest("1.2.0", `"api.weather.example","new.weather.example"`) // widening: waits
+	sig <- syscall.SIGHUP
+	waitFor(t, &lockedFile{path: auditFile}, `"action":"pending","pending":"1.2.0"`)
+	if r := connect("new.weather.example"); r != "not_allowlisted" {
+		t.Fatalf("widening applied without approval: %s", r)
+	}
+
+	sig <- syscall.SIGTERM
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop on SIGTERM")
+	}
+	data, _ := os.ReadFile(auditFile)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	var last map[string]any
+	json.Unmarshal([]byte(lines[len(lines)-1]), &last)
+	if last["action"] != "shutdown" {
+		t.Fatalf("last audit line is not the clean shutdown record: %s", lines[len(lines)-1])
+	}
+	if st, _ := os.Stat(auditFile); st.Mode().Perm() != 0o600 {
+		t.Fatalf("audit file mode %v", st.Mode().Perm())
+	}
+}
+
+// lockedFile reads a file on every String call, for waitFor.
+type lockedFile struct {
+	lockedBuffer
+	path string
+}
+
+func (f *lockedFile) String() string {
+	b, _ := os.ReadFile(f.path)
+	return string(b)
+}
+
+func TestServeRefusesBrokenStart(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(`{"manifest_version":1,"id":"com.a.b","version":"1.0.0","network":{"connect":["10.0.0.1"]}}`), 0o600)
+	var stdout, stderr lockedBuffer
+	code := serve(context.Background(), []string{"--manifest", dir, "--listen", "127.0.0.1:0", "--state", t.TempDir(), "--resolver", "127.0.0.1:9"}, &stdout, &stderr, nil)
+	if code != exitFail || !strings.Contains(stderr.String(), `network.connect[0]: bare IP addresses are not allowed ("10.0.0.1")`) {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+}
+
+func TestServeFlagProblems(t *testing.T) {
+	var stdout, stderr lockedBuffer
+	code := serve(context.Background(), []string{"--manifest", ".", "--allow-port", "0443", "--allow-private", "10.0.0.0/33"}, &stdout, &stderr, nil)
+	if code != exitUsage || !strings.Contains(stderr.String(), `--allow-port: must be a port from 1 to 65535 ("0443")`) || !strings.Contains(stderr.String(), `--allow-private: must be a CIDR like "10.0.0.0/8" ("10.0.0.0/33")`) {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+}

@@ -1,0 +1,284 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+
+	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/policy"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Daemon runs one proxy per configured integration, each on its own
+// listener, and reloads them together. It is what "egressd serve" runs.
+type Daemon struct {
+	// LoadConfig returns the config to apply on each reload; it is called
+	// once at start. Required.
+	LoadConfig func() (policy.Config, error)
+	Registry   *policy.Registry
+	Audit      *audit.Log
+	Suppress   *audit.Suppressor
+	Metrics    *Metrics
+	Resolver   *Resolver
+	Gate       *Gate
+	// Warn receives start-up warnings (exemptions in force) for stderr.
+	Warn func(string)
+
+	mu        sync.Mutex
+	cfg       policy.Config
+	listeners map[string]*listener // by integration key
+	ready     bool
+	serveErr  chan error
+}
+
+type listener struct {
+	addr   string // as configured
+	real   string // as bound, port 0 resolved
+	ln     net.Listener
+	server *Server
+}
+
+// Start loads the config and every policy, opens every listener and starts
+// serving. An integration whose manifest cannot be loaded at start is an
+// error: egressd does not start half-configured.
+func (d *Daemon) Start(ctx context.Context) error {
+	cfg, err := d.LoadConfig()
+	if err != nil {
+		return err
+	}
+	d.listeners = map[string]*listener{}
+	d.serveErr = make(chan error, 1)
+	outs := d.Registry.Load(cfg)
+	d.auditOutcomes(outs)
+	var failed []string
+	for _, o := range outs {
+		if o.Result == policy.Failed {
+			failed = append(failed, fmt.Sprintf("%s:\n%v", o.Key, o.Err))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("cannot start: %s", strings.Join(failed, "\n"))
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cfg = cfg
+	for _, in := range cfg.Integrations {
+		if err := d.open(ctx, in); err != nil {
+			d.closeAllLocked()
+			return err
+		}
+	}
+	d.announceExemptions(cfg)
+	d.ready = true
+	return nil
+}
+
+// Errors delivers a listener's fatal serve error.
+func (d *Daemon) Errors() <-chan error { return d.serveErr }
+
+// open starts the listener and proxy for one integration. d.mu is held.
+func (d *Daemon) open(ctx context.Context, in policy.Integration) error {
+	ln, err := Listen(ctx, in.Listen, in.AllowedPeers)
+	if err != nil {
+		return fmt.Errorf("%s: %w", in.Manifest, err)
+	}
+	s := New(Options{
+		Key: in.Manifest, Registry: d.Registry, Resolver: d.Resolver, Audit: d.Audit, Suppress: d.Suppress,
+		Metrics: d.Metrics, Limits: d.cfg.Limits, Timeouts: d.cfg.Timeouts, OnAuditFailure: d.cfg.Audit.OnFailure, Gate: d.Gate,
+	})
+	l := &listener{addr: in.Listen, real: listenerAddr(ln), ln: ln, server: s}
+	d.listeners[in.Manifest] = l
+	go func() {
+		if err := s.Serve(ln); err != nil {
+			select {
+			case d.serveErr <- fmt.Errorf("%s: %w", l.real, err):
+			default:
+			}
+		}
+	}()
+	p := d.Registry.Policy(in.Manifest)
+	d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "listening", Listener: l.real,
+		Integration: p.Manifest.ID, IntegrationVersion: p.Manifest.Version, Generation: p.Generation, Exemption: strings.Join(in.Exemptions.Names(), ",")})
+	return nil
+}
+
+func listenerAddr(ln net.Listener) string {
+	if ln.Addr().Network() == "unix" {
+		return "unix:" + ln.Addr().String()
+	}
+	return ln.Addr().String()
+}
+
+// Listeners returns each integration's bound address, port 0 resolved.
+func (d *Daemon) Listeners() map[string]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]string{}
+	for k, l := range d.listeners {
+		out[k] = l.real
+	}
+	return out
+}
+
+// Reload re-reads the config and every manifest. A broken config keeps the
+// whole last good state; a broken manifest keeps its last good policy.
+// Listeners of added integrations open, those of removed ones close, and
+// every open tunnel is re-judged against its new policy.
+func (d *Daemon) Reload(ctx context.Context) error {
+	cfg, err := d.LoadConfig()
+	if err != nil {
+		d.Audit.Write(audit.Event{Kind: audit.Policy, Action: "config_refused", Err: audit.Cap(err.Error(), 1000), Msg: "the last good configuration stays in force"})
+		d.Metrics.Reloads.WithLabelValues("", "config_refused").Inc()
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	outs := d.Registry.Load(cfg)
+	d.auditOutcomes(outs)
+	d.cfg = cfg
+	var errs []error
+	for key, l := range d.listeners {
+		if d.Registry.Policy(key) == nil || !stillConfigured(cfg, key, l.addr) {
+			d.closeListener(ctx, key, l)
+		}
+	}
+	for _, in := range cfg.Integrations {
+		if _, open := d.listeners[in.Manifest]; open || d.Registry.Policy(in.Manifest) == nil {
+			continue
+		}
+		if err := d.open(ctx, in); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, l := range d.listeners {
+		l.server.Redecide()
+	}
+	return errors.Join(errs...)
+}
+
+func stillConfigured(cfg policy.Config, key, addr string) bool {
+	for _, in := range cfg.Integrations {
+		if in.Manifest == key && in.Listen == addr {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Daemon) closeListener(ctx context.Context, key string, l *listener) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeouts.Drain)
+	defer cancel()
+	l.server.Redecide() // its policy is gone: every tunnel is policy_narrowed
+	l.server.Shutdown(ctx)
+	delete(d.listeners, key)
+	d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "closed", Listener: l.real, Msg: "integration removed from the config"})
+}
+
+// Shutdown stops accepting on every listener, drains open tunnels until the
+// drain timeout, closes the rest, and writes the audit chain's clean end.
+func (d *Daemon) Shutdown(ctx context.Context) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ready = false
+	d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "drain", Msg: fmt.Sprintf("draining open tunnels for up to %s", d.cfg.Timeouts.Drain)})
+	d.closeAllLocked()
+	if d.Suppress != nil {
+		d.Suppress.Flush(true)
+	}
+	d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "stop"})
+	d.Audit.Close()
+}
+
+func (d *Daemon) closeAllLocked() {
+	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Timeouts.Drain)
+	defer cancel()
+	var wg sync.WaitGroup
+	for key, l := range d.listeners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if n := l.server.Shutdown(ctx); n > 0 {
+				d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "drain_deadline", Listener: l.real, Msg: fmt.Sprintf("closed %d tunnels still open at the drain deadline", n)})
+			}
+		}()
+		delete(d.listeners, key)
+	}
+	wg.Wait()
+}
+
+// Ready reports whether every listener is up, every policy loaded and the
+// audit log writable (unless the operator chose on_failure: continue), with
+// the reason when it is not.
+func (d *Daemon) Ready() (bool, string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.ready {
+		return false, "starting or stopping"
+	}
+	for _, in := range d.cfg.Integrations {
+		if d.listeners[in.Manifest] == nil || d.Registry.Policy(in.Manifest) == nil {
+			return false, "integration not serving: " + in.Manifest
+		}
+	}
+	if !d.Audit.Healthy() && d.cfg.Audit.OnFailure == policy.DenyOnAuditFailure {
+		return false, "audit log unavailable: new connections are refused"
+	}
+	return true, "ok"
+}
+
+func (d *Daemon) auditOutcomes(outs []policy.Outcome) {
+	for _, o := range outs {
+		ev := audit.Event{Kind: audit.Policy, Integration: o.ID, IntegrationVersion: o.Version, Generation: o.Generation,
+			Action: string(o.Result), Pending: o.Pending, Msg: audit.Cap(strings.Join(o.Warnings, "; "), 1000)}
+		if o.Err != nil {
+			ev.Err = audit.Cap(o.Err.Error(), 1000)
+		}
+		if ev.Integration == "" {
+			ev.Msg = strings.TrimPrefix(ev.Msg+"; manifest "+o.Key, "; ")
+		}
+		d.Audit.Write(ev)
+		d.Metrics.Reloads.WithLabelValues(o.ID, string(o.Result)).Inc()
+	}
+}
+
+// announceExemptions warns about every named exemption in force, on
+// stderr, in the audit log and in /metrics.
+func (d *Daemon) announceExemptions(cfg policy.Config) {
+	for _, in := range cfg.Integrations {
+		p := d.Registry.Policy(in.Manifest)
+		if p == nil {
+			continue
+		}
+		for _, name := range in.Exemptions.Names() {
+			msg := fmt.Sprintf("exemption in force for %s: %s", p.Manifest.ID, name)
+			if d.Warn != nil {
+				d.Warn(msg)
+			}
+			d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "exemption", Integration: p.Manifest.ID, Exemption: name, Msg: msg})
+			d.Metrics.Exemptions.WithLabelValues(p.Manifest.ID, name).Set(1)
+		}
+	}
+}
+
+// DefaultMaxConnections derives the global cap from the descriptor limit:
+// each tunnel holds two fds, and some are kept for listeners, DNS and logs.
+func DefaultMaxConnections(nofile uint64) int {
+	const reserve = 64
+	if nofile <= 2*reserve {
+		return 16
+	}
+	return int((nofile - reserve) / 2)
+}
+
+// NewPromRegistry returns a Prometheus registry with the Go and process
+// collectors, for the admin endpoint.
+func NewPromRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
