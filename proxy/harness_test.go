@@ -106,13 +106,22 @@ type dnsServer struct {
 
 func startDNS(t testing.TB) *dnsServer {
 	d := &dnsServer{records: map[string][]dns.RR{}, asked: map[string]int{}}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
+	// UDP and TCP on one random port; retry if the TCP side is taken (an
+	// outgoing connection may hold that ephemeral port).
+	var pc net.PacketConn
+	var ln net.Listener
+	for attempt := 0; ; attempt++ {
+		var err error
+		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
+			break
+		}
+		pc.Close()
+		if attempt == 20 {
+			t.Fatal(err)
+		}
 	}
 	d.addr = pc.LocalAddr().String()
 	for _, srv := range []*dns.Server{{PacketConn: pc, Handler: d}, {Listener: ln, Handler: d}} {
@@ -269,7 +278,7 @@ func matches(e, want map[string]any) bool {
 
 // env is one egressd proxy with its origin, DNS server and audit log.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	ca       *testCA
 	dns      *dnsServer
 	log      *syncBuffer
@@ -291,7 +300,7 @@ func withConfig(f func(*policy.Config)) envOption { return func(e *env) { f(&e.c
 // *.cdn.allowed.example, with a TLS origin on 127.0.0.2 serving both names,
 // resolved by a loopback DNS server, and allow_private 127.0.0.2/32 so the
 // origin is reachable.
-func newEnv(t *testing.T, opts ...envOption) *env {
+func newEnv(t testing.TB, opts ...envOption) *env {
 	e := &env{t: t, ca: newTestCA(t), dns: startDNS(t), log: newSyncBuffer(), dir: t.TempDir()}
 	e.origin = startOrigin(t, e.ca, "127.0.0.2", "api.allowed.example", "*.cdn.allowed.example", "other.allowed.example")
 	e.writeManifest("1.0.0", "api.allowed.example", "*.cdn.allowed.example", "other.allowed.example")
