@@ -27,6 +27,9 @@ type Options struct {
 	Prev string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Generation, if set, stamps the current policy generation on every
+	// event that does not carry its own.
+	Generation func() uint64
 }
 
 // Log writes audit events as hash-chained JSON lines. It is safe for
@@ -39,6 +42,7 @@ type Log struct {
 	chain   chain
 	chainID string
 	now     func() time.Time
+	gen     func() uint64
 	failed  atomic.Bool
 	lastErr atomic.Value // error
 }
@@ -46,7 +50,7 @@ type Log struct {
 // New starts a chain on out and writes its genesis record. The caller owns
 // out; Close writes the clean-shutdown record but does not close out.
 func New(out io.Writer, opts Options) (*Log, error) {
-	l := &Log{out: out, now: opts.Now, chain: newChain(opts.Key, opts.Prev), chainID: newChainID()}
+	l := &Log{out: out, now: opts.Now, gen: opts.Generation, chain: newChain(opts.Key, opts.Prev), chainID: newChainID()}
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -86,6 +90,9 @@ func (l *Log) LastHash() (seq uint64, hash string) {
 func (l *Log) Write(e Event) error {
 	if e.Time.IsZero() {
 		e.Time = l.now()
+	}
+	if e.Generation == 0 && l.gen != nil {
+		e.Generation = l.gen()
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -27,6 +27,16 @@ type Config struct {
 	NAT64        []netip.Prefix
 	Rules        allowlist.Rules
 	Integrations []Integration
+	// ManifestDirs serve every integration folder inside a folder; LoadConfig
+	// expands them into Integrations.
+	ManifestDirs []ManifestDir
+}
+
+// ManifestDir is a folder of integration folders, each served on the
+// template's listener with {name} replaced by the folder's name.
+type ManifestDir struct {
+	Dir      string
+	Template Integration
 }
 
 // Mode is enforce or audit.

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -29,6 +30,9 @@ type fileConfig struct {
 	NAT64Prefixes       []string          `yaml:"nat64_prefixes"`
 	WildcardDNSServices []string          `yaml:"wildcard_dns_services"`
 	Integrations        []fileIntegration `yaml:"integrations"`
+	// Manifests serve every integration folder inside Dir, each on the
+	// listener Listen names with {name} replaced by the folder's name.
+	Manifests []fileIntegration `yaml:"manifests"`
 }
 
 type fileAudit struct {
@@ -60,6 +64,7 @@ type fileDeny struct {
 }
 
 type fileIntegration struct {
+	Dir          string    `yaml:"dir"` // manifests[] only
 	Manifest     string    `yaml:"manifest"`
 	Listen       string    `yaml:"listen"`
 	AllowedPeers filePeers `yaml:"allowed_peers"`
@@ -97,7 +102,48 @@ func LoadConfig(file string) (Config, error) {
 			c.Integrations[i].Manifest = filepath.Join(filepath.Dir(file), in.Manifest)
 		}
 	}
+	var ps problems
+	for i, md := range c.ManifestDirs {
+		dir := md.Dir
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(filepath.Dir(file), dir)
+		}
+		c.Integrations = append(c.Integrations, expandManifestDir(fmt.Sprintf("manifests[%d]", i), dir, md.Template, &ps)...)
+	}
+	if len(ps) > 0 {
+		return Config{}, &ConfigError{Problems: ps}
+	}
 	return c, nil
+}
+
+// folderName is what a served folder may be called: it becomes part of a
+// socket path.
+var folderName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// expandManifestDir lists dir's integration folders, in name order, as
+// integrations built from the template. It runs on every load, so folders
+// added or removed open or close their listeners on the next reload.
+func expandManifestDir(at, dir string, tmpl Integration, ps *problems) []Integration {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		ps.add(at+".dir", err.Error())
+		return nil
+	}
+	var out []Integration
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if !folderName.MatchString(e.Name()) {
+			ps.add(at+".dir", fmt.Sprintf("folder name cannot name a socket; use letters, digits, '.', '_' and '-' (%q)", e.Name()))
+			continue
+		}
+		in := tmpl
+		in.Manifest = filepath.Join(dir, e.Name())
+		in.Listen = strings.ReplaceAll(tmpl.Listen, "{name}", e.Name())
+		out = append(out, in)
+	}
+	return out
 }
 
 // ParseConfig parses the YAML config. Unknown keys, duplicate keys, wrong
@@ -146,6 +192,22 @@ func ParseConfig(data []byte) (Config, error) {
 	for i, fi := range fc.Integrations {
 		c.Integrations = append(c.Integrations, parseIntegration(fmt.Sprintf("integrations[%d]", i), fi, mode, &ps))
 	}
+	for i, fm := range fc.Manifests {
+		at := fmt.Sprintf("manifests[%d]", i)
+		if fm.Dir == "" {
+			ps.add(at+".dir", "is required: the folder whose integration folders are served")
+		}
+		if fm.Manifest != "" {
+			ps.add(at+".manifest", "is set per folder; use dir")
+		}
+		if !strings.HasPrefix(fm.Listen, "unix:") || !strings.Contains(fm.Listen, "{name}") {
+			ps.add(at+".listen", fmt.Sprintf("must be a unix socket path with {name}, like \"unix:/run/egressd/{name}.sock\" (%q)", fm.Listen))
+			fm.Listen = "unix:/{name}"
+		}
+		fm.Manifest = "{dir}"
+		tmpl := parseIntegration(at, fm, mode, &ps)
+		c.ManifestDirs = append(c.ManifestDirs, ManifestDir{Dir: fm.Dir, Template: tmpl})
+	}
 	if len(ps) > 0 {
 		return Config{}, &ConfigError{Problems: ps}
 	}
@@ -157,6 +219,9 @@ func parseIntegration(at string, fi fileIntegration, defaultMode Mode, ps *probl
 		AllowedPeers: Peers{UIDs: fi.AllowedPeers.UIDs, GIDs: fi.AllowedPeers.GIDs}}
 	if fi.Manifest == "" {
 		ps.add(at+".manifest", "is required: the manifest file or its folder")
+	}
+	if fi.Dir != "" && fi.Manifest != "{dir}" {
+		ps.add(at+".dir", "belongs under manifests:, which serves every folder in it")
 	}
 	if fi.Listen == "" {
 		ps.add(at+".listen", "is required: \"127.0.0.1:PORT\" or \"unix:/path.sock\"")

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,5 +48,31 @@ func TestConfigProblems(t *testing.T) {
 				t.Fatalf("got  %v\nwant %s", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestManifestsDirServesEachFolder(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"weather", "acme-erp", ".hidden"} {
+		os.MkdirAll(filepath.Join(dir, "integrations", name), 0o755)
+	}
+	os.WriteFile(filepath.Join(dir, "integrations", "README"), nil, 0o644)
+	cfg := filepath.Join(dir, "egressd.yaml")
+	os.WriteFile(cfg, []byte("manifests:\n  - dir: integrations\n    listen: unix:/run/egressd/{name}.sock\n    allowed_peers: {uids: [1000]}\n"), 0o600)
+	c, err := LoadConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Integrations) != 2 || c.Integrations[0].Listen != "unix:/run/egressd/acme-erp.sock" || c.Integrations[1].Manifest != filepath.Join(dir, "integrations", "weather") || c.Integrations[1].AllowedPeers.UIDs[0] != 1000 {
+		t.Fatalf("got %+v", c.Integrations)
+	}
+	os.WriteFile(cfg, []byte("manifests:\n  - dir: integrations\n    listen: 127.0.0.1:3128\n"), 0o600)
+	if _, err := LoadConfig(cfg); err == nil || !strings.Contains(err.Error(), `manifests[0].listen: must be a unix socket path with {name}`) {
+		t.Fatalf("err = %v", err)
+	}
+	os.MkdirAll(filepath.Join(dir, "integrations", "bad name"), 0o755)
+	os.WriteFile(cfg, []byte("manifests:\n  - dir: integrations\n    listen: unix:/run/egressd/{name}.sock\n"), 0o600)
+	if _, err := LoadConfig(cfg); err == nil || !strings.Contains(err.Error(), `folder name cannot name a socket`) {
+		t.Fatalf("err = %v", err)
 	}
 }

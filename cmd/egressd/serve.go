@@ -249,7 +249,8 @@ func buildDaemon(cfg policy.Config, f serveFlags, auditOut io.Writer, stderr io.
 			return nil, nil, err
 		}
 	}
-	log, err := audit.New(auditOut, audit.Options{})
+	registry := policy.NewRegistry(mem, localAddrs())
+	log, err := audit.New(auditOut, audit.Options{Generation: func() uint64 { return registry.Snapshot().Generation }})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -264,7 +265,7 @@ func buildDaemon(cfg policy.Config, f serveFlags, auditOut io.Writer, stderr io.
 	}
 	d := &proxy.Daemon{
 		LoadConfig: f.load,
-		Registry:   policy.NewRegistry(mem, localAddrs()),
+		Registry:   registry,
 		Audit:      log,
 		Suppress:   audit.NewSuppressor(log, time.Second),
 		Metrics:    metrics,

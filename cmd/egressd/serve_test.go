@@ -172,3 +172,47 @@ func TestServeFlagProblems(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 }
+
+func TestServeOpensAndClosesListenersAsFoldersComeAndGo(t *testing.T) {
+	dir := t.TempDir()
+	integrations := filepath.Join(dir, "integrations")
+	addIntegration := func(name, id string) {
+		os.MkdirAll(filepath.Join(integrations, name), 0o755)
+		os.WriteFile(filepath.Join(integrations, name, "manifest.json"), []byte(`{"manifest_version":1,"id":"`+id+`","version":"1.0.0","network":{"connect":["api.`+name+`.example"]}}`), 0o600)
+	}
+	addIntegration("weather", "com.test.weather")
+	sockets := t.TempDir()
+	auditFile := filepath.Join(dir, "audit.log")
+	cfg := filepath.Join(dir, "egressd.yaml")
+	os.WriteFile(cfg, []byte(`state_dir: `+filepath.Join(dir, "state")+`
+resolvers: ["127.0.0.1:9"]
+audit: {path: `+auditFile+`}
+manifests:
+  - dir: integrations
+    listen: unix:`+sockets+`/{name}.sock
+`), 0o600)
+	var stdout, stderr lockedBuffer
+	sig := make(chan os.Signal, 1)
+	done := make(chan int, 1)
+	go func() { done <- serve(context.Background(), []string{"--config", cfg}, &stdout, &stderr, sig) }()
+	log := &lockedFile{path: auditFile}
+	waitFor(t, log, `"integration":"com.test.weather".*"listener":"unix:`+regexp.QuoteMeta(sockets)+`/weather.sock"`)
+
+	addIntegration("acme", "com.test.acme")
+	sig <- syscall.SIGHUP
+	waitFor(t, log, `"integration":"com.test.acme".*"action":"listening"`)
+	if _, err := os.Stat(filepath.Join(sockets, "acme.sock")); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(integrations, "weather"))
+	sig <- syscall.SIGHUP
+	waitFor(t, log, `"event":"policy","integration":"com.test.weather".*"action":"removed"`)
+	waitFor(t, log, `"listener":"unix:`+regexp.QuoteMeta(sockets)+`/weather.sock","action":"closed"`)
+	if _, err := os.Stat(filepath.Join(sockets, "weather.sock")); !os.IsNotExist(err) {
+		t.Fatalf("socket of a removed integration still there: %v", err)
+	}
+	sig <- syscall.SIGTERM
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+}
