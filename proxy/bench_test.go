@@ -127,7 +127,7 @@ func dialBench(b *testing.B, e *env, via string, ln *net.TCPListener) net.Conn {
 func BenchmarkConnectTLSHandshake(b *testing.B) {
 	for _, via := range []string{"direct", "egressd"} {
 		b.Run(via, func(b *testing.B) {
-			e := newEnv(b, withConfig(func(c *policy.Config) { c.Limits.ConnectionsPerSecond, c.Limits.Burst = 1e9, 1 << 30 }))
+			e := newEnv(b, withConfig(func(c *policy.Config) { c.Limits.ConnectionsPerSecond, c.Limits.Burst = 1e9, 1<<30 }))
 			e.resolveToOrigin("api.allowed.example")
 			cfg := &tls.Config{ServerName: "api.allowed.example", RootCAs: e.ca.pool, ClientSessionCache: nil}
 			target := "api.allowed.example:" + itoa(e.origin.addr.Port())
@@ -151,4 +151,5 @@ func BenchmarkConnectTLSHandshake(b *testing.B) {
 		})
 	}
 }
+
 var timeZero = time.Time{}
