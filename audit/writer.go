@@ -30,6 +30,13 @@ type Options struct {
 	// Generation, if set, stamps the current policy generation on every
 	// event that does not carry its own.
 	Generation func() uint64
+	// Checkpoint, if set, receives a {seq, hash} checkpoint line every
+	// CheckpointEvery lines (default 1000) and at rotation and close. Point
+	// it at a sink the log's writer cannot rewrite (stderr to journald, the
+	// log pipeline): with checkpoints, an unkeyed chain rewritten after an
+	// edit is caught.
+	Checkpoint      io.Writer
+	CheckpointEvery int
 }
 
 // Log writes audit events as hash-chained JSON lines. It is safe for
@@ -43,6 +50,11 @@ type Log struct {
 	chainID string
 	now     func() time.Time
 	gen     func() uint64
+	host    string
+	keyID   string
+	ckpt    io.Writer
+	ckEvery uint64
+	rolling bool // the *File out is full; RollIfFull rotates it
 	failed  atomic.Bool
 	lastErr atomic.Value // error
 }
@@ -50,19 +62,45 @@ type Log struct {
 // New starts a chain on out and writes its genesis record. The caller owns
 // out; Close writes the clean-shutdown record but does not close out.
 func New(out io.Writer, opts Options) (*Log, error) {
-	l := &Log{out: out, now: opts.Now, gen: opts.Generation, chain: newChain(opts.Key, opts.Prev), chainID: newChainID()}
+	l := &Log{out: out, now: opts.Now, gen: opts.Generation, chain: newChain(opts.Key, opts.Prev), chainID: newChainID(),
+		keyID: keyIDOrNone(opts.Key, opts.KeyID), ckpt: opts.Checkpoint, ckEvery: uint64(opts.CheckpointEvery)}
 	if l.now == nil {
 		l.now = time.Now
 	}
+	if l.ckEvery == 0 {
+		l.ckEvery = 1000
+	}
 	l.zl = zerolog.New(&l.buf)
-	host, _ := os.Hostname()
-	err := l.Write(Event{Kind: Lifecycle, Action: "genesis", Msg: fmt.Sprintf("chain=%s host=%s pid=%d key_id=%s prev_file_hash=%s", l.chainID, host, os.Getpid(), keyIDOrNone(opts.Key, opts.KeyID), orNone(opts.Prev))})
-	return l, err
+	l.host, _ = os.Hostname()
+	return l, l.Write(l.genesis(opts.Prev))
 }
 
-// OpenFile opens path for appending, creating it with mode 0600.
-func OpenFile(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+func (l *Log) genesis(prev string) Event {
+	return Event{Kind: Lifecycle, Action: "genesis", Msg: fmt.Sprintf("chain=%s host=%s pid=%d key_id=%s prev_file_hash=%s", l.chainID, l.host, os.Getpid(), l.keyID, orNone(prev))}
+}
+
+// Rotate ends the current file with a rotation record and continues the
+// chain in out, which starts with a genesis record linking back to it. The
+// caller closes the old file after Rotate returns.
+func (l *Log) Rotate(out io.Writer) error {
+	if err := l.Write(Event{Kind: Lifecycle, Action: "rotate", Msg: "chain=" + l.chainID}); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.out = out
+	prev := l.chain.prev
+	l.mu.Unlock()
+	l.checkpoint()
+	return l.Write(l.genesis(prev))
+}
+
+// checkpoint writes {seq, hash} to the checkpoint sink.
+func (l *Log) checkpoint() {
+	if l.ckpt == nil {
+		return
+	}
+	seq, hash := l.LastHash()
+	fmt.Fprintf(l.ckpt, "{\"event\":\"checkpoint\",\"chain\":%q,\"seq\":%d,\"hash\":%q}\n", l.chainID, seq, hash)
 }
 
 // Healthy reports whether every write so far succeeded. Once a write fails
@@ -106,13 +144,43 @@ func (l *Log) Write(e Event) error {
 		return fmt.Errorf("audit: write: %w", err)
 	}
 	l.chain.advance(line)
+	if l.ckpt != nil && l.chain.seq%l.ckEvery == 0 {
+		fmt.Fprintf(l.ckpt, "{\"event\":\"checkpoint\",\"chain\":%q,\"seq\":%d,\"hash\":%q}\n", l.chainID, l.chain.seq, l.chain.prev)
+	}
+	if f, ok := l.out.(*File); ok && f.Full() && e.Action != "rotate" {
+		l.rolling = true
+	}
 	return nil
+}
+
+// RollIfFull rotates a *File that reached its size limit. The proxy calls
+// it outside any hot path (once a second); a log over its limit for that
+// long is fine.
+func (l *Log) RollIfFull() error {
+	l.mu.Lock()
+	f, ok := l.out.(*File)
+	full := ok && l.rolling
+	l.rolling = false
+	l.mu.Unlock()
+	if !full {
+		return nil
+	}
+	next, err := f.Roll(l.now())
+	if err != nil {
+		return err
+	}
+	if err := l.Rotate(next); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // Close writes the clean-shutdown record. A chain without one, and without a
 // continuation, was cut off.
 func (l *Log) Close() error {
-	return l.Write(Event{Kind: Lifecycle, Action: "shutdown", Msg: "chain=" + l.chainID})
+	err := l.Write(Event{Kind: Lifecycle, Action: "shutdown", Msg: "chain=" + l.chainID})
+	l.checkpoint()
+	return err
 }
 
 func level(e Event) zerolog.Level {

@@ -84,6 +84,16 @@ const (
 type AuditConfig struct {
 	Path      string // file path, or "-" for stdout
 	OnFailure OnFailure
+	// MaxSizeMB rolls the file over at this size; 0 leaves rotation to
+	// logrotate (SIGUSR1 reopens the path).
+	MaxSizeMB int
+	// KeyFile holds the HMAC key for the chain ($VARS expanded, so
+	// "$CREDENTIALS_DIRECTORY/audit-key" works under LoadCredential=).
+	// KeyID names it in each genesis record.
+	KeyFile string
+	KeyID   string
+	// Checkpoints is where {seq, hash} checkpoints go: "stderr" or "none".
+	Checkpoints string
 }
 
 // Limits are per-integration connection limits, plus one global cap.
@@ -192,7 +202,7 @@ func (e Exemptions) Names() []string {
 // integrations.
 func DefaultConfig() Config {
 	return Config{
-		Audit: AuditConfig{Path: "-"},
+		Audit: AuditConfig{Path: "-", Checkpoints: "stderr"},
 		Limits: Limits{
 			ConnectionsPerSecond: 100,
 			Burst:                200,

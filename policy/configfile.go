@@ -36,8 +36,12 @@ type fileConfig struct {
 }
 
 type fileAudit struct {
-	Path      string `yaml:"path"`
-	OnFailure string `yaml:"on_failure"`
+	Path        string `yaml:"path"`
+	OnFailure   string `yaml:"on_failure"`
+	MaxSizeMB   int    `yaml:"max_size_mb"`
+	KeyFile     string `yaml:"key_file"`
+	KeyID       string `yaml:"key_id"`
+	Checkpoints string `yaml:"checkpoints"`
 }
 
 type fileLimits struct {
@@ -173,6 +177,17 @@ func ParseConfig(data []byte) (Config, error) {
 		c.Audit.OnFailure = ContinueOnAuditFailure
 	default:
 		ps.add("audit.on_failure", fmt.Sprintf("must be \"deny\" or \"continue\" (%q)", fc.Audit.OnFailure))
+	}
+	if fc.Audit.MaxSizeMB < 0 {
+		ps.add("audit.max_size_mb", fmt.Sprintf("must not be negative (%d)", fc.Audit.MaxSizeMB))
+	}
+	c.Audit.MaxSizeMB, c.Audit.KeyFile, c.Audit.KeyID = fc.Audit.MaxSizeMB, fc.Audit.KeyFile, fc.Audit.KeyID
+	switch fc.Audit.Checkpoints {
+	case "":
+	case "stderr", "none":
+		c.Audit.Checkpoints = fc.Audit.Checkpoints
+	default:
+		ps.add("audit.checkpoints", fmt.Sprintf("must be \"stderr\" or \"none\" (%q)", fc.Audit.Checkpoints))
 	}
 	applyLimits(&c.Limits, fc.Limits, &ps)
 	applyTimeouts(&c.Timeouts, fc.Timeouts, &ps)

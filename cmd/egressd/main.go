@@ -25,6 +25,12 @@ usage:
   egressd explain --manifest PATH [--config FILE] HOST[:PORT]
                                              show the decision for one target, without resolving it
   egressd approve [--state DIR] ID VERSION   approve a manifest version that widens its list
+  egressd audit verify [--key FILE] [--checkpoints FILE] FILE...
+                                             prove an audit log is intact
+  egressd audit report [--manifest PATH]... [--format text|json|html] FILE...
+                                             what each integration used, was refused, and does not need
+  egressd audit suggest [--format voiceos|sollar] FILE...
+                                             the minimal network permission for what was observed
   egressd version                            print the version
 
 Run "egressd COMMAND -h" for a command's flags.
@@ -48,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runApprove(rest, stdout, stderr)
 	case "serve":
 		return runServe(rest, stdout, stderr)
+	case "audit":
+		return runAudit(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "egressd", Version())
 		return exitOK

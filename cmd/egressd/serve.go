@@ -38,7 +38,7 @@ func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 
 func runServe(args []string, stdout, stderr io.Writer) int {
 	sig := make(chan os.Signal, 4)
-	signal.Notify(sig, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	signal.Notify(sig, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
 	defer signal.Stop(sig)
 	return serve(context.Background(), args, stdout, stderr, sig)
 }
@@ -81,13 +81,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		printConfigError(stderr, f.config, err)
 		return exitUsage
 	}
-	out, closeOut, err := openAuditSink(cfg.Audit.Path, stdout)
+	sink, err := openAuditSink(cfg.Audit, stdout)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd serve:", err)
 		return exitFail
 	}
-	defer closeOut()
-	d, admin, err := buildDaemon(cfg, f, out, stderr)
+	defer sink.close()
+	d, admin, err := buildDaemon(cfg, f, sink, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd serve:", err)
 		return exitFail
@@ -106,12 +106,24 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		defer admin.close()
 	}
 	go proxy.WatchDirs(ctx, watchedDirs(cfg, f.config), 250*time.Millisecond, func() { d.Reload(ctx) })
+	roll := time.NewTicker(time.Second)
+	defer roll.Stop()
 	for {
 		select {
+		case <-roll.C:
+			if err := d.Audit.RollIfFull(); err != nil {
+				fmt.Fprintln(stderr, "egressd: audit rotation:", err)
+			}
 		case s := <-sig:
-			if s == syscall.SIGHUP {
+			switch s {
+			case syscall.SIGHUP:
 				if err := d.Reload(ctx); err != nil {
 					fmt.Fprintln(stderr, "egressd: reload:", err)
+				}
+				continue
+			case syscall.SIGUSR1:
+				if err := sink.reopen(d.Audit); err != nil {
+					fmt.Fprintln(stderr, "egressd: audit reopen:", err)
 				}
 				continue
 			}
@@ -221,20 +233,65 @@ func printConfigError(w io.Writer, file string, err error) {
 	}
 }
 
-// openAuditSink opens the audit file, or stdout for "-".
-func openAuditSink(path string, stdout io.Writer) (io.Writer, func(), error) {
-	if path == "" || path == "-" {
-		return stdout, func() {}, nil
+// auditSink is where the audit chain goes: a locked file (reopened on
+// SIGUSR1, rolled by size) or stdout.
+type auditSink struct {
+	out  io.Writer
+	file *audit.File
+	key  []byte
+	cfg  policy.AuditConfig
+}
+
+func openAuditSink(cfg policy.AuditConfig, stdout io.Writer) (*auditSink, error) {
+	s := &auditSink{out: stdout, cfg: cfg}
+	if cfg.KeyFile != "" {
+		key, err := os.ReadFile(os.ExpandEnv(cfg.KeyFile))
+		if err != nil {
+			return nil, fmt.Errorf("audit key: %w", err)
+		}
+		if len(key) < 16 {
+			return nil, fmt.Errorf("audit key %s: shorter than 16 bytes", cfg.KeyFile)
+		}
+		s.key = key
 	}
-	f, err := audit.OpenFile(path)
+	if cfg.Path == "" || cfg.Path == "-" {
+		return s, nil
+	}
+	f, err := audit.OpenFile(cfg.Path, int64(cfg.MaxSizeMB)<<20)
 	if err != nil {
-		return nil, nil, fmt.Errorf("audit log: %w", err)
+		return nil, fmt.Errorf("audit log: %w", err)
 	}
-	return f, func() { f.Sync(); f.Close() }, nil
+	s.out, s.file = f, f
+	return s, nil
+}
+
+// reopen continues the chain in a new file at the same path, after
+// logrotate renamed the old one.
+func (s *auditSink) reopen(log *audit.Log) error {
+	if s.file == nil {
+		return nil
+	}
+	next, err := s.file.Reopen()
+	if err != nil {
+		return err
+	}
+	old := s.file
+	if err := log.Rotate(next); err != nil {
+		next.Close()
+		return err
+	}
+	s.file, s.out = next, next
+	return old.Close()
+}
+
+func (s *auditSink) close() {
+	if s.file != nil {
+		s.file.Close()
+	}
 }
 
 // buildDaemon wires the packages together for cfg.
-func buildDaemon(cfg policy.Config, f serveFlags, auditOut io.Writer, stderr io.Writer) (*proxy.Daemon, *adminServer, error) {
+func buildDaemon(cfg policy.Config, f serveFlags, sink *auditSink, stderr io.Writer) (*proxy.Daemon, *adminServer, error) {
 	stateDir := cfg.StateDir
 	if stateDir == "" {
 		stateDir = policy.DefaultStateDir()
@@ -250,7 +307,11 @@ func buildDaemon(cfg policy.Config, f serveFlags, auditOut io.Writer, stderr io.
 		}
 	}
 	registry := policy.NewRegistry(mem, localAddrs())
-	log, err := audit.New(auditOut, audit.Options{Generation: func() uint64 { return registry.Snapshot().Generation }})
+	opts := audit.Options{Key: sink.key, KeyID: cfg.Audit.KeyID, Generation: func() uint64 { return registry.Snapshot().Generation }}
+	if cfg.Audit.Checkpoints != "none" {
+		opts.Checkpoint = stderr
+	}
+	log, err := audit.New(sink.out, opts)
 	if err != nil {
 		return nil, nil, err
 	}

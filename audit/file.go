@@ -1,0 +1,72 @@
+package audit
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// File is an audit log file: opened for appending, created 0600, and
+// locked so that a second egressd process cannot interleave its own chain
+// into it. Each process writes its own file; give every "egressd run" or
+// "egressd serve" its own path.
+type File struct {
+	path    string
+	maxSize int64
+	f       *os.File
+	size    int64
+}
+
+// OpenFile opens path for appending, creating it with mode 0600, and takes
+// an exclusive lock on it. maxSize > 0 makes Full report when the file
+// should be rolled over.
+func OpenFile(path string, maxSize int64) (*File, error) {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("audit log %s is in use by another egressd process; give each process its own file", path)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &File{path: path, maxSize: maxSize, f: f, size: st.Size()}, nil
+}
+
+func (f *File) Write(p []byte) (int, error) {
+	n, err := f.f.Write(p)
+	f.size += int64(n)
+	return n, err
+}
+
+// Full reports whether the file has reached its size limit.
+func (f *File) Full() bool { return f.maxSize > 0 && f.size >= f.maxSize }
+
+// Path returns the file's path.
+func (f *File) Path() string { return f.path }
+
+// Close syncs and closes the file.
+func (f *File) Close() error {
+	f.f.Sync()
+	return f.f.Close()
+}
+
+// Reopen opens the path anew, for logrotate's convention: it renames the
+// file and sends SIGUSR1, and egressd continues in a new file at the path.
+func (f *File) Reopen() (*File, error) { return OpenFile(f.path, f.maxSize) }
+
+// Roll renames the file to PATH.YYYYMMDDTHHMMSS.NNNNNNNNNZ and opens a new
+// one at the path, for rotation by size.
+func (f *File) Roll(now time.Time) (*File, error) {
+	old := f.path + "." + now.UTC().Format("20060102T150405.000000000Z")
+	if err := os.Rename(f.path, old); err != nil {
+		return nil, err
+	}
+	return OpenFile(f.path, f.maxSize)
+}
