@@ -44,6 +44,7 @@ type Event struct {
 	Listener           string // lifecycle: the listener's real address
 	Action             string // lifecycle/policy: what happened (start, listening, drain, stop, loaded, …)
 	Pending            string // policy: version waiting for approval
+	Manifest           string // policy: the manifest path as configured
 	Msg                string
 	Err                string
 }

@@ -93,12 +93,12 @@ type verifier struct {
 
 // lineFields are the fields Verify reads from each line.
 type lineFields struct {
-	Event  string `json:"event"`
-	Action string `json:"action"`
-	Msg    string `json:"msg"`
-	Seq    uint64 `json:"seq"`
+	Event  string  `json:"event"`
+	Action string  `json:"action"`
+	Msg    string  `json:"msg"`
+	Seq    uint64  `json:"seq"`
 	Prev   *string `json:"prev"`
-	Hash   string `json:"hash"`
+	Hash   string  `json:"hash"`
 }
 
 const hashTail = len(`,"hash":"`) + 64 + len(`"}`)

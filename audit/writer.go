@@ -236,6 +236,7 @@ func encode(zl zerolog.Logger, e Event) {
 	str("listener", e.Listener)
 	str("action", e.Action)
 	str("pending", e.Pending)
+	str("manifest", e.Manifest)
 	str("msg", e.Msg)
 	str("error", e.Err)
 	ev.Send()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/egressd/egressd/allowlist"
 )
@@ -104,7 +105,8 @@ func (p *Policy) Decide(rawHost string, port uint16) Decision {
 	}
 	d.Reason = NotAllowlisted
 	if p.Exemptions.Mode == Audit {
-		d.Verdict, d.Exemption = WouldDeny, "audit_mode"
+		d.Verdict = WouldDeny
+		d.Exemption = strings.TrimPrefix(d.Exemption+",audit_mode", ",")
 	}
 	return d
 }

@@ -234,12 +234,9 @@ func (d *Daemon) Ready() (bool, string) {
 func (d *Daemon) auditOutcomes(outs []policy.Outcome) {
 	for _, o := range outs {
 		ev := audit.Event{Kind: audit.Policy, Integration: o.ID, IntegrationVersion: o.Version, Generation: o.Generation,
-			Action: string(o.Result), Pending: o.Pending, Msg: audit.Cap(strings.Join(o.Warnings, "; "), 1000)}
+			Action: string(o.Result), Pending: o.Pending, Manifest: o.Key, Msg: audit.Cap(strings.Join(o.Warnings, "; "), 1000)}
 		if o.Err != nil {
 			ev.Err = audit.Cap(o.Err.Error(), 1000)
-		}
-		if ev.Integration == "" {
-			ev.Msg = strings.TrimPrefix(ev.Msg+"; manifest "+o.Key, "; ")
 		}
 		d.Audit.Write(ev)
 		d.Metrics.Reloads.WithLabelValues(o.ID, string(o.Result)).Inc()

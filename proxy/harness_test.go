@@ -289,9 +289,13 @@ type env struct {
 	srv      *Server
 	addr     string // proxy listener
 	origin   *origin
+	hosts    []string // the manifest's entries at start
 }
 
 type envOption func(*env)
+
+// withHosts sets the manifest's entries at start.
+func withHosts(hosts ...string) envOption { return func(e *env) { e.hosts = hosts } }
 
 // withConfig lets a test adjust the config before the proxy starts.
 func withConfig(f func(*policy.Config)) envOption { return func(e *env) { f(&e.cfg) } }
@@ -302,8 +306,8 @@ func withConfig(f func(*policy.Config)) envOption { return func(e *env) { f(&e.c
 // origin is reachable.
 func newEnv(t testing.TB, opts ...envOption) *env {
 	e := &env{t: t, ca: newTestCA(t), dns: startDNS(t), log: newSyncBuffer(), dir: t.TempDir()}
-	e.origin = startOrigin(t, e.ca, "127.0.0.2", "api.allowed.example", "*.cdn.allowed.example", "other.allowed.example")
-	e.writeManifest("1.0.0", "api.allowed.example", "*.cdn.allowed.example", "other.allowed.example")
+	e.origin = startOrigin(t, e.ca, "127.0.0.2", "api.allowed.example", "*.cdn.allowed.example", "other.allowed.example", "evil.allowed.example")
+	e.hosts = []string{"api.allowed.example", "*.cdn.allowed.example", "other.allowed.example"}
 	e.cfg = policy.DefaultConfig()
 	e.cfg.Integrations = []policy.Integration{{Manifest: e.dir, Listen: "127.0.0.1:0",
 		Exemptions: policy.Exemptions{
@@ -315,6 +319,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	for _, o := range opts {
 		o(e)
 	}
+	e.writeManifest("1.0.0", e.hosts...)
 	var err error
 	e.audit, err = audit.New(e.log, audit.Options{})
 	if err != nil {
@@ -344,8 +349,12 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 }
 
 func (e *env) writeManifest(version string, hosts ...string) {
+	list, _ := json.Marshal(hosts)
+	if hosts == nil {
+		list = []byte("[]")
+	}
 	doc := `{"schemaVersion":1,"id":"com.test.weather","version":"` + version + `","runtime":{"kind":"local-mcp","command":"node"},
-	"permissions":[{"kind":"network","domains":["` + strings.Join(hosts, `","`) + `"]}]}`
+	"permissions":[{"kind":"network","domains":` + string(list) + `}]}`
 	if err := os.WriteFile(filepath.Join(e.dir, "voiceos.integration.json"), []byte(doc), 0o600); err != nil {
 		e.t.Fatal(err)
 	}

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
+	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/audit"
 )
 
@@ -85,11 +88,114 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 }
 
 func runAuditReport(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "egressd audit report: not built yet")
-	return exitFail
+	fs := flag.NewFlagSet("audit report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var manifests multiFlag
+	fs.Var(&manifests, "manifest", "an integration's manifest (file or folder), repeatable; default: the paths recorded in the log")
+	format := fs.String("format", "text", "text, json or html")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: egressd audit report [--manifest PATH]... [--format text|json|html] FILE...")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
+		if err == nil {
+			fs.Usage()
+		}
+		return exitUsage
+	}
+	recs, err := audit.ReadFiles(fs.Args())
+	if err != nil {
+		fmt.Fprintln(stderr, "egressd audit report:", err)
+		return exitFail
+	}
+	if len(manifests) == 0 {
+		for _, r := range recs {
+			if r.Event == string(audit.Policy) && r.Manifest != "" && !slices.Contains(manifests, r.Manifest) {
+				manifests = append(manifests, r.Manifest)
+			}
+		}
+	}
+	declared := map[string][]string{}
+	for _, path := range manifests {
+		m, _, _, err := allowlist.Load(path, nil)
+		if err != nil || m == nil {
+			fmt.Fprintf(stderr, "egressd audit report: warning: manifest %s not read; its unused entries are not reported\n", path)
+			continue
+		}
+		for _, e := range m.Entries {
+			declared[m.ID] = append(declared[m.ID], e.String())
+		}
+		if declared[m.ID] == nil {
+			declared[m.ID] = []string{}
+		}
+	}
+	rep := audit.BuildReport(recs, declared)
+	rep.Files = fs.Args()
+	switch *format {
+	case "text":
+		err = audit.WriteText(stdout, rep)
+	case "json":
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(rep)
+	case "html":
+		err = audit.WriteHTML(stdout, rep)
+	default:
+		fmt.Fprintf(stderr, "egressd audit report: --format must be text, json or html (%q)\n", *format)
+		return exitUsage
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "egressd audit report:", err)
+		return exitFail
+	}
+	return exitOK
 }
 
 func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "egressd audit suggest: not built yet")
-	return exitFail
+	fs := flag.NewFlagSet("audit suggest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	format := fs.String("format", "voiceos", "voiceos (a permissions[] element) or sollar (the network member)")
+	integration := fs.String("integration", "", "the integration id, when the log holds several")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: egressd audit suggest [--format voiceos|sollar] [--integration ID] FILE...\n\nPrints the minimal network permission covering what the log observed.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
+		if err == nil {
+			fs.Usage()
+		}
+		return exitUsage
+	}
+	f := map[string]allowlist.Format{"voiceos": allowlist.VoiceOS, "sollar": allowlist.Sollar}[*format]
+	if f == allowlist.Unknown {
+		fmt.Fprintf(stderr, "egressd audit suggest: --format must be voiceos or sollar (%q)\n", *format)
+		return exitUsage
+	}
+	recs, err := audit.ReadFiles(fs.Args())
+	if err != nil {
+		fmt.Fprintln(stderr, "egressd audit suggest:", err)
+		return exitFail
+	}
+	observed := audit.ObservedHosts(recs)
+	id := *integration
+	if id == "" {
+		if len(observed) > 1 {
+			fmt.Fprintln(stderr, "egressd audit suggest: the log holds several integrations; pass --integration ID")
+			return exitUsage
+		}
+		for k := range observed {
+			id = k
+		}
+	}
+	entries, skipped := allowlist.Suggest(observed[id], nil)
+	for _, s := range skipped {
+		fmt.Fprintf(stderr, "egressd audit suggest: %s cannot be a manifest entry; left out\n", s)
+	}
+	out, err := allowlist.NetworkFragment(f, entries)
+	if err != nil {
+		fmt.Fprintln(stderr, "egressd audit suggest:", err)
+		return exitFail
+	}
+	fmt.Fprintf(stdout, "%s\n", out)
+	return exitOK
 }

@@ -255,3 +255,28 @@ func TestFullDiskRefusesConnectionsAndLogVerifiesToTheFailure(t *testing.T) {
 		t.Fatalf("verify after a full disk: exit %d:\n%s", code, out2)
 	}
 }
+
+func TestAuditReportAndSuggestOnARealLog(t *testing.T) {
+	files, _ := realLog(t, false)
+	out, errs, code := runCLI(t, append([]string{"audit", "report"}, files...)...)
+	if code != 0 {
+		t.Fatalf("report exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"== com.test.weather (versions 1.0.0)", "not_allowlisted", "evil0.example", "ip_literal", "dns_error", "api.weather.example"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text report lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, code = runCLI(t, append([]string{"audit", "report", "--format", "json"}, files...)...)
+	if code != 0 || !strings.Contains(out, `"id": "com.test.weather"`) {
+		t.Fatalf("json report: exit %d %s", code, out)
+	}
+	out, _, code = runCLI(t, append([]string{"audit", "report", "--format", "html"}, files...)...)
+	if code != 0 || !strings.HasPrefix(out, "<!DOCTYPE html>") {
+		t.Fatalf("html report: exit %d", code)
+	}
+	out, _, code = runCLI(t, append([]string{"audit", "suggest", "--format", "sollar"}, files...)...)
+	if code != 0 || !strings.Contains(out, `"connect": [`) || !strings.Contains(out, `"api.weather.example"`) || !strings.Contains(out, `"evil0.example"`) {
+		t.Fatalf("suggest: exit %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,95 @@
+package audit
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Record is one audit line read back: the fields reports use.
+type Record struct {
+	Time               time.Time `json:"time"`
+	Event              string    `json:"event"`
+	Integration        string    `json:"integration"`
+	IntegrationVersion string    `json:"integration_version"`
+	Generation         uint64    `json:"generation"`
+	Decision           string    `json:"decision"`
+	Reason             string    `json:"reason"`
+	Host               string    `json:"host"`
+	Port               uint16    `json:"port"`
+	Rule               string    `json:"rule"`
+	Exemption          string    `json:"exemption"`
+	Conn               string    `json:"conn"`
+	BytesUp            int64     `json:"bytes_up"`
+	BytesDown          int64     `json:"bytes_down"`
+	Suppressed         int64     `json:"suppressed"`
+	Action             string    `json:"action"`
+	Pending            string    `json:"pending"`
+	Manifest           string    `json:"manifest"`
+	Msg                string    `json:"msg"`
+	Err                string    `json:"error"`
+}
+
+// ReadFiles reads every line of the files, in order. A line that is not
+// JSON is an error naming the file and line: a report over a damaged log
+// should not quietly leave things out (verify says how it was damaged).
+func ReadFiles(files []string) ([]Record, error) {
+	var out []Record
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for n := 1; sc.Scan(); n++ {
+			var r Record
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				fh.Close()
+				return nil, fmt.Errorf("%s:%d: not an audit line: %v", f, n, err)
+			}
+			out = append(out, r)
+		}
+		err = sc.Err()
+		fh.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// hostIsTheProblem are the reasons that say the host itself, or how it was
+// asked for, cannot be fixed by listing it.
+var hostIsTheProblem = map[string]bool{
+	"ip_literal": true, "bad_request": true, "method_not_allowed": true, "private_address": true,
+	"operator_denied": true, "port_not_allowed": true, "limit_exceeded": true, "audit_unavailable": true,
+}
+
+// ObservedHosts returns, per integration, the hosts its code asked for that
+// a network permission decides: allowed, would_deny (audit mode),
+// not_allowlisted, and those that got as far as DNS or the dial. Hosts
+// refused for a reason listing cannot fix (a private address, an IP
+// literal, an operator denial, a port) are left out.
+func ObservedHosts(recs []Record) map[string][]string {
+	seen := map[string]map[string]bool{}
+	out := map[string][]string{}
+	for _, r := range recs {
+		if r.Event != string(Connect) || r.Host == "" {
+			continue
+		}
+		if hostIsTheProblem[r.Reason] {
+			continue
+		}
+		if seen[r.Integration] == nil {
+			seen[r.Integration] = map[string]bool{}
+		}
+		if !seen[r.Integration][r.Host] {
+			seen[r.Integration][r.Host] = true
+			out[r.Integration] = append(out[r.Integration], r.Host)
+		}
+	}
+	return out
+}

@@ -1,0 +1,114 @@
+package audit
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteText renders the report for a terminal.
+func WriteText(w io.Writer, rep Report) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	for _, ir := range rep.Integrations {
+		fmt.Fprintf(tw, "== %s (versions %s)\n", ir.ID, strings.Join(ir.Versions, ", "))
+		fmt.Fprintf(tw, "span:\t%s – %s\n", ir.First.Format(time.RFC3339), ir.Last.Format(time.RFC3339))
+		fmt.Fprintln(tw, "\nreached:\thost\trule\tconnections\tbytes up\tbytes down")
+		for _, u := range ir.Reached {
+			fmt.Fprintf(tw, "\t%s\t%s\t%d\t%d\t%d\n", u.Host, u.Rule, u.Connections, u.BytesUp, u.BytesDown)
+		}
+		if len(ir.WouldDeny) > 0 {
+			fmt.Fprintln(tw, "\nreached only because audit mode was on (would_deny):")
+			for _, u := range ir.WouldDeny {
+				fmt.Fprintf(tw, "\t%s\t\t%d\t%d\t%d\n", u.Host, u.Connections, u.BytesUp, u.BytesDown)
+			}
+		}
+		switch {
+		case ir.Declared == nil:
+			fmt.Fprintln(tw, "\nunused entries:\t(manifest not found: pass --manifest)")
+		case len(ir.Unused) == 0:
+			fmt.Fprintln(tw, "\nunused entries:\tnone: every declared entry was used")
+		default:
+			fmt.Fprintf(tw, "\nunused entries:\t%s  (least privilege: remove them from the manifest)\n", strings.Join(ir.Unused, " "))
+		}
+		fmt.Fprintln(tw, "\nrefused:\treason\thost\tcount\tfirst\tlast")
+		for _, f := range ir.Refused {
+			fmt.Fprintf(tw, "\t%s\t%s\t%d\t%s\t%s\n", f.Reason, f.Host, f.Count, f.First.Format(time.RFC3339), f.Last.Format(time.RFC3339))
+		}
+		fmt.Fprintln(tw, "\npolicy:\ttime\tversion\tresult\tdetail")
+		for _, c := range ir.Policy {
+			detail := c.Error
+			if c.Pending != "" {
+				detail = "pending " + c.Pending + " awaits approval"
+			}
+			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\n", c.Time.Format(time.RFC3339), c.Version, c.Action, detail)
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+//go:embed report.html.tmpl
+var templates embed.FS
+
+var reportTemplate = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
+	"timefmt": func(t time.Time) string { return t.Format("2006-01-02 15:04:05Z07:00") },
+	"join":    strings.Join,
+}).ParseFS(templates, "report.html.tmpl"))
+
+// WriteHTML renders the report as one self-contained page: inline CSS and
+// SVG, no script, no remote load, under a Content-Security-Policy that
+// forbids both. Every host name came from the integration's side and is
+// escaped by html/template as text.
+func WriteHTML(w io.Writer, rep Report) error {
+	type bar struct {
+		X, Y, W, H float64
+		Label      string
+		Value      int64
+	}
+	type view struct {
+		IntegrationReport
+		Traffic  []bar // allowed bars
+		Refusals []bar // refused bars, stacked on allowed
+		Reasons  []bar
+		ChartH   float64
+		ReasonsH int
+	}
+	var views []view
+	for _, ir := range rep.Integrations {
+		v := view{IntegrationReport: ir, ChartH: 120}
+		var peak int64 = 1
+		for _, b := range ir.Timeline {
+			peak = max(peak, b.Allowed+b.Refused)
+		}
+		bw := 600.0 / float64(len(ir.Timeline))
+		for i, b := range ir.Timeline {
+			ha := 100 * float64(b.Allowed) / float64(peak)
+			hr := 100 * float64(b.Refused) / float64(peak)
+			x := float64(i) * bw
+			v.Traffic = append(v.Traffic, bar{X: x, Y: 110 - ha, W: bw - 2, H: ha, Label: b.Start.Format(time.RFC3339), Value: b.Allowed})
+			v.Refusals = append(v.Refusals, bar{X: x, Y: 110 - ha - hr, W: bw - 2, H: hr, Label: b.Start.Format(time.RFC3339), Value: b.Refused})
+		}
+		byReason := map[string]int64{}
+		for _, f := range ir.Refused {
+			byReason[f.Reason] += f.Count
+		}
+		reasons := make([]string, 0, len(byReason))
+		var rpeak int64 = 1
+		for r, n := range byReason {
+			reasons = append(reasons, r)
+			rpeak = max(rpeak, n)
+		}
+		sort.Strings(reasons)
+		for i, r := range reasons {
+			v.Reasons = append(v.Reasons, bar{X: 160, Y: float64(i*22 + 4), W: 400 * float64(byReason[r]) / float64(rpeak), H: 16, Label: r, Value: byReason[r]})
+		}
+		v.ReasonsH = len(reasons)*22 + 8
+		views = append(views, v)
+	}
+	return reportTemplate.Execute(w, map[string]any{"Report": rep, "Views": views})
+}

@@ -1,0 +1,226 @@
+package audit
+
+import (
+	"sort"
+	"time"
+)
+
+// Report answers a security reviewer's three questions per integration:
+// what did it reach, what did it try that was refused, and does its
+// manifest ask for more than it uses.
+type Report struct {
+	Generated    time.Time           `json:"generated"`
+	Files        []string            `json:"files"`
+	Integrations []IntegrationReport `json:"integrations"`
+}
+
+// IntegrationReport is one integration's part of a Report.
+type IntegrationReport struct {
+	ID       string    `json:"id"`
+	Versions []string  `json:"versions"`
+	Manifest string    `json:"manifest,omitempty"`
+	First    time.Time `json:"first"`
+	Last     time.Time `json:"last"`
+	Reached  []HostUse `json:"reached"`
+	// WouldDeny are hosts reached only because audit mode was on.
+	WouldDeny []HostUse `json:"would_deny"`
+	// Declared are the manifest's entries; Unused those no connection used:
+	// least-privilege findings.
+	Declared []string  `json:"declared,omitempty"`
+	Unused   []string  `json:"unused"`
+	Refused  []Refusal `json:"refused"`
+	Policy   []Change  `json:"policy"`
+	Timeline []Bucket  `json:"timeline"`
+}
+
+// HostUse is one host's traffic.
+type HostUse struct {
+	Host        string `json:"host"`
+	Rule        string `json:"rule,omitempty"`
+	Connections int64  `json:"connections"`
+	BytesUp     int64  `json:"bytes_up"`
+	BytesDown   int64  `json:"bytes_down"`
+}
+
+// Refusal groups refused attempts by reason and host.
+type Refusal struct {
+	Reason string    `json:"reason"`
+	Host   string    `json:"host,omitempty"`
+	Count  int64     `json:"count"`
+	First  time.Time `json:"first"`
+	Last   time.Time `json:"last"`
+}
+
+// Change is one policy load or reload.
+type Change struct {
+	Time    time.Time `json:"time"`
+	Version string    `json:"version,omitempty"`
+	Action  string    `json:"action"`
+	Pending string    `json:"pending,omitempty"`
+	Error   string    `json:"error,omitempty"`
+}
+
+// Bucket counts connections in one slice of the report's time span.
+type Bucket struct {
+	Start   time.Time `json:"start"`
+	Allowed int64     `json:"allowed"`
+	Refused int64     `json:"refused"`
+}
+
+const timelineBuckets = 24
+
+// BuildReport groups records by integration. declared maps an integration
+// id to its manifest's entries (as written in canonical form); ids without
+// one get no Unused finding.
+func BuildReport(recs []Record, declared map[string][]string) Report {
+	byID := map[string]*IntegrationReport{}
+	get := func(id string) *IntegrationReport {
+		ir := byID[id]
+		if ir == nil {
+			ir = &IntegrationReport{ID: id, Reached: []HostUse{}, WouldDeny: []HostUse{}, Unused: []string{}, Refused: []Refusal{}, Policy: []Change{}}
+			byID[id] = ir
+		}
+		return ir
+	}
+	type key struct{ id, host string }
+	reached := map[key]*HostUse{}
+	would := map[key]*HostUse{}
+	refused := map[[3]string]*Refusal{}
+	connHost := map[string]*HostUse{} // conn id -> its host's usage, for close events
+	for _, r := range recs {
+		if r.Integration == "" {
+			continue
+		}
+		ir := get(r.Integration)
+		if ir.First.IsZero() || r.Time.Before(ir.First) {
+			ir.First = r.Time
+		}
+		if r.Time.After(ir.Last) {
+			ir.Last = r.Time
+		}
+		if r.IntegrationVersion != "" && !contains(ir.Versions, r.IntegrationVersion) {
+			ir.Versions = append(ir.Versions, r.IntegrationVersion)
+		}
+		switch r.Event {
+		case string(Policy):
+			if r.Manifest != "" {
+				ir.Manifest = r.Manifest
+			}
+			ir.Policy = append(ir.Policy, Change{Time: r.Time, Version: r.IntegrationVersion, Action: r.Action, Pending: r.Pending, Error: r.Err})
+		case string(Connect):
+			n := 1 + r.Suppressed
+			switch r.Decision {
+			case "allow", "would_deny":
+				m := reached
+				if r.Decision == "would_deny" {
+					m = would
+				}
+				u := m[key{r.Integration, r.Host}]
+				if u == nil {
+					u = &HostUse{Host: r.Host, Rule: r.Rule}
+					m[key{r.Integration, r.Host}] = u
+				}
+				u.Connections += n
+				connHost[r.Conn] = u
+			default:
+				k := [3]string{r.Integration, r.Reason, r.Host}
+				f := refused[k]
+				if f == nil {
+					f = &Refusal{Reason: r.Reason, Host: r.Host, First: r.Time}
+					refused[k] = f
+				}
+				f.Count += n
+				if r.Time.After(f.Last) {
+					f.Last = r.Time
+				}
+			}
+		case string(Close):
+			if u := connHost[r.Conn]; u != nil {
+				u.BytesUp += r.BytesUp
+				u.BytesDown += r.BytesDown
+			}
+		}
+	}
+	for k, u := range reached {
+		byID[k.id].Reached = append(byID[k.id].Reached, *u)
+	}
+	for k, u := range would {
+		byID[k.id].WouldDeny = append(byID[k.id].WouldDeny, *u)
+	}
+	for k, f := range refused {
+		byID[k[0]].Refused = append(byID[k[0]].Refused, *f)
+	}
+	rep := Report{Generated: time.Now().UTC()}
+	for id, ir := range byID {
+		sortUses(ir.Reached)
+		sortUses(ir.WouldDeny)
+		sort.Slice(ir.Refused, func(i, j int) bool {
+			a, b := ir.Refused[i], ir.Refused[j]
+			if a.Reason != b.Reason {
+				return a.Reason < b.Reason
+			}
+			return a.Host < b.Host
+		})
+		if entries, ok := declared[id]; ok {
+			ir.Declared = entries
+			used := map[string]bool{}
+			for _, u := range ir.Reached {
+				used[u.Rule] = true
+			}
+			for _, e := range entries {
+				if !used[e] {
+					ir.Unused = append(ir.Unused, e)
+				}
+			}
+		}
+		ir.Timeline = timeline(recs, id, ir.First, ir.Last)
+		rep.Integrations = append(rep.Integrations, *ir)
+	}
+	sort.Slice(rep.Integrations, func(i, j int) bool { return rep.Integrations[i].ID < rep.Integrations[j].ID })
+	return rep
+}
+
+func timeline(recs []Record, id string, first, last time.Time) []Bucket {
+	span := last.Sub(first)
+	step := span / timelineBuckets
+	if step <= 0 {
+		step = time.Second
+	}
+	out := make([]Bucket, timelineBuckets)
+	for i := range out {
+		out[i].Start = first.Add(time.Duration(i) * step)
+	}
+	for _, r := range recs {
+		if r.Integration != id || r.Event != string(Connect) {
+			continue
+		}
+		i := int(r.Time.Sub(first) / step)
+		if i >= timelineBuckets {
+			i = timelineBuckets - 1
+		}
+		if r.Decision == "allow" || r.Decision == "would_deny" {
+			out[i].Allowed += 1 + r.Suppressed
+		} else {
+			out[i].Refused += 1 + r.Suppressed
+		}
+	}
+	return out
+}
+
+func sortUses(us []HostUse) {
+	sort.Slice(us, func(i, j int) bool {
+		if us[i].Connections != us[j].Connections {
+			return us[i].Connections > us[j].Connections
+		}
+		return us[i].Host < us[j].Host
+	})
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
