@@ -60,7 +60,6 @@ func TestReportFindsUnusedEntriesAndGroupsRefusals(t *testing.T) {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-
 // TestHTMLReportShowsHostileHostAsText feeds a host name that raw DNS bytes
 // allow in a log and checks it is escaped, never markup.
 func TestHTMLReportShowsHostileHostAsText(t *testing.T) {
