@@ -37,6 +37,10 @@ type Options struct {
 	// edit is caught.
 	Checkpoint      io.Writer
 	CheckpointEvery int
+	// OnFailure, if set, is called once, with the error, when the first
+	// write fails: the operator must hear of it at once, not at the next
+	// look at /readyz.
+	OnFailure func(error)
 }
 
 // Log writes audit events as hash-chained JSON lines. It is safe for
@@ -54,6 +58,7 @@ type Log struct {
 	keyID   string
 	ckpt    io.Writer
 	ckEvery uint64
+	onFail  func(error)
 	rolling bool // the *File out is full; RollIfFull rotates it
 	failed  atomic.Bool
 	lastErr atomic.Value // error
@@ -63,7 +68,7 @@ type Log struct {
 // out; Close writes the clean-shutdown record but does not close out.
 func New(out io.Writer, opts Options) (*Log, error) {
 	l := &Log{out: out, now: opts.Now, gen: opts.Generation, chain: newChain(opts.Key, opts.Prev), chainID: newChainID(),
-		keyID: keyIDOrNone(opts.Key, opts.KeyID), ckpt: opts.Checkpoint, ckEvery: uint64(opts.CheckpointEvery)}
+		keyID: keyIDOrNone(opts.Key, opts.KeyID), ckpt: opts.Checkpoint, ckEvery: uint64(opts.CheckpointEvery), onFail: opts.OnFailure}
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -140,6 +145,9 @@ func (l *Log) Write(e Event) error {
 	if _, err := l.out.Write(line); err != nil {
 		if l.failed.CompareAndSwap(false, true) {
 			l.lastErr.Store(err)
+			if l.onFail != nil {
+				l.onFail(err)
+			}
 		}
 		return fmt.Errorf("audit: write: %w", err)
 	}

@@ -240,6 +240,7 @@ func TestFullDiskRefusesConnectionsAndLogVerifiesToTheFailure(t *testing.T) {
 	if reason != "audit_unavailable" {
 		t.Fatalf("a full disk never refused connections (last reason %q)", reason)
 	}
+	waitFor(t, &errb, `egressd: audit log unavailable: .*no space left on device; new connections are refused \(audit_unavailable\)`)
 	resp, err := http.Get("http://" + admin + "/readyz")
 	if err != nil {
 		t.Fatal(err)

@@ -307,7 +307,14 @@ func buildDaemon(cfg policy.Config, f serveFlags, sink *auditSink, stderr io.Wri
 		}
 	}
 	registry := policy.NewRegistry(mem, localAddrs())
-	opts := audit.Options{Key: sink.key, KeyID: cfg.Audit.KeyID, Generation: func() uint64 { return registry.Snapshot().Generation }}
+	opts := audit.Options{Key: sink.key, KeyID: cfg.Audit.KeyID, Generation: func() uint64 { return registry.Snapshot().Generation },
+		OnFailure: func(err error) {
+			consequence := "new connections are refused (audit_unavailable)"
+			if cfg.Audit.OnFailure == policy.ContinueOnAuditFailure {
+				consequence = "connections continue unrecorded (audit.on_failure: continue)"
+			}
+			fmt.Fprintf(stderr, "egressd: audit log unavailable: %v; %s\n", err, consequence)
+		}}
 	if cfg.Audit.Checkpoints != "none" {
 		opts.Checkpoint = stderr
 	}
