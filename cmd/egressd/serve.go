@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/egressd/egressd/audit"
 	"github.com/egressd/egressd/configs"
 	"github.com/egressd/egressd/policy"
@@ -101,6 +102,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 	for key, addr := range d.Listeners() {
 		fmt.Fprintf(stderr, "egressd: serving %s on %s\n", d.Registry.Policy(key).Manifest.ID, addr)
 	}
+	notify(stderr, daemon.SdNotifyReady) // systemd Type=notify: every listener is up
 	if admin != nil {
 		go admin.serve(d)
 		defer admin.close()
@@ -117,9 +119,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		case s := <-sig:
 			switch s {
 			case syscall.SIGHUP:
+				notify(stderr, daemon.SdNotifyReloading)
 				if err := d.Reload(ctx); err != nil {
 					fmt.Fprintln(stderr, "egressd: reload:", err)
 				}
+				notify(stderr, daemon.SdNotifyReady)
 				continue
 			case syscall.SIGUSR1:
 				if err := sink.reopen(d.Audit); err != nil {
@@ -127,6 +131,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 				}
 				continue
 			}
+			notify(stderr, daemon.SdNotifyStopping)
 			d.Shutdown(ctx)
 			return exitOK
 		case err := <-d.Errors():
@@ -134,6 +139,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 			d.Shutdown(ctx)
 			return exitFail
 		}
+	}
+}
+
+// notify tells systemd about a state change when NOTIFY_SOCKET is set; it
+// does nothing otherwise.
+func notify(stderr io.Writer, state string) {
+	if _, err := daemon.SdNotify(false, state); err != nil {
+		fmt.Fprintln(stderr, "egressd: sd_notify:", err)
 	}
 }
 
