@@ -24,41 +24,63 @@ import (
 // It writes one connect event for the outcome and, for a tunnel, one close
 // event.
 func (s *Server) handleConnect(r *http.Request, client net.Conn, br *bufio.Reader) {
+	s.serveTarget(client, br, r.RequestURI, explicit)
+}
+
+// arrival is how a connection reached egressd.
+type arrival uint8
+
+const (
+	// explicit: an HTTP CONNECT; refusals are HTTP answers.
+	explicit arrival = iota
+	// captured: a connection to a synthetic address inside a sandbox; there
+	// is no HTTP, so a refusal is a close.
+	captured
+)
+
+// serveTarget takes a connection that asked for target ("host:port") from
+// decision to close. br holds what was already read from client.
+func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, how arrival) {
 	p := s.opts.Registry.Policy(s.opts.Key)
 	ev := s.baseEvent(p)
-	ev.Conn, ev.Method, ev.HostRaw = s.nextConnID(), r.Method, r.RequestURI
+	ev.Conn, ev.HostRaw = s.nextConnID(), target
+	ev.Method = "CONNECT"
+	if how == captured {
+		ev.Method = "captured"
+	}
+	refuse := func(d policy.Decision) { s.refuse(client, p, d, &ev, how) }
 	deadline := time.Now().Add(s.opts.Timeouts.DNS + s.opts.Timeouts.Dial)
 	client.SetDeadline(deadline)
 
 	if reason := s.admission(p); reason != "" {
-		s.refuse(client, p, policy.Decision{Reason: reason}, &ev)
+		refuse(policy.Decision{Reason: reason})
 		return
 	}
 	defer s.limiter.endHandshake()
 
-	d := p.DecideTarget(r.RequestURI)
+	d := p.DecideTarget(target)
 	ev.Host, ev.Port, ev.Rule, ev.Exemption = d.Host.String(), d.Port, d.Rule, d.Exemption
 	if !d.Verdict.Permits() {
-		s.refuse(client, p, d, &ev)
+		refuse(d)
 		return
 	}
 	ctx, cancel := context.WithDeadline(s.baseCtx, deadline)
 	defer cancel()
 	addrs, refused := s.resolveChecked(ctx, p, d, &ev)
 	if refused != nil {
-		s.refuse(client, p, *refused, &ev)
+		refuse(*refused)
 		return
 	}
 	upstream, addr, err := dialFirst(ctx, addrs, d.Port, s.opts.Timeouts.Dial, func(a netip.Addr) bool { return p.CheckAddr(a).Verdict.Permits() })
 	if err != nil {
 		ev.Err = audit.Cap(err.Error(), 200)
-		s.refuse(client, p, policy.Decision{Reason: policy.DialError, Host: d.Host, Port: d.Port}, &ev)
+		refuse(policy.Decision{Reason: policy.DialError, Host: d.Host, Port: d.Port})
 		return
 	}
 	ev.Addr = addr.String()
 	if !s.limiter.startTunnel() {
 		upstream.Close()
-		s.refuse(client, p, policy.Decision{Reason: policy.LimitExceeded, Host: d.Host, Port: d.Port}, &ev)
+		refuse(policy.Decision{Reason: policy.LimitExceeded, Host: d.Host, Port: d.Port})
 		return
 	}
 	defer s.limiter.endTunnel()
@@ -68,15 +90,17 @@ func (s *Server) handleConnect(r *http.Request, client net.Conn, br *bufio.Reade
 	defer s.tunnels.remove(t)
 	if cur := s.opts.Registry.Policy(s.opts.Key); cur != p && (cur == nil || !stillAllowed(cur, t)) {
 		upstream.Close()
-		s.refuse(client, p, policy.Decision{Reason: policy.PolicyNarrowed, Host: d.Host, Port: d.Port}, &ev)
+		refuse(policy.Decision{Reason: policy.PolicyNarrowed, Host: d.Host, Port: d.Port})
 		return
 	}
 
-	client.SetWriteDeadline(time.Now().Add(s.opts.Timeouts.ClientHello))
-	if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
-		t.abort()
-		s.closeWithoutTunnel(p, d, policy.Timeout, "client went away before 200", &ev)
-		return
+	if how == explicit {
+		client.SetWriteDeadline(time.Now().Add(s.opts.Timeouts.ClientHello))
+		if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
+			t.abort()
+			s.closeWithoutTunnel(p, d, policy.Timeout, "client went away before 200", &ev)
+			return
+		}
 	}
 	client.SetDeadline(time.Now().Add(s.opts.Timeouts.ClientHello))
 	raw, sni, err := ReadClientHello(br)
@@ -153,14 +177,19 @@ func helloReason(err error, sni, host allowlist.Name) policy.Reason {
 	return ""
 }
 
-// refuse answers a CONNECT that will not be tunnelled, records it, and
-// closes the client connection.
-func (s *Server) refuse(client net.Conn, p *policy.Policy, d policy.Decision, ev *audit.Event) {
+// refuse answers a connection that will not be tunnelled, records it, and
+// closes it. A CONNECT gets an HTTP answer; a captured connection, which
+// spoke no HTTP, is just closed.
+func (s *Server) refuse(client net.Conn, p *policy.Policy, d policy.Decision, ev *audit.Event, how arrival) {
 	ev.Decision, ev.Reason = "deny", string(d.Reason)
 	if d.Rule != "" {
 		ev.Rule = d.Rule
 	}
 	s.recordDenial(*ev)
+	if how == captured {
+		client.Close()
+		return
+	}
 	writeAndClose(client, refusal(d.Reason, policy.Sentence(d, p)))
 }
 

@@ -62,6 +62,15 @@ type Server struct {
 	cancel     context.CancelFunc
 	stopSweep  chan struct{}
 	sweepOnce  sync.Once
+
+	mu        sync.Mutex
+	listeners []net.Listener // capture listeners, closed by Shutdown
+}
+
+func (s *Server) trackListener(ln net.Listener) {
+	s.mu.Lock()
+	s.listeners = append(s.listeners, ln)
+	s.mu.Unlock()
 }
 
 // New builds a Server.
@@ -135,6 +144,11 @@ func (s *Server) Serve(ln net.Listener) error {
 // Shutdown stops accepting, lets open tunnels drain until ctx is done, then
 // closes the rest. It returns the number of tunnels closed at the deadline.
 func (s *Server) Shutdown(ctx context.Context) int {
+	s.mu.Lock()
+	for _, ln := range s.listeners {
+		ln.Close()
+	}
+	s.mu.Unlock()
 	s.http.Shutdown(ctx)
 	done := make(chan struct{})
 	go func() { s.handlers.Wait(); close(done) }()

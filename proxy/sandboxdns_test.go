@@ -1,0 +1,162 @@
+package proxy
+
+import (
+	"crypto/tls"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/policy"
+	"github.com/miekg/dns"
+)
+
+// startSandboxDNS serves the sandbox resolver for e's integration on a
+// loopback port.
+func startSandboxDNS(t *testing.T, e *env, names *Synthetic) string {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	srv := &dns.Server{PacketConn: pc, Handler: &SandboxDNS{Server: e.srv, Synthetic: names, TTL: 30}, NotifyStartedFunc: func() { close(started) }}
+	go srv.ActivateAndServe()
+	<-started
+	t.Cleanup(func() { srv.Shutdown() })
+	return pc.LocalAddr().String()
+}
+
+func ask(t *testing.T, server, name string, qtype uint16) *dns.Msg {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), qtype)
+	r, _, err := new(dns.Client).Exchange(m, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestSandboxDNSAnswersOnlyAllowedNamesAndNeverForwards(t *testing.T) {
+	e := newEnv(t)
+	names := NewSynthetic(100, time.Minute)
+	server := startSandboxDNS(t, e, names)
+
+	a1 := ask(t, server, "api.allowed.example", dns.TypeA)
+	a2 := ask(t, server, "API.allowed.example", dns.TypeA)
+	if a1.Rcode != dns.RcodeSuccess || len(a1.Answer) != 1 || a1.Answer[0].(*dns.A).A.String() != a2.Answer[0].(*dns.A).A.String() {
+		t.Fatalf("allowed name: %v / %v", a1, a2)
+	}
+	if ip := a1.Answer[0].(*dns.A).A.String(); !SyntheticPrefix.Contains(mustAddr(t, ip)) {
+		t.Fatalf("answer %s outside the synthetic range", ip)
+	}
+	for _, qt := range []uint16{dns.TypeAAAA, dns.TypeHTTPS, dns.TypeTXT, dns.TypeANY} {
+		if r := ask(t, server, "api.allowed.example", qt); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 0 {
+			t.Errorf("type %s: want NODATA, got %v", dns.TypeToString[qt], r)
+		}
+	}
+	for _, n := range []string{"evil.example", "exfil-c2VjcmV0.evil.example", "169.254.169.254", "localhost"} {
+		if r := ask(t, server, n, dns.TypeA); r.Rcode != dns.RcodeNameError {
+			t.Errorf("%s: want NXDOMAIN, got %s", n, dns.RcodeToString[r.Rcode])
+		}
+	}
+	e.log.waitEvent(t, map[string]any{"event": "dns", "decision": "deny", "reason": "not_allowlisted", "host": "exfil-c2vjcmv0.evil.example"})
+	e.log.waitEvent(t, map[string]any{"event": "dns", "decision": "deny", "reason": "ip_literal"})
+	for _, n := range []string{"api.allowed.example", "evil.example", "exfil-c2VjcmV0.evil.example"} {
+		if e.dns.questions(n) != 0 {
+			t.Errorf("%s was forwarded upstream", n)
+		}
+	}
+}
+
+func TestSandboxDNSInAuditModeNamesEverything(t *testing.T) {
+	e := newEnv(t, withConfig(func(c *policy.Config) { c.Integrations[0].Exemptions.Mode = policy.Audit }))
+	server := startSandboxDNS(t, e, NewSynthetic(100, time.Minute))
+	if r := ask(t, server, "unlisted.example", dns.TypeA); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+		t.Fatalf("audit mode: %v", r)
+	}
+	e.log.waitEvent(t, map[string]any{"event": "dns", "decision": "would_deny", "host": "unlisted.example"})
+	if r := ask(t, server, "10.0.0.1", dns.TypeA); r.Rcode != dns.RcodeNameError {
+		t.Fatal("audit mode named an IP literal")
+	}
+}
+
+func TestSyntheticTableIsBoundedAndEvictsOnlyIdleEntries(t *testing.T) {
+	s := NewSynthetic(2, time.Minute)
+	now := time.Unix(1000, 0)
+	s.now = func() time.Time { return now }
+	n := func(h string) allowlist.Name { return mustWire(t, h) }
+	a, _ := s.Assign(n("a.example"))
+	s.Assign(n("b.example"))
+	if _, ok := s.Assign(n("c.example")); ok {
+		t.Fatal("assigned past the bound while every entry was fresh")
+	}
+	now = now.Add(2 * time.Minute)
+	s.Assign(n("b.example")) // used again: a is now the idle one
+	c, ok := s.Assign(n("c.example"))
+	if !ok || c != a {
+		t.Fatalf("c got %v %v, want a's address %v", c, ok, a)
+	}
+	if _, ok := s.Lookup(a); !ok {
+		t.Fatal("c's address does not map back")
+	}
+	if name, _ := s.Lookup(c); name != n("c.example") {
+		t.Fatalf("address maps to %v", name)
+	}
+}
+
+func TestCapturedConnectionGetsTheSameChecks(t *testing.T) {
+	e := newEnv(t)
+	e.resolveToOrigin("api.allowed.example")
+	names := NewSynthetic(100, time.Minute)
+	addr, _ := names.Assign(mustWire(t, "api.allowed.example"))
+	port := itoa(e.origin.addr.Port())
+	ln, err := net.Listen("tcp", addr.String()+":"+port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go e.srv.ServeCaptured(ln, names)
+
+	// A program that ignores proxy settings connects to the synthetic address.
+	c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{ServerName: "api.allowed.example", RootCAs: e.ca.pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	e.log.waitEvent(t, map[string]any{"event": "connect", "method": "captured", "decision": "allow", "host": "api.allowed.example"})
+
+	// SNI for another host on the same synthetic address: refused.
+	if c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{ServerName: "other.allowed.example", RootCAs: e.ca.pool}); err == nil {
+		c.Close()
+		t.Fatal("SNI mismatch on the capture path was tunnelled")
+	}
+	e.log.waitEvent(t, map[string]any{"method": "captured", "reason": "sni_mismatch"})
+
+	// An address the sandbox DNS never handed out: refused.
+	stray, err := net.Listen("tcp", "127.1.200.200:"+port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go e.srv.ServeCaptured(stray, names)
+	if c, err := tls.Dial("tcp", stray.Addr().String(), &tls.Config{ServerName: "api.allowed.example", RootCAs: e.ca.pool}); err == nil {
+		c.Close()
+		t.Fatal("connection to a stray address was tunnelled")
+	}
+	e.log.waitEvent(t, map[string]any{"method": "captured", "reason": "ip_literal", "host_raw": "127.1.200.200:" + port})
+}
+
+func mustAddr(t *testing.T, s string) netip.Addr {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func mustWire(t testing.TB, s string) allowlist.Name {
+	n, err := allowlist.ParseWireHost(s, allowlist.HostForm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
