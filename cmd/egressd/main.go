@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/egressd/egressd/sandbox"
 )
 
 // Exit codes shared by every subcommand.
@@ -24,6 +26,8 @@ usage:
                                              validate manifests and config files
   egressd explain --manifest PATH [--config FILE] HOST[:PORT]
                                              show the decision for one target, without resolving it
+  egressd run [--manifest PATH | DIR] [flags] [-- COMMAND ARGS...]
+                                             run an integration's program sandboxed: the proxy is its only way out
   egressd approve [--state DIR] ID VERSION   approve a manifest version that widens its list
   egressd audit verify [--key FILE] [--checkpoints FILE] FILE...
                                              prove an audit log is intact
@@ -36,7 +40,14 @@ usage:
 Run "egressd COMMAND -h" for a command's flags.
 `
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	// The sandbox's init is this binary re-executed inside the namespaces;
+	// it must not go near flag parsing or anything else first.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.InitArg {
+		os.Exit(sandbox.InitMain())
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 // run dispatches to a subcommand and returns the process exit code.
 func run(args []string, stdout, stderr io.Writer) int {
@@ -56,6 +67,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runServe(rest, stdout, stderr)
 	case "audit":
 		return runAudit(rest, stdout, stderr)
+	case "run":
+		return runRun(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "egressd", Version())
 		return exitOK

@@ -1,0 +1,355 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/policy"
+	"github.com/egressd/egressd/proxy"
+	"github.com/egressd/egressd/sandbox"
+	"github.com/miekg/dns"
+)
+
+// sandboxUIDBase is where root's per-sandbox host uids start: the sandbox
+// of egressd process PID runs as host uid sandboxUIDBase+PID, unique while
+// it runs and owned by no real user.
+const sandboxUIDBase = 2_000_000_000
+
+type runFlags struct {
+	serveFlags
+	auditKey        string
+	insecureEnvOnly bool
+	envPassthrough  multiFlag
+}
+
+func runRun(args []string, stdout, stderr io.Writer) int {
+	var f runFlags
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.manifest, "manifest", "", "the integration's manifest file or folder")
+	fs.StringVar(&f.auditLog, "audit-log", "", "audit log file (default STATE/audit/ID.PID.log; never stdout, which is the program's)")
+	fs.StringVar(&f.auditKey, "audit-key", "", "HMAC key file for the audit chain (e.g. $CREDENTIALS_DIRECTORY/audit-key)")
+	fs.StringVar(&f.state, "state", "", "version memory and the integration's writable folder (default "+policy.DefaultStateDir()+")")
+	fs.StringVar(&f.mode, "mode", "", "enforce or audit")
+	fs.Var(&f.resolvers, "resolver", "upstream DNS server host:port, repeatable (default /etc/resolv.conf)")
+	fs.Var(&f.allowPrivate, "allow-private", "dev/test exemption: a CIDR inside the denied ranges, repeatable")
+	fs.Var(&f.allowPorts, "allow-port", "exemption: a port besides 443, repeatable (also captured transparently)")
+	fs.Var(&f.envPassthrough, "env", "a launcher variable to pass to the program besides the manifest's, repeatable")
+	fs.BoolVar(&f.insecureEnvOnly, "insecure-env-only", false, "no sandbox: only set the proxy variables, which the program may ignore")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: egressd run [--manifest PATH | DIR] [flags] [-- COMMAND ARGS...]\n\nRuns the integration's program (the manifest's local-mcp runtime, or COMMAND) in\nits own namespaces, where the egress proxy is its only way out. stdin, stdout and\nstderr pass through; its exit status becomes egressd's.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	command := fs.Args()
+	if f.manifest == "" {
+		if len(command) == 0 {
+			fs.Usage()
+			return exitUsage
+		}
+		f.manifest, command = command[0], command[1:]
+		if len(command) > 0 && command[0] == "--" {
+			command = command[1:]
+		} else if len(command) > 0 {
+			fmt.Fprintln(stderr, "egressd run: put the command after --: egressd run DIR -- COMMAND ARGS...")
+			return exitUsage
+		}
+	}
+	r, err := prepareRun(f, command)
+	if err != nil {
+		fmt.Fprintln(stderr, "egressd run:", err)
+		return exitFail
+	}
+	defer r.close()
+	if f.insecureEnvOnly {
+		return r.envOnly(stderr)
+	}
+	return r.sandboxed(stderr)
+}
+
+// runSetup is everything "egressd run" decided before anything starts.
+type runSetup struct {
+	policy   *policy.Policy
+	cfg      policy.Config
+	registry *policy.Registry
+	log      *audit.Log
+	file     *audit.File
+	server   *proxy.Server
+	spec     sandbox.Spec
+	opts     sandbox.Options
+}
+
+// prepareRun reads the manifest once, before the program starts, applies
+// the version rules, and builds the program's spec.
+func prepareRun(f runFlags, command []string) (*runSetup, error) {
+	f.listen = "sandbox"
+	cfg, err := f.load()
+	if err != nil {
+		return nil, err
+	}
+	stateDir := cfg.StateDir
+	if stateDir == "" {
+		stateDir = policy.DefaultStateDir()
+	}
+	mem, err := policy.OpenMemory(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	registry := policy.NewRegistry(mem, localAddrs())
+	if outs := registry.Load(cfg); outs[0].Result == policy.Failed {
+		return nil, fmt.Errorf("%s:\n%v", outs[0].Key, outs[0].Err)
+	}
+	key := cfg.Integrations[0].Manifest
+	p := registry.Policy(key)
+	manifestFile, _ := allowlist.Locate(key)
+	dir := filepath.Dir(manifestFile)
+	if len(command) == 0 {
+		rt := p.Manifest.Runtime
+		if rt.Kind != "local-mcp" {
+			return nil, fmt.Errorf("%s is a %s integration: nothing runs locally, so there is nothing to sandbox (give a command after --)", p.Manifest.ID, orDefault(rt.Kind, "remote"))
+		}
+		command = append([]string{rt.Command}, rt.Args...)
+	}
+	path, err := resolveCommand(command[0], dir)
+	if err != nil {
+		return nil, err
+	}
+	r := &runSetup{policy: p, cfg: cfg, registry: registry}
+	hostUID, hostGID := os.Getuid(), os.Getgid()
+	if hostUID == 0 {
+		hostUID, hostGID = sandboxUIDBase+os.Getpid(), sandboxUIDBase+os.Getpid()
+	}
+	r.opts = sandbox.Options{HostUID: hostUID, HostGID: hostGID}
+	integrationState := filepath.Join(stateDir, "sandbox", p.Manifest.ID)
+	if err := os.MkdirAll(integrationState, 0o700); err != nil {
+		return nil, err
+	}
+	if os.Getuid() == 0 {
+		os.Chown(integrationState, hostUID, hostGID)
+	}
+	ports := []uint16{policy.DefaultPort}
+	ports = append(ports, cfg.Integrations[0].Exemptions.AllowPorts...)
+	readOnly := []string{dir}
+	if rtDir := filepath.Dir(path); !underSystemDirs(rtDir) && rtDir != dir {
+		readOnly = append(readOnly, rtDir)
+	}
+	r.spec = sandbox.Spec{
+		Command: path, Args: command, Dir: dir,
+		Env:          sandbox.BuildEnv(os.Environ(), p.Manifest.EnvKeys, f.envPassthrough),
+		ReadOnly:     readOnly,
+		StateDir:     integrationState,
+		CapturePorts: ports,
+	}
+	if err := r.openAudit(f, stateDir, p.Manifest.ID); err != nil {
+		return nil, err
+	}
+	resolvers := cfg.Resolvers
+	if len(resolvers) == 0 {
+		if resolvers, err = systemResolvers(); err != nil {
+			return nil, err
+		}
+	}
+	r.server = proxy.New(proxy.Options{
+		Key: key, Registry: registry, Resolver: proxy.NewResolver(resolvers, cfg.Timeouts.DNS), Audit: r.log,
+		Suppress: audit.NewSuppressor(r.log, time.Second), Limits: cfg.Limits, Timeouts: cfg.Timeouts,
+		OnAuditFailure: cfg.Audit.OnFailure, Gate: proxy.NewGate(proxy.DefaultMaxConnections(nofileLimit())),
+	})
+	return r, nil
+}
+
+func (r *runSetup) openAudit(f runFlags, stateDir, id string) error {
+	path := f.auditLog
+	if path == "" || path == "-" {
+		if err := os.MkdirAll(filepath.Join(stateDir, "audit"), 0o700); err != nil {
+			return err
+		}
+		path = filepath.Join(stateDir, "audit", id+"."+strconv.Itoa(os.Getpid())+".log")
+	}
+	file, err := audit.OpenFile(path, 0)
+	if err != nil {
+		return err
+	}
+	var key []byte
+	if f.auditKey != "" {
+		if key, err = os.ReadFile(os.ExpandEnv(f.auditKey)); err != nil {
+			file.Close()
+			return fmt.Errorf("audit key: %w", err)
+		}
+	}
+	registry := r.registry
+	r.file = file
+	r.log, err = audit.New(file, audit.Options{Key: key, Generation: func() uint64 { return registry.Snapshot().Generation }})
+	return err
+}
+
+func (r *runSetup) close() {
+	if r.log != nil {
+		r.log.Close()
+	}
+	if r.file != nil {
+		r.file.Close()
+	}
+}
+
+// sandboxed runs the program in the sandbox and returns its exit status.
+func (r *runSetup) sandboxed(stderr io.Writer) int {
+	p := r.policy
+	sb, err := sandbox.Start(r.spec, r.opts)
+	if err != nil {
+		fmt.Fprintln(stderr, "egressd run:", err)
+		r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "sandbox_refused", Integration: p.Manifest.ID, Err: audit.Cap(err.Error(), 1000)})
+		return exitFail
+	}
+	defer sb.Close()
+	names := proxy.NewSynthetic(1<<16-2, 5*time.Minute)
+	go r.server.Serve(sb.Proxy)
+	for _, ln := range sb.Capture {
+		go r.server.ServeCaptured(ln, names)
+	}
+	resolver := &proxy.SandboxDNS{Server: r.server, Synthetic: names, TTL: 30}
+	dnsServers := []*dns.Server{{PacketConn: sb.DNSUDP, Handler: resolver}, {Listener: sb.DNSTCP, Handler: resolver}}
+	for _, s := range dnsServers {
+		go s.ActivateAndServe()
+	}
+	for _, name := range r.cfg.Integrations[0].Exemptions.Names() {
+		fmt.Fprintf(stderr, "egressd: warning: exemption in force for %s: %s\n", p.Manifest.ID, name)
+		r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "exemption", Integration: p.Manifest.ID, Exemption: name})
+	}
+	if err := sb.Run(); err != nil {
+		sb.Kill()
+		fmt.Fprintln(stderr, "egressd run:", err)
+		r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "sandbox_refused", Integration: p.Manifest.ID, Err: audit.Cap(err.Error(), 1000)})
+		return exitFail
+	}
+	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "start", Integration: p.Manifest.ID, IntegrationVersion: p.Manifest.Version,
+		Msg: "sandboxed: " + r.spec.Command})
+	stop := forwardSignals(sb.Signal)
+	code := sb.Wait()
+	stop()
+	for _, s := range dnsServers {
+		s.Shutdown()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	r.server.Shutdown(ctx)
+	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "stop", Integration: p.Manifest.ID, Msg: "exit status " + strconv.Itoa(code)})
+	return code
+}
+
+// envOnly is --insecure-env-only: no namespaces, only the proxy variables.
+// The program can ignore them; this is said at start and in the audit log.
+func (r *runSetup) envOnly(stderr io.Writer) int {
+	p := r.policy
+	const warning = "--insecure-env-only: no sandbox; the program is only asked to use the proxy and can ignore it"
+	fmt.Fprintln(stderr, "egressd: WARNING:", warning)
+	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "insecure_env_only", Integration: p.Manifest.ID, Exemption: "insecure_env_only", Msg: warning})
+	ln, err := proxy.Listen(context.Background(), "127.0.0.1:0", policy.Peers{})
+	if err != nil {
+		fmt.Fprintln(stderr, "egressd run:", err)
+		return exitFail
+	}
+	go r.server.Serve(ln)
+	url := "http://" + ln.Addr().String()
+	env := sandbox.BuildEnv(os.Environ(), p.Manifest.EnvKeys, nil)
+	for i, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasSuffix(strings.ToUpper(k), "_PROXY") {
+			env[i] = k + "=" + url
+		}
+		if strings.HasPrefix(kv, "HOME=") {
+			env[i] = "HOME=" + os.Getenv("HOME")
+		}
+	}
+	cmd := exec.Command(r.spec.Command, r.spec.Args[1:]...)
+	cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = r.spec.Dir, env, os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(stderr, "egressd run:", err)
+		return exitFail
+	}
+	stop := forwardSignals(cmd.Process.Signal)
+	err = cmd.Wait()
+	stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	r.server.Shutdown(ctx)
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return exitFail
+}
+
+// forwardSignals passes SIGINT, SIGTERM and SIGHUP on until stop is called.
+func forwardSignals(to func(os.Signal) error) (stop func()) {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				to(s)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { signal.Stop(sigs); close(done) }
+}
+
+// resolveCommand finds the program as the launcher would: a path with a
+// slash is taken relative to the integration folder, a bare name is looked
+// up in PATH.
+func resolveCommand(name, dir string) (string, error) {
+	if strings.Contains(name, "/") {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(dir, name)
+		}
+		return filepath.EvalSymlinks(name)
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("the runtime %q is not installed (not in PATH)", name)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	return abs, nil
+}
+
+func underSystemDirs(dir string) bool {
+	for _, d := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib64"} {
+		if dir == d || strings.HasPrefix(dir, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

@@ -1,0 +1,51 @@
+package sandbox
+
+import (
+	"sort"
+	"strings"
+)
+
+// baseEnv are the launcher variables every program may keep: they carry no
+// secrets and programs misbehave without them.
+var baseEnv = []string{"PATH", "LANG", "TZ", "TERM"}
+
+// proxyURL is the explicit proxy inside every sandbox.
+const proxyURL = "http://" + ProxyAddr
+
+// BuildEnv builds the child's environment by allowlist from the launcher's:
+// PATH, LANG, LC_*, TZ and TERM; the keys the manifest declares (where
+// secrets arrive); the operator's passthrough list; the sandbox HOME; and
+// the proxy variables, with NO_PROXY removed. Nothing else crosses, and no
+// value is ever logged.
+func BuildEnv(launcher []string, declared, passthrough []string) []string {
+	keep := map[string]bool{}
+	for _, k := range append(append(append([]string{}, baseEnv...), declared...), passthrough...) {
+		keep[k] = true
+	}
+	env := map[string]string{}
+	for _, kv := range launcher {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		if keep[k] || strings.HasPrefix(k, "LC_") {
+			env[k] = v
+		}
+	}
+	if env["PATH"] == "" {
+		env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+	}
+	env["HOME"] = Home
+	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"} {
+		env[k] = proxyURL
+	}
+	env["NODE_USE_ENV_PROXY"] = "1"
+	delete(env, "NO_PROXY")
+	delete(env, "no_proxy")
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}

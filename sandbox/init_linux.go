@@ -1,0 +1,264 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// InitArg is the argument that makes the egressd binary run as the
+// sandbox's init. The supervisor re-executes itself with it; nothing else
+// should.
+const InitArg = "__egressd-sandbox-init"
+
+// Fixed fds the supervisor hands the init.
+const (
+	fdControl  = 3
+	fdLiveness = 4
+)
+
+// stepError names the setup step that failed.
+type stepError struct {
+	step string
+	err  error
+}
+
+func (e *stepError) Error() string { return e.step + ": " + e.err.Error() }
+
+func step(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &stepError{step: name, err: err}
+}
+
+// InitMain is the sandbox's pid 1. It builds the network, hands its
+// listeners to the supervisor, builds the filesystem, hardens itself,
+// starts the target in its own session, forwards signals, reaps orphans,
+// and exits with the target's status (128+signal for a signal). If the
+// supervisor goes away, it kills everything in the sandbox at once.
+func InitMain() int {
+	ctl := control{f: os.NewFile(fdControl, "control")}
+	fail := func(err error) int {
+		var se *stepError
+		m := message{Error: err.Error()}
+		if errors.As(err, &se) {
+			m.Step, m.Error = se.step, se.err.Error()
+		}
+		ctl.send(m)
+		return 125
+	}
+	// No inherited fd but 0, 1, 2 may reach the target: mark the rest
+	// close-on-exec before anything else opens.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fail(step("close_range", err))
+	}
+	m, pathFDs, err := ctl.recv()
+	if err != nil || m.Spec == nil || len(pathFDs) != len(m.Paths) {
+		return fail(step("read spec", fmt.Errorf("no spec from the supervisor: %v", err)))
+	}
+	spec := *m.Spec
+	for i, p := range m.Paths {
+		opened[p] = source{fd: pathFDs[i], detached: true}
+	}
+	if err := bringUpLoopback(); err != nil {
+		return fail(err)
+	}
+	names, fds, err := openListeners(spec.CapturePorts)
+	if err != nil {
+		return fail(err)
+	}
+	if err := ctl.send(message{Listeners: names}, fds...); err != nil {
+		return fail(step("pass listeners", err))
+	}
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+	if m, _, err := ctl.recv(); err != nil || !m.Go {
+		return fail(step("wait for supervisor", fmt.Errorf("no go-ahead: %v", err)))
+	}
+	if err := buildRoot(spec); err != nil {
+		return fail(err)
+	}
+	if err := writeFile("/proc/sys/user/max_user_namespaces", "0"); err != nil {
+		return fail(step("user.max_user_namespaces=0", err))
+	}
+	go watchLiveness()
+	// Listen for SIGCHLD before the target exists, so a target that exits
+	// at once is not missed.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGCHLD)
+	target, err := startTarget(spec)
+	if err != nil {
+		return fail(err)
+	}
+	ctl.send(message{Started: target})
+	return superviseTarget(target, sigs)
+}
+
+// bringUpLoopback sets lo up and turns IPv6 off: the namespace has no other
+// interface and no route, so every connect that is not to loopback fails at
+// once with ENETUNREACH.
+func bringUpLoopback() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return step("loopback up", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return step("loopback up", err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return step("loopback up", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return step("loopback up", err)
+	}
+	for _, f := range []string{"/proc/sys/net/ipv6/conf/all/disable_ipv6", "/proc/sys/net/ipv6/conf/default/disable_ipv6", "/proc/sys/net/ipv6/conf/lo/disable_ipv6"} {
+		if err := writeFile(f, "1"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return step("disable IPv6", err)
+		}
+	}
+	return nil
+}
+
+// openListeners creates, inside the sandbox's network namespace, the
+// listeners the supervisor will serve, and returns their fds.
+func openListeners(ports []uint16) ([]string, []int, error) {
+	var names []string
+	var fds []int
+	add := func(name string, f *os.File, err error) error {
+		if err != nil {
+			return step("listen "+name, err)
+		}
+		names, fds = append(names, name), append(fds, int(f.Fd()))
+		return nil
+	}
+	tcp := func(addr string) (*os.File, error) {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		return ln.(*net.TCPListener).File()
+	}
+	f, err := tcp(ProxyAddr)
+	if err := add(nameProxy, f, err); err != nil {
+		return nil, nil, err
+	}
+	for _, p := range ports {
+		f, err := tcp("0.0.0.0:" + strconv.Itoa(int(p)))
+		if err := add(capturePrefix+strconv.Itoa(int(p)), f, err); err != nil {
+			return nil, nil, err
+		}
+	}
+	pc, err := net.ListenPacket("udp", DNSAddr)
+	if err != nil {
+		return nil, nil, step("listen "+nameDNSU, err)
+	}
+	uf, err := pc.(*net.UDPConn).File()
+	pc.Close()
+	if err := add(nameDNSU, uf, err); err != nil {
+		return nil, nil, err
+	}
+	f, err = tcp(DNSAddr)
+	if err := add(nameDNST, f, err); err != nil {
+		return nil, nil, err
+	}
+	return names, fds, nil
+}
+
+// watchLiveness kills everything in the sandbox when the supervisor's end
+// of the liveness pipe closes: the supervisor died, so nothing may run
+// unsupervised. Pdeathsig covers the init itself.
+func watchLiveness() {
+	live := os.NewFile(fdLiveness, "liveness")
+	buf := make([]byte, 1)
+	live.Read(buf) // returns only at EOF
+	unix.Kill(-1, unix.SIGKILL)
+	os.Exit(137)
+}
+
+// startTarget starts the target from a locked OS thread that has dropped
+// every capability, set no_new_privs and installed the seccomp filter;
+// capabilities and filters are per thread, and the child inherits this
+// thread's. The thread stays locked, so it is never reused.
+func startTarget(spec Spec) (int, error) {
+	type result struct {
+		pid int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		if err := dropPrivileges(); err != nil {
+			done <- result{err: step("drop privileges", err)}
+			return
+		}
+		if err := installSeccomp(); err != nil {
+			done <- result{err: step("seccomp", err)}
+			return
+		}
+		cmd := &exec.Cmd{Path: spec.Command, Args: spec.Args, Dir: spec.Dir, Env: spec.Env,
+			Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+			SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}}
+		if err := cmd.Start(); err != nil {
+			done <- result{err: step("start "+spec.Command, err)}
+			return
+		}
+		done <- result{pid: cmd.Process.Pid}
+		select {} // keep the thread (and so the child's parent-death signal) alive
+	}()
+	r := <-done
+	return r.pid, r.err
+}
+
+// superviseTarget forwards SIGINT, SIGTERM and SIGHUP to the target's
+// session, reaps every orphan, and returns the target's exit status.
+func superviseTarget(target int, sigs <-chan os.Signal) int {
+	sig := os.Signal(unix.SIGCHLD) // reap once first: the target may be gone already
+	for {
+		if sig != unix.SIGCHLD {
+			unix.Kill(-target, sig.(syscall.Signal)) // its session's process group
+			sig = <-sigs
+			continue
+		}
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if pid <= 0 || err != nil {
+				break
+			}
+			if pid != target {
+				continue
+			}
+			code := ws.ExitStatus()
+			if ws.Signaled() {
+				code = 128 + int(ws.Signal())
+			}
+			unix.Kill(-1, unix.SIGKILL) // nothing outlives the target
+			return code
+		}
+		sig = <-sigs
+	}
+}
+
+func writeFile(path, value string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.WriteString(value)
+	return err
+}

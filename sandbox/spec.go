@@ -1,0 +1,35 @@
+package sandbox
+
+// Spec is what the init inside the sandbox needs. The supervisor sends it
+// over the control socket; nothing else crosses.
+type Spec struct {
+	Command string   // resolved absolute path of the program
+	Args    []string // argv, Args[0] included
+	Dir     string   // working directory: the integration folder
+	Env     []string // the whole environment, built by BuildEnv
+	// ReadOnly are host paths bound read-only at the same path: the
+	// integration folder and the runtime's folder, when it is outside the
+	// system folders.
+	ReadOnly []string
+	// StateDir is the host folder bound writable at /var/lib/integration.
+	StateDir string
+	// CapturePorts get transparent capture listeners: 443 and each
+	// exempted port.
+	CapturePorts []uint16
+}
+
+// Fixed places inside the sandbox.
+const (
+	ProxyAddr = "127.0.0.1:3128"
+	DNSAddr   = "127.0.0.53:53"
+	Home      = "/home/sandbox"
+	StateDir  = "/var/lib/integration"
+)
+
+// Listener names in the fd-passing message.
+const (
+	nameProxy     = "proxy"
+	nameDNSU      = "dns-udp"
+	nameDNST      = "dns-tcp"
+	capturePrefix = "capture:"
+)

@@ -1,0 +1,260 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Options are the supervisor's choices for one sandbox.
+type Options struct {
+	// HostUID and HostGID are the host ids the sandbox's root maps to. As
+	// root, pass a unique unprivileged uid per sandbox (never a shared
+	// 65534). As a normal user, pass your own ids: a single-id map.
+	HostUID, HostGID int
+}
+
+// Sandbox is a running sandboxed process tree and the listeners created
+// inside it, which the supervisor serves.
+type Sandbox struct {
+	Proxy   net.Listener            // the explicit proxy, 127.0.0.1:3128 inside
+	Capture map[uint16]net.Listener // transparent capture, by port
+	DNSUDP  net.PacketConn          // 127.0.0.53:53 inside
+	DNSTCP  net.Listener
+
+	cmd  *exec.Cmd
+	ctl  control
+	live *os.File
+	done chan int
+}
+
+// ErrNamespaces means the kernel refused to create the namespaces.
+var ErrNamespaces = errors.New("cannot create namespaces")
+
+// Start launches the sandbox's init, which creates the namespaces and the
+// listeners, and returns once the listeners are in hand. Call Run to let
+// the target start, after the listeners are being served.
+func Start(spec Spec, opts Options) (*Sandbox, error) {
+	// Every fd this process inherited from its launcher stays here: a
+	// socket leaked to egressd must not carry the host network inside.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("sandbox: close_range: %w", err)
+	}
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: socketpair: %w", err)
+	}
+	parentCtl, childCtl := os.NewFile(uintptr(pair[0]), "control"), os.NewFile(uintptr(pair[1]), "control")
+	liveR, liveW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: liveness pipe: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: cannot find the egressd binary to run as init: %w", err)
+	}
+	cmd := &exec.Cmd{
+		Path:       self,
+		Args:       []string{"egressd-init", InitArg},
+		Env:        []string{},
+		Stdin:      os.Stdin,
+		Stdout:     os.Stdout,
+		Stderr:     os.Stderr,
+		ExtraFiles: []*os.File{childCtl, liveR}, // fds 3 and 4
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWNS |
+				syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: opts.HostUID, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: opts.HostGID, Size: 1}},
+			Pdeathsig:   syscall.SIGKILL,
+		},
+	}
+	if os.Geteuid() == 0 {
+		// Root: drop the supplementary groups (root's own) before anything
+		// runs inside; setgroups is allowed for that, in the new namespace.
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
+		cmd.SysProcAttr.GidMappingsEnableSetgroups = true
+	}
+	sb := &Sandbox{cmd: cmd, ctl: control{f: parentCtl}, live: liveW, done: make(chan int, 1)}
+	started := make(chan error, 1)
+	// Pdeathsig fires when the thread that forked the child exits
+	// (golang/go#27505), so that thread stays locked for the child's life.
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		sb.done <- exitCode(cmd.Wait())
+	}()
+	err = <-started
+	childCtl.Close()
+	liveR.Close()
+	if err != nil {
+		return nil, namespaceError(err)
+	}
+	// As root, the supervisor clones the folders to bind as detached mounts:
+	// the sandbox's own unprivileged user may not be able to reach them (a
+	// folder under /root, a 0700 state root). A normal user's sandbox runs
+	// as that user and opens them itself.
+	var paths []string
+	var fds []int
+	if os.Geteuid() == 0 {
+		paths = append(append([]string{}, spec.ReadOnly...), spec.StateDir)
+		if fds, err = cloneMounts(paths); err != nil {
+			sb.Kill()
+			return nil, err
+		}
+	}
+	err = sb.ctl.send(message{Spec: &spec, Paths: paths}, fds...)
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+	if err != nil {
+		sb.Kill()
+		return nil, fmt.Errorf("sandbox: send spec: %w", err)
+	}
+	if err := sb.receiveListeners(); err != nil {
+		sb.Kill()
+		return nil, err
+	}
+	return sb, nil
+}
+
+// cloneMounts makes a detached copy of each path's mount tree
+// (open_tree(OPEN_TREE_CLONE)), which the init can attach in its own mount
+// namespace with move_mount.
+func cloneMounts(paths []string) ([]int, error) {
+	var fds []int
+	for _, p := range paths {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+			return nil, fmt.Errorf("sandbox: open %s: %w", p, err)
+		}
+		fds = append(fds, fd)
+	}
+	return fds, nil
+}
+
+func (sb *Sandbox) receiveListeners() error {
+	m, fds, err := sb.ctl.recv()
+	if err != nil {
+		return fmt.Errorf("sandbox: init exited during setup: %w", err)
+	}
+	if m.Error != "" {
+		return initError(m)
+	}
+	if len(fds) != len(m.Listeners) {
+		return fmt.Errorf("sandbox: %d listeners named, %d passed", len(m.Listeners), len(fds))
+	}
+	sb.Capture = map[uint16]net.Listener{}
+	for i, name := range m.Listeners {
+		f := os.NewFile(uintptr(fds[i]), name)
+		var err error
+		switch {
+		case name == nameDNSU:
+			sb.DNSUDP, err = net.FilePacketConn(f)
+		case name == nameProxy:
+			sb.Proxy, err = net.FileListener(f)
+		case name == nameDNST:
+			sb.DNSTCP, err = net.FileListener(f)
+		case strings.HasPrefix(name, capturePrefix):
+			var port int
+			port, err = strconv.Atoi(strings.TrimPrefix(name, capturePrefix))
+			if err == nil {
+				sb.Capture[uint16(port)], err = net.FileListener(f)
+			}
+		}
+		f.Close() // the net types hold their own dup
+		if err != nil {
+			return fmt.Errorf("sandbox: listener %s: %w", name, err)
+		}
+	}
+	if sb.Proxy == nil || sb.DNSUDP == nil || sb.DNSTCP == nil {
+		return errors.New("sandbox: init did not pass every listener")
+	}
+	return nil
+}
+
+// Run lets the init build the filesystem, harden itself and start the
+// target. It returns once the target runs, or the step that failed.
+func (sb *Sandbox) Run() error {
+	if err := sb.ctl.send(message{Go: true}); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	m, _, err := sb.ctl.recv()
+	if err != nil {
+		return fmt.Errorf("sandbox: init exited during setup: %w", err)
+	}
+	if m.Error != "" {
+		return initError(m)
+	}
+	return nil
+}
+
+// Wait returns the target's exit status: its code, or 128+signal.
+func (sb *Sandbox) Wait() int { return <-sb.done }
+
+// Signal forwards sig to the init, which passes it to the target's session.
+func (sb *Sandbox) Signal(sig os.Signal) error { return sb.cmd.Process.Signal(sig) }
+
+// Kill ends the whole sandbox at once.
+func (sb *Sandbox) Kill() {
+	sb.live.Close()
+	sb.cmd.Process.Kill()
+}
+
+// Close releases the supervisor's ends once the sandbox has exited.
+func (sb *Sandbox) Close() {
+	sb.live.Close()
+	sb.ctl.f.Close()
+	for _, ln := range sb.Capture {
+		ln.Close()
+	}
+	for _, c := range []interface{ Close() error }{sb.Proxy, sb.DNSUDP, sb.DNSTCP} {
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return 125
+}
+
+func initError(m message) error {
+	return fmt.Errorf("sandbox setup failed at %q: %s", m.Step, m.Error)
+}
+
+// namespaceError explains a refused clone in words an operator can act on.
+func namespaceError(err error) error {
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("%w: %v. This kernel or its configuration does not let this user create user namespaces "+
+			"(check sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces, and AppArmor's "+
+			"kernel.apparmor_restrict_unprivileged_userns). Ask the administrator to allow them for egressd, "+
+			"run egressd run as root, or, knowing the program can then ignore the proxy, pass --insecure-env-only", ErrNamespaces, err)
+	}
+	return fmt.Errorf("sandbox: start init: %w", err)
+}
