@@ -284,4 +284,3 @@ func pivot(root string) error {
 	}
 	return step("read-only root", unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_BIND, ""))
 }
-
