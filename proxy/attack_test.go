@@ -15,7 +15,7 @@ import (
 
 func TestRebindingAnswersAreRefused(t *testing.T) {
 	e := newEnv(t)
-	port := itoa(e.origin.addr.Port())
+	port := itoa(e.origin.Addr.Port())
 	cases := []struct {
 		name    string
 		host    string
@@ -33,7 +33,7 @@ func TestRebindingAnswersAreRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e.dns.add(t, tc.records...)
+			e.dns.Add(t, tc.records...)
 			target := tc.host + ":" + port
 			_, _, resp := e.rawConnect("CONNECT " + target + " HTTP/1.1\r\n\r\n")
 			if resp.Header.Get(ReasonHeader) != tc.reason {
@@ -46,7 +46,7 @@ func TestRebindingAnswersAreRefused(t *testing.T) {
 
 func TestCNAMEToPublicTargetIsFollowedAndLogged(t *testing.T) {
 	e := newEnv(t)
-	e.dns.add(t, "alias.cdn.allowed.example. 60 IN CNAME edge.cdn-provider.example.", "edge.cdn-provider.example. 60 IN A "+e.origin.addr.Addr().String())
+	e.dns.Add(t, "alias.cdn.allowed.example. 60 IN CNAME edge.cdn-provider.example.", "edge.cdn-provider.example. 60 IN A "+e.origin.Addr.Addr().String())
 	c := e.client()
 	defer c.CloseIdleConnections()
 	// The origin's certificate covers *.cdn.allowed.example.
@@ -68,15 +68,15 @@ func TestDeniedNameIsNeverResolved(t *testing.T) {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 	e.log.waitEvent(t, map[string]any{"reason": "not_allowlisted", "host": "secret-data.evil.example"})
-	if n := e.dns.questions("secret-data.evil.example"); n != 0 {
+	if n := e.dns.Questions("secret-data.evil.example"); n != 0 {
 		t.Fatalf("denied name reached DNS %d times", n)
 	}
 }
 
 func TestDNSFailuresAreDNSError(t *testing.T) {
 	e := newEnv(t)
-	port := itoa(e.origin.addr.Port())
-	e.dns.setHandler(func(w dns.ResponseWriter, r *dns.Msg) bool {
+	port := itoa(e.origin.Addr.Port())
+	e.dns.SetHandler(func(w dns.ResponseWriter, r *dns.Msg) bool {
 		m := new(dns.Msg)
 		switch {
 		case strings.HasPrefix(r.Question[0].Name, "servfail."):
@@ -101,7 +101,7 @@ func TestDNSFailuresAreDNSError(t *testing.T) {
 func TestTruncatedAnswerFallsBackToTCP(t *testing.T) {
 	e := newEnv(t)
 	e.resolveToOrigin("big.cdn.allowed.example")
-	e.dns.setHandler(func(w dns.ResponseWriter, r *dns.Msg) bool {
+	e.dns.SetHandler(func(w dns.ResponseWriter, r *dns.Msg) bool {
 		if _, udp := w.RemoteAddr().(*net.UDPAddr); udp && strings.HasPrefix(r.Question[0].Name, "big.") {
 			m := new(dns.Msg)
 			m.SetReply(r)
@@ -175,7 +175,7 @@ func TestEverythingButConnectIs405(t *testing.T) {
 func TestKeepAliveAfterDenialIsNotServed(t *testing.T) {
 	e := newEnv(t)
 	e.resolveToOrigin("api.allowed.example")
-	good := "api.allowed.example:" + itoa(e.origin.addr.Port())
+	good := "api.allowed.example:" + itoa(e.origin.Addr.Port())
 	c, br, resp := e.rawConnect("CONNECT evil.example:443 HTTP/1.1\r\n\r\nCONNECT " + good + " HTTP/1.1\r\n\r\n")
 	if resp.StatusCode != 403 {
 		t.Fatalf("first: %d", resp.StatusCode)
@@ -261,13 +261,13 @@ func TestAuditUnavailableRefusesNewConnections(t *testing.T) {
 	e.resolveToOrigin("api.allowed.example")
 	e.log.fail.Store(true)
 	// The first connection's allow cannot be written: it must not run.
-	pc := e.pipelined("api.allowed.example:" + itoa(e.origin.addr.Port()))
+	pc := e.pipelined("api.allowed.example:" + itoa(e.origin.Addr.Port()))
 	hello := buildHello(helloSpec{names: []string{"api.allowed.example"}})
 	pc.Write(hello)
 	if _, err := pc.Read(make([]byte, 1)); err == nil {
 		t.Fatal("a tunnel ran without an audit record")
 	}
-	_, _, resp := e.rawConnect("CONNECT api.allowed.example:" + itoa(e.origin.addr.Port()) + " HTTP/1.1\r\n\r\n")
+	_, _, resp := e.rawConnect("CONNECT api.allowed.example:" + itoa(e.origin.Addr.Port()) + " HTTP/1.1\r\n\r\n")
 	if resp.StatusCode != 503 || resp.Header.Get(ReasonHeader) != "audit_unavailable" {
 		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get(ReasonHeader))
 	}

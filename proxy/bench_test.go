@@ -129,14 +129,14 @@ func BenchmarkConnectTLSHandshake(b *testing.B) {
 		b.Run(via, func(b *testing.B) {
 			e := newEnv(b, withConfig(func(c *policy.Config) { c.Limits.ConnectionsPerSecond, c.Limits.Burst = 1e9, 1<<30 }))
 			e.resolveToOrigin("api.allowed.example")
-			cfg := &tls.Config{ServerName: "api.allowed.example", RootCAs: e.ca.pool, ClientSessionCache: nil}
-			target := "api.allowed.example:" + itoa(e.origin.addr.Port())
+			cfg := &tls.Config{ServerName: "api.allowed.example", RootCAs: e.ca.Pool, ClientSessionCache: nil}
+			target := "api.allowed.example:" + itoa(e.origin.Addr.Port())
 			b.ResetTimer()
 			for b.Loop() {
 				var c net.Conn
 				if via == "direct" {
 					var err error
-					if c, err = net.Dial("tcp", e.origin.addr.String()); err != nil {
+					if c, err = net.Dial("tcp", e.origin.Addr.String()); err != nil {
 						b.Fatal(err)
 					}
 				} else {

@@ -21,7 +21,7 @@ func TestAllowedHostThroughRealTLSOrigin(t *testing.T) {
 	if !strings.HasPrefix(string(body), "hello from api.allowed.example") {
 		t.Fatalf("body %q", body)
 	}
-	connect := e.log.waitEvent(t, map[string]any{"event": "connect", "decision": "allow", "reason": "allowed", "host": "api.allowed.example", "rule": "api.allowed.example", "integration": "com.test.weather", "addr": e.origin.addr.String()})
+	connect := e.log.waitEvent(t, map[string]any{"event": "connect", "decision": "allow", "reason": "allowed", "host": "api.allowed.example", "rule": "api.allowed.example", "integration": "com.test.weather", "addr": e.origin.Addr.String()})
 	if !strings.Contains(connect["exemption"].(string), "allow_private:127.0.0.2/32") {
 		t.Errorf("exemption not stamped: %v", connect)
 	}
@@ -32,8 +32,8 @@ func TestEachRefusalHasStatusReasonAndAuditLine(t *testing.T) {
 		g, _ := policy.CompileHostGlob("other.*.example")
 		c.Deny.Hosts = append(c.Deny.Hosts, g)
 	}))
-	e.dns.add(t, "rebind.cdn.allowed.example. 60 IN A 169.254.169.254")
-	port := itoa(e.origin.addr.Port())
+	e.dns.Add(t, "rebind.cdn.allowed.example. 60 IN A 169.254.169.254")
+	port := itoa(e.origin.Addr.Port())
 	cases := []struct {
 		name, target string
 		status       int

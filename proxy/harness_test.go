@@ -4,17 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"io"
-	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/netip"
@@ -29,165 +22,9 @@ import (
 
 	"github.com/egressd/egressd/audit"
 	"github.com/egressd/egressd/policy"
+	"github.com/egressd/egressd/proxy/proxytest"
 	"github.com/miekg/dns"
 )
-
-// testCA issues certificates for the loopback origins.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-}
-
-func newTestCA(t testing.TB) *testCA {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "egressd test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &testCA{cert: cert, key: key, pool: pool}
-}
-
-func (ca *testCA) leaf(t testing.TB, names ...string) tls.Certificate {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: names[0]},
-		DNSNames: names, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
-// origin is a real TLS server on a loopback address. It answers HTTP with
-// "hello from NAME" and, on /echo, echoes the body.
-type origin struct {
-	ln   net.Listener
-	addr netip.AddrPort
-}
-
-func startOrigin(t testing.TB, ca *testCA, ip string, names ...string) *origin {
-	ln, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{
-		ErrorLog:  log.New(io.Discard, "", 0),
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, names...)}},
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/echo" {
-				io.Copy(w, r.Body)
-				return
-			}
-			io.WriteString(w, "hello from "+r.Host)
-		}),
-	}
-	go srv.ServeTLS(ln, "", "")
-	t.Cleanup(func() { srv.Close() })
-	return &origin{ln: ln, addr: netip.MustParseAddrPort(ln.Addr().String())}
-}
-
-// dnsServer is a real miekg/dns server on loopback that answers from a
-// table and counts every question it is asked.
-type dnsServer struct {
-	addr    string
-	mu      sync.Mutex
-	records map[string][]dns.RR // by lower-case fqdn and type name "A"/"AAAA"
-	asked   map[string]int
-	handler func(w dns.ResponseWriter, r *dns.Msg) bool // optional override; true if handled
-}
-
-func startDNS(t testing.TB) *dnsServer {
-	d := &dnsServer{records: map[string][]dns.RR{}, asked: map[string]int{}}
-	// UDP and TCP on one random port; retry if the TCP side is taken (an
-	// outgoing connection may hold that ephemeral port).
-	var pc net.PacketConn
-	var ln net.Listener
-	for attempt := 0; ; attempt++ {
-		var err error
-		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
-			t.Fatal(err)
-		}
-		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
-			break
-		}
-		pc.Close()
-		if attempt == 20 {
-			t.Fatal(err)
-		}
-	}
-	d.addr = pc.LocalAddr().String()
-	for _, srv := range []*dns.Server{{PacketConn: pc, Handler: d}, {Listener: ln, Handler: d}} {
-		started := make(chan struct{})
-		srv.NotifyStartedFunc = func() { close(started) }
-		go srv.ActivateAndServe()
-		<-started
-		t.Cleanup(func() { srv.Shutdown() })
-	}
-	return d
-}
-
-// add records an answer; rr is in zone-file syntax, e.g. "a.example. 60 IN A 127.0.0.2".
-func (d *dnsServer) add(t testing.TB, rrs ...string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, s := range rrs {
-		rr, err := dns.NewRR(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		key := strings.ToLower(rr.Header().Name)
-		d.records[key] = append(d.records[key], rr)
-	}
-}
-
-// setHandler installs an override consulted before the table.
-func (d *dnsServer) setHandler(h func(w dns.ResponseWriter, r *dns.Msg) bool) {
-	d.mu.Lock()
-	d.handler = h
-	d.mu.Unlock()
-}
-
-func (d *dnsServer) questions(name string) int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.asked[strings.ToLower(dns.Fqdn(name))]
-}
-
-func (d *dnsServer) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
-	d.mu.Lock()
-	q := r.Question[0] // miekg/dns's DefaultMsgAcceptFunc guarantees exactly one question
-	d.asked[strings.ToLower(q.Name)]++
-	h := d.handler
-	d.mu.Unlock()
-	if h != nil && h(w, r) {
-		return
-	}
-	m := new(dns.Msg)
-	m.SetReply(r)
-	d.mu.Lock()
-	for _, rr := range d.records[strings.ToLower(q.Name)] {
-		if rr.Header().Rrtype == q.Qtype || rr.Header().Rrtype == dns.TypeCNAME {
-			m.Answer = append(m.Answer, rr)
-			if cn, ok := rr.(*dns.CNAME); ok {
-				for _, rr2 := range d.records[strings.ToLower(cn.Target)] {
-					if rr2.Header().Rrtype == q.Qtype {
-						m.Answer = append(m.Answer, rr2)
-					}
-				}
-			}
-		}
-	}
-	d.mu.Unlock()
-	w.WriteMsg(m)
-}
 
 // syncBuffer collects audit lines from concurrent writers.
 type syncBuffer struct {
@@ -279,8 +116,8 @@ func matches(e, want map[string]any) bool {
 // env is one egressd proxy with its origin, DNS server and audit log.
 type env struct {
 	t        testing.TB
-	ca       *testCA
-	dns      *dnsServer
+	ca       *proxytest.CA
+	dns      *proxytest.DNS
 	log      *syncBuffer
 	audit    *audit.Log
 	registry *policy.Registry
@@ -288,7 +125,7 @@ type env struct {
 	dir      string
 	srv      *Server
 	addr     string // proxy listener
-	origin   *origin
+	origin   *proxytest.Origin
 	hosts    []string // the manifest's entries at start
 }
 
@@ -305,14 +142,14 @@ func withConfig(f func(*policy.Config)) envOption { return func(e *env) { f(&e.c
 // resolved by a loopback DNS server, and allow_private 127.0.0.2/32 so the
 // origin is reachable.
 func newEnv(t testing.TB, opts ...envOption) *env {
-	e := &env{t: t, ca: newTestCA(t), dns: startDNS(t), log: newSyncBuffer(), dir: t.TempDir()}
-	e.origin = startOrigin(t, e.ca, "127.0.0.2", "api.allowed.example", "*.cdn.allowed.example", "other.allowed.example", "evil.allowed.example")
+	e := &env{t: t, ca: proxytest.NewCA(t), dns: proxytest.StartDNS(t), log: newSyncBuffer(), dir: t.TempDir()}
+	e.origin = proxytest.StartOrigin(t, e.ca, "127.0.0.2", "api.allowed.example", "*.cdn.allowed.example", "other.allowed.example", "evil.allowed.example")
 	e.hosts = []string{"api.allowed.example", "*.cdn.allowed.example", "other.allowed.example"}
 	e.cfg = policy.DefaultConfig()
 	e.cfg.Integrations = []policy.Integration{{Manifest: e.dir, Listen: "127.0.0.1:0",
 		Exemptions: policy.Exemptions{
 			AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")},
-			AllowPorts:   []uint16{e.origin.addr.Port()}, // the origin cannot bind 443 here
+			AllowPorts:   []uint16{e.origin.Addr.Port()}, // the origin cannot bind 443 here
 		}}}
 	e.cfg.Timeouts.ClientHello = 2 * time.Second
 	e.cfg.Timeouts.RequestHeader = 2 * time.Second
@@ -330,7 +167,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		t.Fatalf("load: %+v", outs)
 	}
 	e.srv = New(Options{
-		Key: e.dir, Registry: e.registry, Resolver: NewResolver([]string{e.dns.addr}, 2*time.Second),
+		Key: e.dir, Registry: e.registry, Resolver: NewResolver([]string{e.dns.Addr}, 2*time.Second),
 		Audit: e.audit, Suppress: audit.NewSuppressor(e.audit, time.Second),
 		Limits: e.cfg.Limits, Timeouts: e.cfg.Timeouts, OnAuditFailure: e.cfg.Audit.OnFailure,
 	})
@@ -363,7 +200,7 @@ func (e *env) writeManifest(version string, hosts ...string) {
 // resolveToOrigin makes each name resolve to the origin's address.
 func (e *env) resolveToOrigin(names ...string) {
 	for _, n := range names {
-		e.dns.add(e.t, dns.Fqdn(n)+" 60 IN A "+e.origin.addr.Addr().String())
+		e.dns.Add(e.t, dns.Fqdn(n)+" 60 IN A "+e.origin.Addr.Addr().String())
 	}
 }
 
@@ -374,14 +211,14 @@ func (e *env) client() *http.Client {
 		Timeout: 10 * time.Second,
 		Transport: &http.Transport{
 			Proxy:           http.ProxyURL(&url.URL{Scheme: "http", Host: e.addr}),
-			TLSClientConfig: &tls.Config{RootCAs: e.ca.pool},
+			TLSClientConfig: &tls.Config{RootCAs: e.ca.Pool},
 		},
 	}
 }
 
 // originURL is https://host:ORIGINPORT/path.
 func (e *env) originURL(host, path string) string {
-	return "https://" + net.JoinHostPort(host, itoa(e.origin.addr.Port())) + path
+	return "https://" + net.JoinHostPort(host, itoa(e.origin.Addr.Port())) + path
 }
 
 func itoa(p uint16) string {

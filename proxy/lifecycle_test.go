@@ -21,9 +21,9 @@ import (
 // once the handshake is done, so the tunnel is open and spliced.
 func (e *env) openTunnel(host string) *tls.Conn {
 	e.t.Helper()
-	pc := e.pipelined(host + ":" + itoa(e.origin.addr.Port()))
+	pc := e.pipelined(host + ":" + itoa(e.origin.Addr.Port()))
 	pc.Conn.SetDeadline(time.Time{})
-	tc := tls.Client(pc, &tls.Config{ServerName: host, RootCAs: e.ca.pool})
+	tc := tls.Client(pc, &tls.Config{ServerName: host, RootCAs: e.ca.Pool})
 	if err := tc.Handshake(); err != nil {
 		e.t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestReloadNarrowingClosesLiveTunnel(t *testing.T) {
 		t.Fatalf("kept tunnel broken: %v", err)
 	}
 	// And a new connection to the removed host is refused.
-	_, _, r2 := e.rawConnect("CONNECT other.allowed.example:" + itoa(e.origin.addr.Port()) + " HTTP/1.1\r\n\r\n")
+	_, _, r2 := e.rawConnect("CONNECT other.allowed.example:" + itoa(e.origin.Addr.Port()) + " HTTP/1.1\r\n\r\n")
 	if r2.StatusCode != 403 {
 		t.Fatalf("status %d", r2.StatusCode)
 	}
@@ -139,8 +139,8 @@ func TestCurlThroughProxy(t *testing.T) {
 	e := newEnv(t)
 	e.resolveToOrigin("api.allowed.example")
 	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	os.WriteFile(caFile, pemCert(e.ca.cert.Raw), 0o600)
-	port := itoa(e.origin.addr.Port())
+	os.WriteFile(caFile, pemCert(e.ca.Cert.Raw), 0o600)
+	port := itoa(e.origin.Addr.Port())
 	out, err := exec.Command(curl, "-sS", "--cacert", caFile, "-x", "http://"+e.addr, "https://api.allowed.example:"+port+"/").CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "hello from api.allowed.example") {
 		t.Fatalf("allowed: %v %s", err, out)

@@ -63,7 +63,7 @@ func TestSandboxDNSAnswersOnlyAllowedNamesAndNeverForwards(t *testing.T) {
 	e.log.waitEvent(t, map[string]any{"event": "dns", "decision": "deny", "reason": "not_allowlisted", "host": "exfil-c2vjcmv0.evil.example"})
 	e.log.waitEvent(t, map[string]any{"event": "dns", "decision": "deny", "reason": "ip_literal"})
 	for _, n := range []string{"api.allowed.example", "evil.example", "exfil-c2VjcmV0.evil.example"} {
-		if e.dns.questions(n) != 0 {
+		if e.dns.Questions(n) != 0 {
 			t.Errorf("%s was forwarded upstream", n)
 		}
 	}
@@ -110,7 +110,7 @@ func TestCapturedConnectionGetsTheSameChecks(t *testing.T) {
 	e.resolveToOrigin("api.allowed.example")
 	names := NewSynthetic(100, time.Minute)
 	addr, _ := names.Assign(mustWire(t, "api.allowed.example"))
-	port := itoa(e.origin.addr.Port())
+	port := itoa(e.origin.Addr.Port())
 	ln, err := net.Listen("tcp", addr.String()+":"+port)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestCapturedConnectionGetsTheSameChecks(t *testing.T) {
 	go e.srv.ServeCaptured(ln, names)
 
 	// A program that ignores proxy settings connects to the synthetic address.
-	c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{ServerName: "api.allowed.example", RootCAs: e.ca.pool})
+	c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{ServerName: "api.allowed.example", RootCAs: e.ca.Pool})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestCapturedConnectionGetsTheSameChecks(t *testing.T) {
 	e.log.waitEvent(t, map[string]any{"event": "connect", "method": "captured", "decision": "allow", "host": "api.allowed.example"})
 
 	// SNI for another host on the same synthetic address: refused.
-	if c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{ServerName: "other.allowed.example", RootCAs: e.ca.pool}); err == nil {
+	if c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{ServerName: "other.allowed.example", RootCAs: e.ca.Pool}); err == nil {
 		c.Close()
 		t.Fatal("SNI mismatch on the capture path was tunnelled")
 	}
@@ -138,7 +138,7 @@ func TestCapturedConnectionGetsTheSameChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	go e.srv.ServeCaptured(stray, names)
-	if c, err := tls.Dial("tcp", stray.Addr().String(), &tls.Config{ServerName: "api.allowed.example", RootCAs: e.ca.pool}); err == nil {
+	if c, err := tls.Dial("tcp", stray.Addr().String(), &tls.Config{ServerName: "api.allowed.example", RootCAs: e.ca.Pool}); err == nil {
 		c.Close()
 		t.Fatal("connection to a stray address was tunnelled")
 	}

@@ -37,7 +37,7 @@ func TestSuggestionRoundTrip(t *testing.T) {
 			t.Fatalf("audit mode refused %s: %v", h, err)
 		}
 	}
-	e.log.waitEvent(t, map[string]any{"decision": "would_deny", "host": "c.cdn.allowed.example", "exemption": "allow_port:" + itoa(e.origin.addr.Port()) + ",audit_mode,allow_private:127.0.0.2/32"})
+	e.log.waitEvent(t, map[string]any{"decision": "would_deny", "host": "c.cdn.allowed.example", "exemption": "allow_port:" + itoa(e.origin.Addr.Port()) + ",audit_mode,allow_private:127.0.0.2/32"})
 
 	recs := readRecords(t, e.log)
 	entries, skipped := allowlist.Suggest(audit.ObservedHosts(recs)["com.test.weather"], nil)

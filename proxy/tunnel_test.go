@@ -72,9 +72,9 @@ func (e *env) pipelined(target string) *pipelinedConn {
 func TestPipelinedBytesAfterConnectAreNotLost(t *testing.T) {
 	e := newEnv(t)
 	e.resolveToOrigin("api.allowed.example")
-	target := "api.allowed.example:" + itoa(e.origin.addr.Port())
+	target := "api.allowed.example:" + itoa(e.origin.Addr.Port())
 	pc := e.pipelined(target)
-	tc := tls.Client(pc, &tls.Config{ServerName: "api.allowed.example", RootCAs: e.ca.pool})
+	tc := tls.Client(pc, &tls.Config{ServerName: "api.allowed.example", RootCAs: e.ca.Pool})
 	payload := strings.Repeat("x", 100000)
 	req, _ := http.NewRequest("POST", "https://"+target+"/echo", strings.NewReader(payload))
 	req.Close = true
@@ -117,7 +117,7 @@ func (e *env) rawTunnel(target string, first []byte) (status int, closed bool) {
 func TestTunnelRefusesWhatIsNotTheDeclaredTLSHost(t *testing.T) {
 	e := newEnv(t)
 	e.resolveToOrigin("api.allowed.example")
-	target := "api.allowed.example:" + itoa(e.origin.addr.Port())
+	target := "api.allowed.example:" + itoa(e.origin.Addr.Port())
 	cases := []struct {
 		name   string
 		first  []byte
@@ -143,9 +143,9 @@ func TestTunnelRefusesWhatIsNotTheDeclaredTLSHost(t *testing.T) {
 func TestSNICaseDifferenceIsTheSameHost(t *testing.T) {
 	e := newEnv(t)
 	e.resolveToOrigin("api.allowed.example")
-	target := "api.allowed.example:" + itoa(e.origin.addr.Port())
+	target := "api.allowed.example:" + itoa(e.origin.Addr.Port())
 	pc := e.pipelined(target)
-	tc := tls.Client(pc, &tls.Config{ServerName: "API.Allowed.Example", RootCAs: e.ca.pool})
+	tc := tls.Client(pc, &tls.Config{ServerName: "API.Allowed.Example", RootCAs: e.ca.Pool})
 	if err := tc.Handshake(); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestSNICaseDifferenceIsTheSameHost(t *testing.T) {
 func TestSlowClientHelloIsCutOff(t *testing.T) {
 	e := newEnv(t, withConfig(func(c *policy.Config) { c.Timeouts.ClientHello = 300 * time.Millisecond }))
 	e.resolveToOrigin("api.allowed.example")
-	target := "api.allowed.example:" + itoa(e.origin.addr.Port())
+	target := "api.allowed.example:" + itoa(e.origin.Addr.Port())
 	hello := buildHello(helloSpec{names: []string{"api.allowed.example"}})
 	status, closed := e.rawTunnel(target, hello[:10]) // then nothing
 	if status != 200 || !closed {
