@@ -57,12 +57,11 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: liveness pipe: %w", err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: cannot find the egressd binary to run as init: %w", err)
-	}
 	cmd := &exec.Cmd{
-		Path:       self,
+		// /proc/self/exe is a magic link to this very binary: the init runs
+		// the same code even if the file was replaced, and the sandbox's
+		// unprivileged user needs no search permission on its folder.
+		Path:       "/proc/self/exe",
 		Args:       []string{"egressd-init", InitArg},
 		Env:        []string{},
 		Stdin:      os.Stdin,
@@ -250,7 +249,7 @@ func initError(m message) error {
 
 // namespaceError explains a refused clone in words an operator can act on.
 func namespaceError(err error) error {
-	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EINVAL) {
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EUSERS) || errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("%w: %v. This kernel or its configuration does not let this user create user namespaces "+
 			"(check sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces, and AppArmor's "+
 			"kernel.apparmor_restrict_unprivileged_userns). Ask the administrator to allow them for egressd, "+

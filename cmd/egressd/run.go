@@ -90,6 +90,7 @@ type runSetup struct {
 	log      *audit.Log
 	file     *audit.File
 	server   *proxy.Server
+	suppress *audit.Suppressor
 	spec     sandbox.Spec
 	opts     sandbox.Options
 }
@@ -164,9 +165,10 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 			return nil, err
 		}
 	}
+	r.suppress = audit.NewSuppressor(r.log, time.Second)
 	r.server = proxy.New(proxy.Options{
 		Key: key, Registry: registry, Resolver: proxy.NewResolver(resolvers, cfg.Timeouts.DNS), Audit: r.log,
-		Suppress: audit.NewSuppressor(r.log, time.Second), Limits: cfg.Limits, Timeouts: cfg.Timeouts,
+		Suppress: r.suppress, Limits: cfg.Limits, Timeouts: cfg.Timeouts,
 		OnAuditFailure: cfg.Audit.OnFailure, Gate: proxy.NewGate(proxy.DefaultMaxConnections(nofileLimit())),
 	})
 	return r, nil
@@ -216,6 +218,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 		return exitFail
 	}
 	defer sb.Close()
+	stop := forwardSignals(sb.Signal) // before the target can print "ready"
 	names := proxy.NewSynthetic(1<<16-2, 5*time.Minute)
 	go r.server.Serve(sb.Proxy)
 	for _, ln := range sb.Capture {
@@ -238,7 +241,6 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	}
 	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "start", Integration: p.Manifest.ID, IntegrationVersion: p.Manifest.Version,
 		Msg: "sandboxed: " + r.spec.Command})
-	stop := forwardSignals(sb.Signal)
 	code := sb.Wait()
 	stop()
 	for _, s := range dnsServers {
@@ -247,6 +249,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	r.server.Shutdown(ctx)
+	r.suppress.Flush(true)
 	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "stop", Integration: p.Manifest.ID, Msg: "exit status " + strconv.Itoa(code)})
 	return code
 }

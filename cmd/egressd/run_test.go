@@ -1,0 +1,353 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/egressd/egressd/proxy/proxytest"
+)
+
+var (
+	releaseOnce sync.Once
+	releaseBin  string
+	releaseErr  error
+)
+
+// egressdBinary builds the egressd binary once for the run tests: the
+// sandbox re-executes the binary it runs from as its init, so the test
+// binary itself cannot stand in.
+func egressdBinary(t *testing.T) string {
+	releaseOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "egressd-bin-")
+		if err != nil {
+			releaseErr = err
+			return
+		}
+		releaseBin = filepath.Join(dir, "egressd")
+		out, err := exec.Command("go", "build", "-o", releaseBin, ".").CombinedOutput()
+		if err != nil {
+			releaseErr = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if releaseErr != nil {
+		t.Fatal(releaseErr)
+	}
+	return releaseBin
+}
+
+// requireSandbox skips where namespaces cannot be made, except in CI, where
+// a skip would hide a broken feature.
+func requireSandbox(t *testing.T) {
+	if _, err := os.Stat("/proc/self/ns/user"); err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("user namespaces are required in CI")
+	}
+	t.Skip("no user namespaces here")
+}
+
+// sandboxEnv is one integration folder, a TLS origin on 127.0.0.2 and a DNS
+// server that resolves its names, for egressd run.
+type sandboxEnv struct {
+	t      *testing.T
+	dir    string // the integration folder
+	state  string
+	audit  string
+	ca     *proxytest.CA
+	origin *proxytest.Origin
+	dns    *proxytest.DNS
+	port   string
+}
+
+func newSandboxEnv(t *testing.T) *sandboxEnv {
+	requireSandbox(t)
+	e := &sandboxEnv{t: t, dir: t.TempDir(), state: t.TempDir(), ca: proxytest.NewCA(t), dns: proxytest.StartDNS(t)}
+	os.Chmod(e.dir, 0o755)
+	e.audit = filepath.Join(e.state, "audit.log")
+	e.origin = proxytest.StartOrigin(t, e.ca, "127.0.0.2", "api.allowed.example", "evil.example")
+	e.port = strconv.Itoa(int(e.origin.Addr.Port()))
+	for _, n := range []string{"api.allowed.example", "evil.example"} {
+		e.dns.Add(t, n+". 60 IN A 127.0.0.2")
+	}
+	os.WriteFile(filepath.Join(e.dir, "ca.pem"), e.ca.PEM(), 0o644)
+	os.WriteFile(filepath.Join(e.dir, "voiceos.integration.json"), []byte(`{"schemaVersion":1,"id":"com.test.sandboxed","version":"1.0.0",
+	"runtime":{"kind":"local-mcp","command":"sh","args":["-c","echo runtime ran"]},
+	"auth":{"kind":"apiKey","fields":[{"key":"DECLARED_SECRET","label":"k"}]},
+	"permissions":[{"kind":"network","domains":["api.allowed.example"]}]}`), 0o644)
+	return e
+}
+
+// run runs egressd run with a shell script as the command and returns its
+// stdout, stderr and exit status.
+func (e *sandboxEnv) run(script string, extraEnv ...string) (string, string, int) {
+	cmd := e.command(script)
+	cmd.Env = append(cmd.Env, extraEnv...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func (e *sandboxEnv) command(script string) *exec.Cmd {
+	cmd := exec.Command(egressdBinary(e.t), "run", "--state", e.state, "--audit-log", e.audit,
+		"--resolver", e.dns.Addr, "--allow-private", "127.0.0.2/32", "--allow-port", e.port, e.dir, "--", "/bin/sh", "-c", script)
+	cmd.Env = append(os.Environ(), "AWS_SECRET_ACCESS_KEY=launcher-secret", "DECLARED_SECRET=declared-value")
+	return cmd
+}
+
+func (e *sandboxEnv) auditLog() string {
+	data, _ := os.ReadFile(e.audit)
+	return string(data)
+}
+
+func (e *sandboxEnv) url(host string) string { return "https://" + host + ":" + e.port + "/" }
+
+func TestRunCurlThroughTheProxyEnv(t *testing.T) {
+	e := newSandboxEnv(t)
+	out, errs, code := e.run(`curl -sS -m 10 --cacert ca.pem ` + e.url("api.allowed.example") + `; echo; curl -sS -m 10 --cacert ca.pem ` + e.url("evil.example") + ` 2>&1; echo rc=$?`)
+	if code != 0 || !strings.Contains(out, "hello from api.allowed.example") || !strings.Contains(out, "rc=56") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	log := e.auditLog()
+	if !strings.Contains(log, `"decision":"allow","reason":"allowed","host":"api.allowed.example"`) || !strings.Contains(log, `"decision":"deny","reason":"not_allowlisted","host":"evil.example"`) {
+		t.Fatalf("audit log:\n%s", log)
+	}
+}
+
+func TestRunProgramThatIgnoresProxyEnvIsCaptured(t *testing.T) {
+	e := newSandboxEnv(t)
+	out, errs, code := e.run(`curl -sS -m 10 --noproxy '*' --cacert ca.pem ` + e.url("api.allowed.example") + `; echo; curl -sS -m 10 --noproxy '*' --cacert ca.pem ` + e.url("evil.example") + ` 2>&1; echo rc=$?`)
+	if code != 0 || !strings.Contains(out, "hello from api.allowed.example") || !strings.Contains(out, "rc=6") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	log := e.auditLog()
+	if !strings.Contains(log, `"method":"captured"`) || !strings.Contains(log, `"event":"dns","integration":"com.test.sandboxed","integration_version":"1.0.0","generation":1,"decision":"deny","reason":"not_allowlisted","host":"evil.example"`) {
+		t.Fatalf("audit log:\n%s", log)
+	}
+	if e.dns.Questions("evil.example") != 0 {
+		t.Fatal("the sandbox DNS forwarded a denied name upstream")
+	}
+}
+
+func TestRunNodeFetchIsEnforced(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("node is required in CI")
+		}
+		t.Skip("node not installed")
+	}
+	e := newSandboxEnv(t)
+	script := `NODE_EXTRA_CA_CERTS=ca.pem ` + node + ` -e '
+fetch("` + e.url("api.allowed.example") + `").then(r => r.text()).then(t => console.log("allowed:", t)).catch(e => console.log("allowed failed:", e.cause && e.cause.code))
+  .then(() => fetch("` + e.url("evil.example") + `")).then(r => console.log("denied got", r.status)).catch(e => console.log("denied refused:", e.cause && e.cause.code))'`
+	out, errs, code := e.run(script)
+	if code != 0 || !strings.Contains(out, "allowed: hello from api.allowed.example") || !strings.Contains(out, "denied refused: ENOTFOUND") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}
+
+func TestRunDirectConnectionsAllFail(t *testing.T) {
+	e := newSandboxEnv(t)
+	hostTCP, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hostTCP.Close()
+	hostUDP, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hostUDP.Close()
+	got := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 64)
+		n, _, _ := hostUDP.ReadFrom(buf)
+		got <- string(buf[:n])
+	}()
+	script := strings.Join([]string{
+		`curl -sS -m 5 --noproxy '*' --cacert ca.pem https://127.0.0.2:` + e.port + `/ 2>&1; echo ip_literal=$?`,
+		`curl -sS -m 5 --noproxy '*' http://` + hostTCP.Addr().String() + `/ 2>&1; echo host_loopback=$?`,
+		`curl -sS -m 5 --noproxy '*' --cacert ca.pem https://127.0.0.1:443/ 2>&1; echo own_loopback=$?`,
+		`curl -sS -m 5 --noproxy '*' http://93.184.216.34/ 2>&1; echo public_ip=$?`,
+		`echo leak > /dev/udp/127.0.0.1/` + strings.Split(hostUDP.LocalAddr().String(), ":")[1] + ` 2>&1; echo udp=$?`,
+	}, "; ")
+	out, errs, _ := e.run("exec bash -c '" + strings.ReplaceAll(script, "'", `'"'"'`) + "'")
+	for _, want := range []string{"ip_literal=35", "host_loopback=7", "own_loopback=35", "public_ip=7"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %s in:\n%s\nstderr:\n%s", want, out, errs)
+		}
+	}
+	select {
+	case m := <-got:
+		t.Fatalf("a UDP datagram reached the host: %q", m)
+	default:
+	}
+	// The first refused address is written at once; the second, the same
+	// refusal, is folded into a summary line with its count.
+	log := e.auditLog()
+	if !strings.Contains(log, `"reason":"ip_literal","host_raw":"127.0.0.2:`+e.port+`"`) || !strings.Contains(log, `"reason":"ip_literal","conn"`) && !strings.Contains(log, `"suppressed":1`) {
+		t.Errorf("captured connections to stray addresses not audited:\n%s", log)
+	}
+}
+
+func TestRunFilesystemAndEnvironmentAreFenced(t *testing.T) {
+	e := newSandboxEnv(t)
+	home, _ := os.UserHomeDir()
+	bashrc := filepath.Join(home, ".bashrc")
+	before, _ := os.ReadFile(bashrc)
+	var sockets []string
+	for _, d := range []string{os.TempDir(), "/run", "/var/tmp", home} {
+		p := filepath.Join(d, fmt.Sprintf("egressd-test-%d.sock", os.Getpid()))
+		ln, err := net.Listen("unix", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		sockets = append(sockets, p)
+	}
+	script := strings.Join([]string{
+		`echo pwned >> ~/.bashrc; echo bashrc=$?`,
+		`echo x >> ` + filepath.Join(e.dir, "voiceos.integration.json") + ` 2>/dev/null; echo manifest=$?`,
+		`echo x > ` + filepath.Join(e.dir, "new") + ` 2>/dev/null; echo folder=$?`,
+		`cat ` + e.audit + ` >/dev/null 2>&1; echo auditlog=$?`,
+		`echo ok > /var/lib/integration/state; echo state=$?`,
+		`for s in ` + strings.Join(sockets, " ") + `; do test -e $s && echo visible=$s; done`,
+		`echo AWS=${AWS_SECRET_ACCESS_KEY:-absent} DECLARED=${DECLARED_SECRET:-absent}`,
+		`ls /run /var/log /sys /home 2>&1 | head -3`,
+	}, "; ")
+	out, errs, code := e.run(script)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"auditlog=1", "state=0", "AWS=absent DECLARED=declared-value"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %s in:\n%s", want, out)
+		}
+	}
+	for _, wrote := range []string{"manifest=0", "folder=0"} {
+		if strings.Contains(out, wrote) {
+			t.Errorf("the sandbox could write: %s", wrote)
+		}
+	}
+	if strings.Contains(out, "visible=") {
+		t.Errorf("a host unix socket is visible:\n%s", out)
+	}
+	if after, _ := os.ReadFile(bashrc); !bytes.Equal(before, after) {
+		t.Error("the host's ~/.bashrc changed")
+	}
+}
+
+func TestRunLeakedSocketDoesNotReachTheChild(t *testing.T) {
+	e := newSandboxEnv(t)
+	// A UDP socket egressd's launcher leaked, without close-on-exec.
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaked := os.NewFile(uintptr(fd), "leaked-udp")
+	defer leaked.Close()
+	cmd := e.command(`ls /proc/self/fd | tr '\n' ' '`)
+	cmd.ExtraFiles = []*os.File{leaked} // fd 3 in egressd
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0, 1, 2 and the fd ls itself opens for the listing.
+	if fields := strings.Fields(string(out)); len(fields) != 4 {
+		t.Fatalf("fds in the child: %s", out)
+	}
+}
+
+func TestRunExitCodesAndSignals(t *testing.T) {
+	e := newSandboxEnv(t)
+	if _, _, code := e.run("exit 42"); code != 42 {
+		t.Fatalf("exit code %d, want 42", code)
+	}
+	if _, _, code := e.run("kill -KILL $$"); code != 128+9 {
+		t.Fatalf("killed target: exit %d, want 137", code)
+	}
+	// SIGTERM to egressd reaches the sh -c target, which traps it.
+	cmd := e.command(`trap 'echo got TERM; exit 43' TERM; echo ready; while :; do sleep 0.1; done`)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 6)
+	if _, err := stdout.Read(buf); err != nil || string(buf) != "ready\n" {
+		t.Fatalf("target did not start: %q %v", buf, err)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	rest := make([]byte, 64)
+	n, _ := stdout.Read(rest)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 43 || !strings.Contains(string(rest[:n]), "got TERM") {
+		t.Fatalf("SIGTERM: %v, output %q", err, rest[:n])
+	}
+}
+
+func TestRunKillingEgressdKillsTheTree(t *testing.T) {
+	e := newSandboxEnv(t)
+	marker := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1000000) // a sleep no one else runs
+	cmd := e.command(`sleep ` + marker + ` & sleep ` + marker)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForProcess(t, marker, true)
+	cmd.Process.Kill() // SIGKILL: no chance to clean up
+	cmd.Wait()
+	waitForProcess(t, marker, false)
+}
+
+// waitForProcess waits until a "sleep NAME" process exists (or is gone),
+// by scanning /proc. It is bounded in time.
+func waitForProcess(t *testing.T, name string, present bool) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		found := false
+		entries, _ := os.ReadDir("/proc")
+		for _, en := range entries {
+			if data, err := os.ReadFile(filepath.Join("/proc", en.Name(), "cmdline")); err == nil && string(data) == "sleep\x00"+name+"\x00" {
+				found = true
+				break
+			}
+		}
+		if found == present {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("process %s present=%v never happened", name, present)
+}
+
+func TestRunUsesTheManifestRuntimeAndRefusesRemote(t *testing.T) {
+	e := newSandboxEnv(t)
+	cmd := exec.Command(egressdBinary(t), "run", "--state", e.state, "--audit-log", e.audit, "--resolver", e.dns.Addr, e.dir)
+	out, err := cmd.Output()
+	if err != nil || strings.TrimSpace(string(out)) != "runtime ran" {
+		t.Fatalf("runtime: %v %q", err, out)
+	}
+	remote := t.TempDir()
+	os.WriteFile(filepath.Join(remote, "voiceos.integration.json"), []byte(`{"schemaVersion":1,"id":"com.test.remote","version":"1.0.0","runtime":{"kind":"remote-mcp","url":"https://x.example"}}`), 0o644)
+	out, err = exec.Command(egressdBinary(t), "run", "--state", e.state, "--resolver", e.dns.Addr, remote).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "com.test.remote is a remote-mcp integration: nothing runs locally") {
+		t.Fatalf("remote: %v %s", err, out)
+	}
+}
