@@ -72,15 +72,20 @@ func InitMain() int {
 	if err := bringUpLoopback(); err != nil {
 		return fail(err)
 	}
-	names, fds, err := openListeners(spec.CapturePorts)
+	names, files, err := openListeners(spec.CapturePorts)
 	if err != nil {
 		return fail(err)
 	}
-	if err := ctl.send(message{Listeners: names}, fds...); err != nil {
-		return fail(step("pass listeners", err))
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
 	}
-	for _, fd := range fds {
-		unix.Close(fd)
+	err = ctl.send(message{Listeners: names}, fds...)
+	for _, f := range files {
+		f.Close() // through the *os.File, so no finalizer closes a reused fd later
+	}
+	if err != nil {
+		return fail(step("pass listeners", err))
 	}
 	if m, _, err := ctl.recv(); err != nil || !m.Go {
 		return fail(step("wait for supervisor", fmt.Errorf("no go-ahead: %v", err)))
@@ -133,15 +138,15 @@ func bringUpLoopback() error {
 }
 
 // openListeners creates, inside the sandbox's network namespace, the
-// listeners the supervisor will serve, and returns their fds.
-func openListeners(ports []uint16) ([]string, []int, error) {
+// listeners the supervisor will serve, and returns them as files.
+func openListeners(ports []uint16) ([]string, []*os.File, error) {
 	var names []string
-	var fds []int
+	var files []*os.File
 	add := func(name string, f *os.File, err error) error {
 		if err != nil {
 			return step("listen "+name, err)
 		}
-		names, fds = append(names, name), append(fds, int(f.Fd()))
+		names, files = append(names, name), append(files, f)
 		return nil
 	}
 	tcp := func(addr string) (*os.File, error) {
@@ -175,7 +180,7 @@ func openListeners(ports []uint16) ([]string, []int, error) {
 	if err := add(nameDNST, f, err); err != nil {
 		return nil, nil, err
 	}
-	return names, fds, nil
+	return names, files, nil
 }
 
 // watchLiveness kills everything in the sandbox when the supervisor's end
