@@ -99,6 +99,11 @@ type runSetup struct {
 // the version rules, and builds the program's spec.
 func prepareRun(f runFlags, command []string) (*runSetup, error) {
 	f.listen = "sandbox"
+	abs, err := filepath.Abs(f.manifest) // the folder is bound, and entered, at this absolute path
+	if err != nil {
+		return nil, err
+	}
+	f.manifest = abs
 	cfg, err := f.load()
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"net"
@@ -349,5 +350,154 @@ func TestRunUsesTheManifestRuntimeAndRefusesRemote(t *testing.T) {
 	out, err = exec.Command(egressdBinary(t), "run", "--state", e.state, "--resolver", e.dns.Addr, remote).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "com.test.remote is a remote-mcp integration: nothing runs locally") {
 		t.Fatalf("remote: %v %s", err, out)
+	}
+}
+
+// TestRunRealMCPServer drives a stdio MCP server built on the official SDK
+// (installed by .ci/run) through egressd run: it answers initialize and
+// tools/list, its tool reaches the allowed host, and a denied one fails.
+func TestRunRealMCPServer(t *testing.T) {
+	fixture, _ := filepath.Abs("testdata/mcp-sdk")
+	if _, err := os.Stat(filepath.Join(fixture, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the MCP SDK is not installed; .ci/run runs npm install in cmd/egressd/testdata/mcp-sdk")
+		}
+		t.Skip("run npm install in cmd/egressd/testdata/mcp-sdk")
+	}
+	e := newSandboxEnv(t)
+	e.dir = fixture
+	// The test CA goes into the integration's writable folder, which the
+	// sandbox sees at /var/lib/integration.
+	stateFolder := filepath.Join(e.state, "sandbox", "com.test.mcp-sdk")
+	os.MkdirAll(stateFolder, 0o700)
+	os.WriteFile(filepath.Join(stateFolder, "ca.pem"), e.ca.PEM(), 0o644)
+	cmd := exec.Command(egressdBinary(t), "run", "--state", e.state, "--audit-log", e.audit, "--resolver", e.dns.Addr,
+		"--allow-private", "127.0.0.2/32", "--allow-port", e.port, "--env", "NODE_EXTRA_CA_CERTS", fixture)
+	cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS=/var/lib/integration/ca.pem")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	call := func(id int, method, params string) string {
+		fmt.Fprintf(stdin, `{"jsonrpc":"2.0","id":%d,"method":"%s","params":%s}`+"\n", id, method, params)
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("%s: server exited; stderr:\n%s", method, stderr.String())
+			}
+			return l
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: no answer; stderr:\n%s", method, stderr.String())
+		}
+		return ""
+	}
+	if r := call(1, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"egressd-test","version":"1"}}`); !strings.Contains(r, `"serverInfo":{"name":"egressd-test"`) {
+		t.Fatalf("initialize: %s", r)
+	}
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if r := call(2, "tools/list", `{}`); !strings.Contains(r, `"name":"fetch_url"`) {
+		t.Fatalf("tools/list: %s", r)
+	}
+	if r := call(3, "tools/call", `{"name":"fetch_url","arguments":{"url":"`+e.url("api.allowed.example")+`"}}`); !strings.Contains(r, "hello from api.allowed.example") {
+		t.Fatalf("allowed fetch: %s\nstderr:\n%s", r, stderr.String())
+	}
+	if r := call(4, "tools/call", `{"name":"fetch_url","arguments":{"url":"`+e.url("evil.example")+`"}}`); !strings.Contains(r, `"isError":true`) || !strings.Contains(r, "fetch failed: ENOTFOUND") {
+		t.Fatalf("denied fetch: %s", r)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, stderr.String())
+	}
+	if log := e.auditLog(); !strings.Contains(log, `"event":"dns","integration":"com.test.mcp-sdk"`) || !strings.Contains(log, `"decision":"allow","reason":"allowed","host":"api.allowed.example"`) {
+		t.Fatalf("audit log:\n%s", log)
+	}
+}
+
+// TestRunExampleIntegration runs configs/examples/coffee-tracker as a new
+// user would: its dependency-free MCP server starts sandboxed, answers, and
+// is refused a host outside its manifest.
+func TestRunExampleIntegration(t *testing.T) {
+	requireSandbox(t)
+	if _, err := exec.LookPath("node"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("node is required in CI")
+		}
+		t.Skip("node not installed")
+	}
+	dns := proxytest.StartDNS(t)
+	cmd := exec.Command(egressdBinary(t), "run", "--state", t.TempDir(), "--resolver", dns.Addr, "../../configs/examples/coffee-tracker")
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fetch_url","arguments":{"url":"https://evil.example/"}}}
+`)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %s\n%s", err, out, stderr.String())
+	}
+	for _, want := range []string{`"serverInfo":{"name":"coffee-tracker"`, `"name":"coffee_stats"`, `"isError":true`, "could not be fetched (ENOTFOUND)"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("missing %s in:\n%s", want, out)
+		}
+	}
+}
+
+// TestRunAsNonRootUser runs the sandbox as an ordinary user (made here
+// with useradd, entered with setpriv): a single-id user namespace map, and
+// the same enforcement.
+func TestRunAsNonRootUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("this test creates a user; it needs root (CI runs as root)")
+	}
+	for _, tool := range []string{"useradd", "setpriv"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is required", tool)
+		}
+	}
+	const user = "egressd-test"
+	if err := exec.Command("id", user).Run(); err != nil {
+		if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", user).CombinedOutput(); err != nil {
+			t.Fatalf("useradd: %v %s", err, out)
+		}
+	}
+	uidOut, _ := exec.Command("id", "-u", user).Output()
+	uid, _ := strconv.Atoi(strings.TrimSpace(string(uidOut)))
+	e := newSandboxEnv(t)
+	// Everything the user runs from must be the user's, or world-readable.
+	bin := filepath.Join(t.TempDir(), "egressd")
+	data, _ := os.ReadFile(egressdBinary(t))
+	os.WriteFile(bin, data, 0o755)
+	os.Chmod(filepath.Dir(bin), 0o755)
+	for _, d := range []string{e.dir, e.state} {
+		os.Chmod(filepath.Dir(d), 0o755) // the test's temporary root
+		filepath.Walk(d, func(p string, _ os.FileInfo, _ error) error { return os.Chown(p, uid, uid) })
+	}
+	cmd := exec.Command("setpriv", "--reuid="+user, "--regid="+user, "--clear-groups", "--",
+		bin, "run", "--state", e.state, "--audit-log", e.audit, "--resolver", e.dns.Addr,
+		"--allow-private", "127.0.0.2/32", "--allow-port", e.port, e.dir, "--",
+		"/bin/sh", "-c", `id -u; curl -sS -m 10 --cacert ca.pem `+e.url("api.allowed.example")+`; echo; curl -sS -m 10 --noproxy '*' `+e.url("evil.example")+` 2>&1; echo rc=$?`)
+	cmd.Env = append(os.Environ(), "HOME=/nonexistent")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v:\n%s\n%s", err, out, stderr.String())
+	}
+	if !strings.HasPrefix(string(out), "0\n") || !strings.Contains(string(out), "hello from api.allowed.example") || !strings.Contains(string(out), "rc=6") {
+		t.Fatalf("non-root sandbox:\n%s", out)
 	}
 }
