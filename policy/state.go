@@ -96,8 +96,12 @@ func (m *Memory) Update(id string, fn func(r *Record, known bool) error) error {
 		return err
 	}
 	r, known := all[id]
+	before, _ := json.Marshal(r)
 	if err := fn(&r, known); err != nil {
 		return err
+	}
+	if after, _ := json.Marshal(r); known && string(before) == string(after) {
+		return nil // nothing changed: skip the write and its fsync
 	}
 	all[id] = r
 	return m.writeAll(all)

@@ -27,7 +27,7 @@ var (
 // egressdBinary builds the egressd binary once for the run tests: the
 // sandbox re-executes the binary it runs from as its init, so the test
 // binary itself cannot stand in.
-func egressdBinary(t *testing.T) string {
+func egressdBinary(t testing.TB) string {
 	releaseOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "egressd-bin-")
 		if err != nil {
