@@ -32,6 +32,15 @@ type Record struct {
 	Err                string    `json:"error"`
 }
 
+// count is how many decisions a line stands for: one, or, for a summary
+// line that folded repeats of an earlier line, the number it folded.
+func (r Record) count() int64 {
+	if r.Suppressed > 0 {
+		return r.Suppressed
+	}
+	return 1
+}
+
 // ReadFiles reads every line of the files, in order. A line that is not
 // JSON is an error naming the file and line: a report over a damaged log
 // should not quietly leave things out (verify says how it was damaged).

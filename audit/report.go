@@ -108,7 +108,7 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 			}
 			ir.Policy = append(ir.Policy, Change{Time: r.Time, Version: r.IntegrationVersion, Action: r.Action, Pending: r.Pending, Error: r.Err})
 		case string(Connect):
-			n := 1 + r.Suppressed
+			n := r.count()
 			switch r.Decision {
 			case "allow", "would_deny":
 				m := reached
@@ -199,9 +199,9 @@ func timeline(recs []Record, id string, first, last time.Time) []Bucket {
 			i = timelineBuckets - 1
 		}
 		if r.Decision == "allow" || r.Decision == "would_deny" {
-			out[i].Allowed += 1 + r.Suppressed
+			out[i].Allowed += r.count()
 		} else {
-			out[i].Refused += 1 + r.Suppressed
+			out[i].Refused += r.count()
 		}
 	}
 	return out

@@ -225,6 +225,24 @@ func itoa(p uint16) string {
 	return strings.TrimPrefix(netip.AddrPortFrom(netip.IPv4Unspecified(), p).String(), "0.0.0.0:")
 }
 
+// rawConnectErr is rawConnect for hostile heads: a read error is returned
+// as a nil response, not a test failure.
+func (e *env) rawConnectErr(head string) (net.Conn, *bufio.Reader, *http.Response) {
+	c, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, head)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		c.Close()
+		return nil, nil, nil
+	}
+	return c, br, resp
+}
+
 // rawConnect sends a raw request head to the proxy and returns the
 // connection and the parsed response.
 func (e *env) rawConnect(head string) (net.Conn, *bufio.Reader, *http.Response) {
