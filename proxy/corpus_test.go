@@ -106,7 +106,7 @@ func TestHostileConnectTargets(t *testing.T) {
 	for i, c := range ssrf.Cases {
 		cases = append(cases, tc{name: "ssrf_" + itoa(uint16(i)), host: c.Host, want: c.Expect})
 	}
-	e := newEnv(t, withConfig(func(c *policy.Config) { c.Limits.ConnectionsPerSecond, c.Limits.Burst = 1e9, 1 << 30 }))
+	e := newEnv(t, withConfig(func(c *policy.Config) { c.Limits.ConnectionsPerSecond, c.Limits.Burst = 1e9, 1<<30 }))
 	passed := 0
 	for _, c := range cases {
 		resp, err := e.sendConnect(c.host + ":443")
