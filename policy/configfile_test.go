@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -75,4 +77,32 @@ func TestManifestsDirServesEachFolder(t *testing.T) {
 	if _, err := LoadConfig(cfg); err == nil || !strings.Contains(err.Error(), `folder name cannot name a socket`) {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// TestEveryConfigKeyIsDocumented checks that configs/egressd.yaml mentions
+// every key the parser accepts, so the documented example cannot fall
+// behind the code.
+func TestEveryConfigKeyIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../configs/egressd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var walk func(reflect.Type)
+	walk = func(typ reflect.Type) {
+		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice {
+			typ = typ.Elem()
+		}
+		if typ.Kind() != reflect.Struct {
+			return
+		}
+		for i := 0; i < typ.NumField(); i++ {
+			f := typ.Field(i)
+			key := strings.Split(f.Tag.Get("yaml"), ",")[0]
+			if key != "" && !regexp.MustCompile(`(?m)^[ #-]*` + regexp.QuoteMeta(key) + `:`).Match(doc) {
+				t.Errorf("config key %q (%s.%s) is not documented in configs/egressd.yaml", key, typ.Name(), f.Name)
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeOf(fileConfig{}))
 }
