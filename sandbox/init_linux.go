@@ -210,6 +210,10 @@ func startTarget(spec Spec) (int, error) {
 			done <- result{err: step("drop privileges", err)}
 			return
 		}
+		if err := restrictFilesystem(spec); err != nil {
+			done <- result{err: step("landlock", err)}
+			return
+		}
 		if err := installSeccomp(); err != nil {
 			done <- result{err: step("seccomp", err)}
 			return

@@ -233,12 +233,16 @@ func TestRunFilesystemAndEnvironmentAreFenced(t *testing.T) {
 		`for s in ` + strings.Join(sockets, " ") + `; do test -e $s && echo visible=$s; done`,
 		`echo AWS=${AWS_SECRET_ACCESS_KEY:-absent} DECLARED=${DECLARED_SECRET:-absent}`,
 		`ls /run /var/log /sys /home 2>&1 | head -3`,
+		`ls / >/dev/null 2>&1; echo landlock_root=$?`,
+		`grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status | tr -s '\t' ' '`,
+		`unshare -U true 2>/dev/null; echo unshare=$?`,
 	}, "; ")
 	out, errs, code := e.run(script)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"auditlog=1", "state=0", "AWS=absent DECLARED=declared-value"} {
+	for _, want := range []string{"auditlog=1", "state=0", "AWS=absent DECLARED=declared-value",
+		"landlock_root=2", "CapEff: 0000000000000000", "CapBnd: 0000000000000000", "NoNewPrivs: 1", "Seccomp: 2", "unshare=1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("want %s in:\n%s", want, out)
 		}
