@@ -98,7 +98,7 @@ func TestEveryConfigKeyIsDocumented(t *testing.T) {
 		for i := 0; i < typ.NumField(); i++ {
 			f := typ.Field(i)
 			key := strings.Split(f.Tag.Get("yaml"), ",")[0]
-			if key != "" && !regexp.MustCompile(`(?m)^[ #-]*` + regexp.QuoteMeta(key) + `:`).Match(doc) {
+			if key != "" && !regexp.MustCompile(`(?m)^[ #-]*`+regexp.QuoteMeta(key)+`:`).Match(doc) {
 				t.Errorf("config key %q (%s.%s) is not documented in configs/egressd.yaml", key, typ.Name(), f.Name)
 			}
 			walk(f.Type)
