@@ -26,7 +26,10 @@ type Config struct {
 	// IPv4 address in their last 32 bits.
 	NAT64        []netip.Prefix
 	Rules        allowlist.Rules
-	Integrations []Integration
+	// EnvPassthrough names launcher variables "egressd run" passes to the
+	// program besides those its manifest declares.
+	EnvPassthrough []string
+	Integrations   []Integration
 	// ManifestDirs serve every integration folder inside a folder; LoadConfig
 	// expands them into Integrations.
 	ManifestDirs []ManifestDir

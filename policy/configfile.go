@@ -29,6 +29,7 @@ type fileConfig struct {
 	Deny                fileDeny          `yaml:"deny"`
 	NAT64Prefixes       []string          `yaml:"nat64_prefixes"`
 	WildcardDNSServices []string          `yaml:"wildcard_dns_services"`
+	EnvPassthrough      []string          `yaml:"env_passthrough"`
 	Integrations        []fileIntegration `yaml:"integrations"`
 	// Manifests serve every integration folder inside Dir, each on the
 	// listener Listen names with {name} replaced by the folder's name.
@@ -204,6 +205,12 @@ func ParseConfig(data []byte) (Config, error) {
 		}
 	}
 	c.Rules.WildcardDNSServices = fc.WildcardDNSServices
+	for i, k := range fc.EnvPassthrough {
+		if k == "" || strings.ContainsAny(k, "= \t") {
+			ps.add(fmt.Sprintf("env_passthrough[%d]", i), fmt.Sprintf("must be a variable name (%q)", k))
+		}
+	}
+	c.EnvPassthrough = fc.EnvPassthrough
 	for i, fi := range fc.Integrations {
 		c.Integrations = append(c.Integrations, parseIntegration(fmt.Sprintf("integrations[%d]", i), fi, mode, &ps))
 	}

@@ -40,6 +40,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.manifest, "manifest", "", "the integration's manifest file or folder")
+	fs.StringVar(&f.config, "config", "", "operator config: its limits, timeouts, denials, resolvers, audit key and env_passthrough apply (its integrations do not)")
 	fs.StringVar(&f.auditLog, "audit-log", "", "audit log file (default STATE/audit/ID.PID.log; never stdout, which is the program's)")
 	fs.StringVar(&f.auditKey, "audit-key", "", "HMAC key file for the audit chain (e.g. $CREDENTIALS_DIRECTORY/audit-key)")
 	fs.StringVar(&f.state, "state", "", "version memory and the integration's writable folder (default "+policy.DefaultStateDir()+")")
@@ -104,7 +105,7 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 		return nil, err
 	}
 	f.manifest = abs
-	cfg, err := f.load()
+	cfg, err := f.loadForRun()
 	if err != nil {
 		return nil, err
 	}
@@ -156,10 +157,13 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 	}
 	r.spec = sandbox.Spec{
 		Command: path, Args: command, Dir: dir,
-		Env:          sandbox.BuildEnv(os.Environ(), p.Manifest.EnvKeys, f.envPassthrough),
+		Env:          sandbox.BuildEnv(os.Environ(), p.Manifest.EnvKeys, append(cfg.EnvPassthrough, f.envPassthrough...)),
 		ReadOnly:     readOnly,
 		StateDir:     integrationState,
 		CapturePorts: ports,
+	}
+	if f.auditKey == "" {
+		f.auditKey = cfg.Audit.KeyFile
 	}
 	if err := r.openAudit(f, stateDir, p.Manifest.ID); err != nil {
 		return nil, err
@@ -177,6 +181,30 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 		OnAuditFailure: cfg.Audit.OnFailure, Gate: proxy.NewGate(proxy.DefaultMaxConnections(nofileLimit())),
 	})
 	return r, nil
+}
+
+// loadForRun is serveFlags.load for one manifest: with --config, the
+// operator's settings apply to it, and the config's own integrations (and
+// their listeners) do not; the integration named for this manifest, if
+// any, lends its exemptions.
+func (f runFlags) loadForRun() (policy.Config, error) {
+	if f.config == "" {
+		return f.load()
+	}
+	cfg, err := policy.LoadConfig(f.config)
+	if err != nil {
+		return cfg, err
+	}
+	in := policy.Integration{Manifest: f.manifest, Listen: "sandbox", Exemptions: policy.Exemptions{Mode: cfg.Mode}}
+	for _, c := range cfg.Integrations {
+		if a, b := c.Manifest, f.manifest; a == b || sameFile(a, b) {
+			in.Exemptions, in.Widen, in.PinDigest = c.Exemptions, c.Widen, c.PinDigest
+		}
+	}
+	cfg.Integrations = []policy.Integration{in}
+	g := f.serveFlags
+	g.config = "" // flags still override the file
+	return g.apply(cfg)
 }
 
 func (r *runSetup) openAudit(f runFlags, stateDir, id string) error {

@@ -505,3 +505,20 @@ func TestRunAsNonRootUser(t *testing.T) {
 		t.Fatalf("non-root sandbox:\n%s", out)
 	}
 }
+
+func TestRunConfigAppliesOperatorSettings(t *testing.T) {
+	e := newSandboxEnv(t)
+	cfg := filepath.Join(t.TempDir(), "egressd.yaml")
+	os.WriteFile(cfg, []byte("env_passthrough: [OPERATOR_VAR]\ndeny:\n  hosts: [\"api.allowed.*\"]\n"), 0o600)
+	cmd := exec.Command(egressdBinary(t), "run", "--config", cfg, "--state", e.state, "--audit-log", e.audit, "--resolver", e.dns.Addr,
+		"--allow-private", "127.0.0.2/32", "--allow-port", e.port, e.dir, "--", "/bin/sh", "-c",
+		`echo var=$OPERATOR_VAR; curl -sS -m 10 --cacert ca.pem `+e.url("api.allowed.example")+` 2>&1; echo rc=$?`)
+	cmd.Env = append(os.Environ(), "OPERATOR_VAR=passed")
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), "var=passed") || !strings.Contains(string(out), "rc=56") {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if !strings.Contains(e.auditLog(), `"reason":"operator_denied","host":"api.allowed.example"`) {
+		t.Fatalf("audit log:\n%s", e.auditLog())
+	}
+}

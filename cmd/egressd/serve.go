@@ -180,6 +180,11 @@ func (f *serveFlags) load() (policy.Config, error) {
 	} else {
 		cfg.Integrations = []policy.Integration{{Manifest: f.manifest, Listen: f.listen}}
 	}
+	return f.apply(cfg)
+}
+
+// apply lays the command-line flags over cfg.
+func (f *serveFlags) apply(cfg policy.Config) (policy.Config, error) {
 	var ps []string
 	if f.auditLog != "" {
 		cfg.Audit.Path = f.auditLog
