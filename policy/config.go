@@ -24,8 +24,8 @@ type Config struct {
 	Deny      OperatorDeny
 	// NAT64 prefixes, beyond DefaultNAT64, whose addresses are judged by the
 	// IPv4 address in their last 32 bits.
-	NAT64        []netip.Prefix
-	Rules        allowlist.Rules
+	NAT64 []netip.Prefix
+	Rules allowlist.Rules
 	// EnvPassthrough names launcher variables "egressd run" passes to the
 	// program besides those its manifest declares.
 	EnvPassthrough []string
