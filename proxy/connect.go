@@ -224,7 +224,9 @@ func (s *Server) recordDenial(ev audit.Event) {
 		s.opts.Audit.Write(ev)
 		return
 	}
-	s.opts.Suppress.Write(ev.Integration+"|"+ev.Reason+"|"+ev.Host+"|"+fmt.Sprint(ev.Port), ev)
+	// Only refusals alike in every field a reviewer groups by, generation
+	// included, are folded together.
+	s.opts.Suppress.Write(fmt.Sprint(ev.Integration, "|", ev.Generation, "|", ev.Reason, "|", ev.Host, "|", ev.Port, "|", ev.Kind), ev)
 }
 
 func (s *Server) recordClose(p *policy.Policy, t *tunnel, connect audit.Event, up, down int64) {
