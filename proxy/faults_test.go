@@ -198,8 +198,8 @@ func TestClientsAbortingMidwayLeakNothing(t *testing.T) {
 	target := "api.allowed.example:" + itoa(e.origin.Addr.Port())
 	hello := buildHello(helloSpec{names: []string{"api.allowed.example"}})
 	for _, part := range [][]byte{
-		[]byte("CONNECT " + target[:10]),                   // mid request line
-		[]byte("CONNECT " + target + " HTTP/1.1\r\nHost:"), // mid headers
+		[]byte("CONNECT " + target[:10]),                                     // mid request line
+		[]byte("CONNECT " + target + " HTTP/1.1\r\nHost:"),                   // mid headers
 		append([]byte("CONNECT "+target+" HTTP/1.1\r\n\r\n"), hello[:20]...), // mid ClientHello
 	} {
 		c, err := net.Dial("tcp", e.addr)
