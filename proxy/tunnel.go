@@ -57,11 +57,17 @@ func (t *tunnel) run(replay []byte, br *bufio.Reader) (up, down int64) {
 	}
 	done := make(chan int64, 1)
 	go func() {
-		n, err := io.Copy(t.client, t.upstream)
+		var n int64
+		var err error
+		if c, ok := t.client.(*net.TCPConn); ok {
+			n, err = pump(c, t.upstream)
+		} else {
+			n, err = io.Copy(t.client, t.upstream) // a unix client: TCPConn.WriteTo splices to it
+		}
 		t.finishDirection(t.client, err)
 		done <- n
 	}()
-	n, err := io.Copy(t.upstream, t.client)
+	n, err := pump(t.upstream, t.client)
 	t.finishDirection(t.upstream, err)
 	up += n
 	down = <-done
