@@ -83,11 +83,15 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		refuse(policy.Decision{Reason: policy.LimitExceeded, Host: d.Host, Port: d.Port})
 		return
 	}
-	defer s.limiter.endTunnel()
-
 	t := &tunnel{conn: ev.Conn, client: client, upstream: upstream, host: d.Host, port: d.Port, addr: addr, started: time.Now()}
 	s.tunnels.add(t) // before the generation check, so a reload cannot miss it
-	defer s.tunnels.remove(t)
+	release := func() { s.tunnels.remove(t); s.limiter.endTunnel() }
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			release()
+		}
+	}()
 	if cur := s.opts.Registry.Policy(s.opts.Key); cur != p && (cur == nil || !stillAllowed(cur, t)) {
 		upstream.Close()
 		refuse(policy.Decision{Reason: policy.PolicyNarrowed, Host: d.Host, Port: d.Port})
@@ -116,10 +120,25 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		t.abort() // nothing is allowed without a record
 		return
 	}
-	s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Inc()
-	up, down := t.run(raw, br)
-	s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Dec()
-	s.recordClose(p, t, ev, up, down)
+	// The tunnel runs on a goroutine of its own, so the handler's (deep)
+	// stack, the request and its buffers are freed for as long as the
+	// tunnel lives; only the bytes still to replay are kept.
+	if n := br.Buffered(); n > 0 {
+		pending, _ := br.Peek(n)
+		raw = append(raw, pending...)
+	}
+	handedOff = true
+	s.handlers.Add(1)
+	s.opts.Gate.enter()
+	go func() {
+		defer s.handlers.Done()
+		defer s.opts.Gate.leave()
+		defer release()
+		s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Inc()
+		up, down := t.run(raw)
+		s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Dec()
+		s.recordClose(p, t, ev, up, down)
+	}()
 }
 
 // admission applies the checks that come before looking at the target:

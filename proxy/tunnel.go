@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"io"
 	"net"
 	"net/netip"
@@ -40,20 +39,12 @@ type halfCloser interface{ CloseWrite() error }
 // run replays what was read while peeking (the ClientHello and anything the
 // client pipelined behind it), then splices both ways until both sides are
 // done. up counts client→origin bytes, down origin→client.
-func (t *tunnel) run(replay []byte, br *bufio.Reader) (up, down int64) {
-	if n, err := t.upstream.Write(replay); err != nil {
+func (t *tunnel) run(replay []byte) (up, down int64) {
+	n, err := t.upstream.Write(replay)
+	up = int64(n)
+	if err != nil {
 		t.abort()
-		return int64(n), 0
-	}
-	up = int64(len(replay))
-	if n := br.Buffered(); n > 0 {
-		rest, _ := br.Peek(n)
-		w, err := t.upstream.Write(rest)
-		up += int64(w)
-		if err != nil {
-			t.abort()
-			return up, 0
-		}
+		return up, 0
 	}
 	done := make(chan int64, 1)
 	go func() {
@@ -67,9 +58,9 @@ func (t *tunnel) run(replay []byte, br *bufio.Reader) (up, down int64) {
 		t.finishDirection(t.client, err)
 		done <- n
 	}()
-	n, err := pump(t.upstream, t.client)
+	copied, err := pump(t.upstream, t.client)
 	t.finishDirection(t.upstream, err)
-	up += n
+	up += copied
 	down = <-done
 	t.abort()
 	return up, down
