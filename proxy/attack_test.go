@@ -272,3 +272,18 @@ func TestAuditUnavailableRefusesNewConnections(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get(ReasonHeader))
 	}
 }
+
+// TestDeniedClientsThatNeverCloseCannotExhaustHandshakes: a refused client
+// that keeps its socket open must not hold one of the few handshake slots
+// while egressd lingers to deliver the refusal (found by the soak test).
+func TestDeniedClientsThatNeverCloseCannotExhaustHandshakes(t *testing.T) {
+	e := newEnv(t, withConfig(func(c *policy.Config) {
+		c.Limits.ConnectionsPerSecond, c.Limits.Burst, c.Limits.MaxHandshakes = 1e9, 1<<30, 2
+	}))
+	for i := 0; i < 20; i++ {
+		_, _, resp := e.rawConnect("CONNECT evil.example:443 HTTP/1.1\r\n\r\n") // held open until the test ends
+		if resp.StatusCode != 403 {
+			t.Fatalf("request %d: %d %s", i, resp.StatusCode, resp.Header.Get(ReasonHeader))
+		}
+	}
+}

@@ -53,13 +53,21 @@ const (
 // sends for a moment before closing. Closing a socket with unread data makes
 // Linux send a reset, which can destroy the answer before the client reads
 // it; a pipelining client would then never see why it was refused.
+//
+// The lingering happens on its own goroutine, after the refusal is counted
+// done: a client that never closes must not hold a handshake slot.
 func writeAndClose(c net.Conn, resp []byte) {
 	c.SetWriteDeadline(time.Now().Add(lingerTime))
 	c.Write(resp)
-	if hc, ok := c.(halfCloser); ok {
-		hc.CloseWrite()
-		c.SetReadDeadline(time.Now().Add(lingerTime))
-		io.Copy(io.Discard, io.LimitReader(c, lingerBytes))
+	hc, ok := c.(halfCloser)
+	if !ok {
+		c.Close()
+		return
 	}
-	c.Close()
+	hc.CloseWrite()
+	c.SetReadDeadline(time.Now().Add(lingerTime))
+	go func() {
+		io.Copy(io.Discard, io.LimitReader(c, lingerBytes))
+		c.Close()
+	}()
 }
