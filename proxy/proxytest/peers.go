@@ -19,11 +19,17 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 )
+
+// TB is the part of testing.TB the peers use, so tools outside tests (the
+// bench harness) can run them too.
+type TB interface {
+	Fatal(args ...any)
+	Cleanup(func())
+}
 
 // CA issues certificates for the loopback origins.
 type CA struct {
@@ -32,7 +38,7 @@ type CA struct {
 	Pool *x509.CertPool
 }
 
-func NewCA(t testing.TB) *CA {
+func NewCA(t TB) *CA {
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "egressd test CA"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
@@ -47,7 +53,7 @@ func NewCA(t testing.TB) *CA {
 	return &CA{Cert: cert, key: key, Pool: pool}
 }
 
-func (ca *CA) Leaf(t testing.TB, names ...string) tls.Certificate {
+func (ca *CA) Leaf(t TB, names ...string) tls.Certificate {
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: names[0]},
 		DNSNames: names, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
@@ -66,7 +72,7 @@ type Origin struct {
 	Addr netip.AddrPort
 }
 
-func StartOrigin(t testing.TB, ca *CA, ip string, names ...string) *Origin {
+func StartOrigin(t TB, ca *CA, ip string, names ...string) *Origin {
 	ln, err := net.Listen("tcp", ip+":0")
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +103,7 @@ type DNS struct {
 	handler func(w dns.ResponseWriter, r *dns.Msg) bool // optional override; true if handled
 }
 
-func StartDNS(t testing.TB) *DNS {
+func StartDNS(t TB) *DNS {
 	d := &DNS{records: map[string][]dns.RR{}, asked: map[string]int{}}
 	// UDP and TCP on one random port; retry if the TCP side is taken (an
 	// outgoing connection may hold that ephemeral port).
@@ -128,7 +134,7 @@ func StartDNS(t testing.TB) *DNS {
 }
 
 // add records an answer; rr is in zone-file syntax, e.g. "a.example. 60 IN A 127.0.0.2".
-func (d *DNS) Add(t testing.TB, rrs ...string) {
+func (d *DNS) Add(t TB, rrs ...string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, s := range rrs {

@@ -1,0 +1,321 @@
+package main
+
+import (
+	"bufio"
+	"crypto/tls"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// peerResult collects every round's figures for one peer.
+type peerResult struct {
+	p50c1, p99c1, p50c32, p99c32 []time.Duration
+	connectPhase                 []time.Duration
+	connsPerSec                  []float64
+	upMBs, downMBs               []float64
+	cpuPerGiB                    []float64 // proxy CPU seconds per GiB moved
+	cpuPerConn                   []time.Duration
+	idleKiB                      []float64
+}
+
+// measure runs one round of every figure against p.
+func measure(l *lab, p peer, sz sizes, r *peerResult) error {
+	proxyAddr := ""
+	var cmd *exec.Cmd
+	if !p.direct() {
+		proxyAddr = freeAddr()
+		var err error
+		if cmd, err = p.start(proxyAddr); err != nil {
+			return err
+		}
+		defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+		if err := waitListening(proxyAddr); err != nil {
+			return err
+		}
+		// One warm-up connection: caches, lazy initialisation.
+		if _, _, err := handshake(l, p, proxyAddr); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	pid := 0
+	if cmd != nil {
+		pid = cmd.Process.Pid
+	}
+	for _, c := range []int{1, 32} {
+		cpu0 := cpuTime(pid)
+		lat, phase, elapsed, err := handshakes(l, p, proxyAddr, sz.handshakes, c)
+		if err != nil {
+			return err
+		}
+		p50, p99 := percentile(lat, 50), percentile(lat, 99)
+		if c == 1 {
+			r.p50c1, r.p99c1 = append(r.p50c1, p50), append(r.p99c1, p99)
+			r.connectPhase = append(r.connectPhase, percentile(phase, 50))
+			if pid != 0 {
+				r.cpuPerConn = append(r.cpuPerConn, (cpuTime(pid)-cpu0)/time.Duration(sz.handshakes))
+			}
+		} else {
+			r.p50c32, r.p99c32 = append(r.p50c32, p50), append(r.p99c32, p99)
+			r.connsPerSec = append(r.connsPerSec, float64(sz.handshakes)/elapsed.Seconds())
+		}
+	}
+	for _, source := range []bool{false, true} {
+		cpu0 := cpuTime(pid)
+		mbs, err := bulk(l, p, proxyAddr, sz.bulk, source)
+		if err != nil {
+			return err
+		}
+		if source {
+			r.downMBs = append(r.downMBs, mbs)
+		} else {
+			r.upMBs = append(r.upMBs, mbs)
+		}
+		if pid != 0 {
+			r.cpuPerGiB = append(r.cpuPerGiB, (cpuTime(pid)-cpu0).Seconds()/(float64(sz.bulk)/(1<<30)))
+		}
+	}
+	if pid != 0 {
+		kib, err := idleMemory(l, p, proxyAddr, pid, sz.idleTunnels)
+		if err != nil {
+			return err
+		}
+		r.idleKiB = append(r.idleKiB, kib)
+	}
+	return nil
+}
+
+// dialVia opens a tunnel to port through the proxy (or directly), and
+// returns the connection and how long the CONNECT phase took.
+func dialVia(p peer, proxyAddr string, port uint16) (net.Conn, time.Duration, error) {
+	start := time.Now()
+	if p.direct() {
+		c, err := net.Dial("tcp", addr(port))
+		return c, 0, err
+	}
+	c, err := net.Dial("tcp", proxyAddr)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", p.target(port), p.target(port))
+	br := bufio.NewReader(c)
+	status, err := br.ReadString('\n')
+	if err != nil {
+		c.Close()
+		return nil, 0, err
+	}
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			c.Close()
+			return nil, 0, err
+		}
+		if line == "\r\n" {
+			break
+		}
+	}
+	if !strings.Contains(status, " 200") {
+		c.Close()
+		return nil, 0, fmt.Errorf("CONNECT: %s", strings.TrimSpace(status))
+	}
+	c.SetDeadline(time.Time{})
+	return c, time.Since(start), nil
+}
+
+// handshake is one CONNECT + TLS 1.3 handshake + 1-byte echo.
+func handshake(l *lab, p peer, proxyAddr string) (time.Duration, time.Duration, error) {
+	start := time.Now()
+	c, phase, err := dialVia(p, proxyAddr, l.tlsPort)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.Close()
+	tc := tls.Client(c, &tls.Config{ServerName: originHost, RootCAs: l.ca.Pool})
+	if err := tc.Handshake(); err != nil {
+		return 0, 0, err
+	}
+	tc.Write([]byte{'x'})
+	b := make([]byte, 1)
+	if _, err := io.ReadFull(tc, b); err != nil {
+		return 0, 0, err
+	}
+	return time.Since(start), phase, nil
+}
+
+func handshakes(l *lab, p peer, proxyAddr string, n, conc int) (lat, phase []time.Duration, elapsed time.Duration, err error) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	jobs := make(chan struct{}, n)
+	for i := 0; i < n; i++ {
+		jobs <- struct{}{}
+	}
+	close(jobs)
+	start := time.Now()
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range jobs {
+				d, ph, e := handshake(l, p, proxyAddr)
+				mu.Lock()
+				if e != nil && err == nil {
+					err = e
+				}
+				lat, phase = append(lat, d), append(phase, ph)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return lat, phase, time.Since(start), err
+}
+
+// bulk moves n raw bytes up (to the sink) or down (from the source) through
+// one tunnel, after a real ClientHello, and returns MB/s.
+func bulk(l *lab, p peer, proxyAddr string, n int64, down bool) (float64, error) {
+	port := l.sinkPort
+	if down {
+		port = l.srcPort
+	}
+	c, _, err := dialVia(p, proxyAddr, port)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	start := time.Now()
+	c.Write(clientHello())
+	binary.Write(c, binary.BigEndian, n)
+	if down {
+		if _, err := io.CopyN(io.Discard, c, n); err != nil {
+			return 0, err
+		}
+	} else {
+		if _, err := io.CopyN(c, zeros{}, n); err != nil {
+			return 0, err
+		}
+		if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
+			return 0, err
+		}
+	}
+	return float64(n) / 1e6 / time.Since(start).Seconds(), nil
+}
+
+// idleMemory opens k idle tunnels and returns the proxy's RSS growth per
+// tunnel in KiB.
+func idleMemory(l *lab, p peer, proxyAddr string, pid, k int) (float64, error) {
+	before := rssKiB(pid)
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < k; i++ {
+		c, _, err := dialVia(p, proxyAddr, l.sinkPort)
+		if err != nil {
+			return 0, fmt.Errorf("idle tunnel %d: %w", i, err)
+		}
+		c.Write(clientHello())
+		binary.Write(c, binary.BigEndian, int64(0))
+		conns = append(conns, c)
+	}
+	time.Sleep(500 * time.Millisecond) // let the proxy settle before reading its RSS; a measurement pause, not a synchronisation
+	return float64(rssKiB(pid)-before) / float64(k), nil
+}
+
+// measureAuditCost measures egressd's CPU per connection with its audit log
+// on a file and on /dev/null (the closest to off: every line is still
+// built and chained).
+func measureAuditCost(l *lab, work string, sz sizes) (map[string]time.Duration, error) {
+	bin := work + "/egressd"
+	out := map[string]time.Duration{}
+	for _, sink := range []string{work + "/audit-cost.log", "/dev/null"} {
+		addr := freeAddr()
+		cmd, err := startEgressd(l, work, bin, addr, sink, []uint16{l.tlsPort})
+		if err != nil {
+			return nil, err
+		}
+		waitListening(addr)
+		p := peer{name: "egressd", target: func(port uint16) string { return originHost + ":" + strconv.Itoa(int(port)) }, start: func(string) (*exec.Cmd, error) { return nil, nil }}
+		handshake(l, p, addr)
+		cpu0 := cpuTime(cmd.Process.Pid)
+		if _, _, _, err := handshakes(l, p, addr, sz.handshakes, 1); err != nil {
+			return nil, err
+		}
+		name := "file"
+		if sink == "/dev/null" {
+			name = "discarded"
+		}
+		out[name] = (cpuTime(cmd.Process.Pid) - cpu0) / time.Duration(sz.handshakes)
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}
+	return out, nil
+}
+
+var helloOnce = sync.OnceValue(func() []byte {
+	// A real ClientHello from crypto/tls, captured once.
+	a, b := net.Pipe()
+	go tls.Client(a, &tls.Config{ServerName: originHost, InsecureSkipVerify: true}).Handshake()
+	hdr := make([]byte, 5)
+	io.ReadFull(b, hdr)
+	body := make([]byte, binary.BigEndian.Uint16(hdr[3:]))
+	io.ReadFull(b, body)
+	a.Close()
+	b.Close()
+	return append(hdr, body...)
+})
+
+func clientHello() []byte { return helloOnce() }
+
+// cpuTime is a process's CPU time, summed over its threads from
+// /proc/PID/task/*/schedstat (nanoseconds; /proc/PID/stat counts in 10 ms
+// ticks, too coarse for per-connection costs).
+func cpuTime(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	var total int64
+	for _, t := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(data)); len(f) > 0 {
+			n, _ := strconv.ParseInt(f[0], 10, 64)
+			total += n
+		}
+	}
+	return time.Duration(total)
+}
+
+func rssKiB(pid int) int64 {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			n, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[(len(s)-1)*p/100]
+}
