@@ -2,8 +2,8 @@ package main
 
 import (
 	"crypto/tls"
-	"fmt"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"os"
