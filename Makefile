@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 PLATFORMS := linux/amd64 linux/arm64 darwin/arm64
 
-.PHONY: build test lint bench release cross clean
+.PHONY: build test lint bench bench-quick release cross clean
 
 ## build: the egressd binary for this machine, static, into ./egressd
 build:
@@ -19,9 +19,14 @@ lint:
 	go vet ./...
 	./scripts/lint-units
 
-## bench: the Go benchmarks (matcher, tunnel throughput and handshake, direct vs egressd in one run)
+## bench: egressd beside direct, goproxy, squid and tinyproxy (writes bench/RESULTS.md), then the Go micro-benchmarks
 bench:
-	go test -run '^$$' -bench . -benchmem ./allowlist/ ./proxy/
+	go run ./bench
+	go test -run '^$$' -bench . -benchmem ./allowlist/ ./proxy/ ./cmd/egressd/
+
+## bench-quick: the same comparison in under a minute, for spotting regressions
+bench-quick:
+	go run ./bench --quick --out /dev/stdout
 
 ## cross: check that every release platform compiles
 cross:
