@@ -37,7 +37,7 @@ type sizes struct {
 }
 
 func run(quick bool, out, only string) error {
-	sz := sizes{rounds: 3, handshakes: 300, connsPerSec: 2000, idleTunnels: 2000, bulk: 1 << 30}
+	sz := sizes{rounds: 3, handshakes: 1000, connsPerSec: 2000, idleTunnels: 2000, bulk: 1 << 30}
 	if quick {
 		sz = sizes{rounds: 1, handshakes: 100, connsPerSec: 300, idleTunnels: 300, bulk: 128 << 20}
 	}

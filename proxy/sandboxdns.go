@@ -50,6 +50,16 @@ func (d *SandboxDNS) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 		return
 	}
 	ev.Host = name.String()
+	// A flood of random names under a wildcard would grow the synthetic
+	// table and the audit log: queries share the integration's token bucket
+	// with its connections.
+	if !s.limiter.rate.Allow() {
+		ev.Decision, ev.Reason = "deny", string(policy.LimitExceeded)
+		m.Rcode = dns.RcodeRefused
+		ev.Host = ""
+		s.recordDenial(ev)
+		return
+	}
 	if p == nil {
 		m.Rcode = dns.RcodeNameError
 		return

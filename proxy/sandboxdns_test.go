@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net"
 	"net/netip"
 	"testing"
@@ -159,4 +160,36 @@ func mustWire(t testing.TB, s string) allowlist.Name {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestSandboxDNSFloodOfRandomSubdomainsIsBounded: random names under an
+// allowed wildcard, at line rate, are refused past the integration's token
+// bucket, the synthetic table stays bounded, and the audit log folds the
+// refusals instead of growing a line per query.
+func TestSandboxDNSFloodOfRandomSubdomainsIsBounded(t *testing.T) {
+	e := newEnv(t, withConfig(func(c *policy.Config) { c.Limits.ConnectionsPerSecond, c.Limits.Burst = 1, 100 }))
+	names := NewSynthetic(1000, time.Minute)
+	server := startSandboxDNS(t, e, names)
+	refused := 0
+	for i := 0; i < 2000; i++ {
+		if r := ask(t, server, fmt.Sprintf("r%d.cdn.allowed.example", i), dns.TypeA); r.Rcode == dns.RcodeRefused {
+			refused++
+		}
+	}
+	if refused < 1800 {
+		t.Fatalf("only %d of 2000 flood queries refused", refused)
+	}
+	if n := len(names.byName); n > 150 {
+		t.Fatalf("synthetic table grew to %d names", n)
+	}
+	e.srv.opts.Suppress.Flush(true)
+	lines := 0
+	for _, ev := range e.log.events(t) {
+		if ev["reason"] == "limit_exceeded" {
+			lines++
+		}
+	}
+	if lines > 10 {
+		t.Fatalf("%d audit lines for the flood", lines)
+	}
 }

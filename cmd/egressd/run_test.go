@@ -35,7 +35,9 @@ func egressdBinary(t testing.TB) string {
 			return
 		}
 		releaseBin = filepath.Join(dir, "egressd")
-		out, err := exec.Command("go", "build", "-o", releaseBin, ".").CombinedOutput()
+		build := exec.Command("go", "build", "-trimpath", "-o", releaseBin, ".")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make build and make release build it
+		out, err := build.CombinedOutput()
 		if err != nil {
 			releaseErr = fmt.Errorf("%v\n%s", err, out)
 		}
