@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -74,8 +76,32 @@ func (d *Daemon) Start(ctx context.Context) error {
 		}
 	}
 	d.announceExemptions(cfg)
+	d.warnWritableManifests(cfg)
 	d.ready = true
 	return nil
+}
+
+// warnWritableManifests warns about manifests, or their folders, that users
+// other than the owner can write: an integration running as such a user
+// could rewrite its own allowlist before the next reload.
+func (d *Daemon) warnWritableManifests(cfg policy.Config) {
+	for _, in := range cfg.Integrations {
+		p := d.Registry.Policy(in.Manifest)
+		if p == nil {
+			continue
+		}
+		for _, path := range []string{p.ManifestAt, filepath.Dir(p.ManifestAt)} {
+			st, err := os.Stat(path)
+			if err != nil || st.Mode().Perm()&0o022 == 0 {
+				continue
+			}
+			msg := fmt.Sprintf("%s is writable by group or others (mode %v): whoever can write it can change %s's allowlist at the next reload", path, st.Mode().Perm(), p.Manifest.ID)
+			if d.Warn != nil {
+				d.Warn(msg)
+			}
+			d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "writable_manifest", Integration: p.Manifest.ID, Msg: msg})
+		}
+	}
 }
 
 // Errors delivers a listener's fatal serve error.

@@ -216,3 +216,18 @@ manifests:
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 }
+
+func TestServeWarnsAboutAWritableManifestFolder(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(`{"manifest_version":1,"id":"com.test.weather","version":"1.0.0","network":{"connect":["api.weather.example"]}}`), 0o644)
+	os.Chmod(dir, 0o777)
+	var stdout, stderr lockedBuffer
+	sig := make(chan os.Signal, 1)
+	done := make(chan int, 1)
+	go func() {
+		done <- serve(context.Background(), []string{"--manifest", dir, "--listen", "127.0.0.1:0", "--state", t.TempDir(), "--resolver", "127.0.0.1:9"}, &stdout, &stderr, sig)
+	}()
+	waitFor(t, &stderr, `warning: `+regexp.QuoteMeta(dir)+` is writable by group or others \(mode -rwxrwxrwx\): whoever can write it can change com.test.weather's allowlist`)
+	sig <- syscall.SIGTERM
+	<-done
+}
