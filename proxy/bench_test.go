@@ -53,34 +53,19 @@ const benchChunk = 256 << 10
 // direct and through egressd, in the same run. Report the ratio of the two
 // MB/s figures.
 func BenchmarkTunnelUpload(b *testing.B) {
-	for _, via := range []string{"direct", "egressd"} {
-		b.Run(via, func(b *testing.B) {
-			e := newEnv(b)
-			ln := rawOrigin(b, "127.0.0.2", false)
-			e.resolveToOrigin("api.allowed.example")
-			e.cfg.Integrations[0].Exemptions.AllowPorts = append(e.cfg.Integrations[0].Exemptions.AllowPorts, uint16(ln.Addr().(*net.TCPAddr).Port))
-			e.registry.Load(e.cfg)
-			c := dialBench(b, e, via, ln)
-			buf := make([]byte, benchChunk)
-			b.SetBytes(benchChunk)
-			b.ResetTimer()
-			for b.Loop() {
-				if _, err := c.Write(buf); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			c.Close()
-		})
-	}
+	benchTunnel(b, false, func(c net.Conn, buf []byte) error { _, err := c.Write(buf); return err })
 }
 
 // BenchmarkTunnelDownload is the same, origin→client.
 func BenchmarkTunnelDownload(b *testing.B) {
+	benchTunnel(b, true, func(c net.Conn, buf []byte) error { _, err := io.ReadFull(c, buf); return err })
+}
+
+func benchTunnel(b *testing.B, source bool, move func(net.Conn, []byte) error) {
 	for _, via := range []string{"direct", "egressd"} {
 		b.Run(via, func(b *testing.B) {
 			e := newEnv(b)
-			ln := rawOrigin(b, "127.0.0.2", true)
+			ln := rawOrigin(b, "127.0.0.2", source)
 			e.resolveToOrigin("api.allowed.example")
 			e.cfg.Integrations[0].Exemptions.AllowPorts = append(e.cfg.Integrations[0].Exemptions.AllowPorts, uint16(ln.Addr().(*net.TCPAddr).Port))
 			e.registry.Load(e.cfg)
@@ -89,7 +74,7 @@ func BenchmarkTunnelDownload(b *testing.B) {
 			b.SetBytes(benchChunk)
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := io.ReadFull(c, buf); err != nil {
+				if err := move(c, buf); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -39,19 +39,7 @@ func realLog(t *testing.T, keyed bool) (files []string, stderr string) {
 	done := make(chan int, 1)
 	go func() { done <- serve(context.Background(), []string{"--config", cfg}, &out, &errb, sig) }()
 	listen := waitFor(t, &errb, `serving com.test.weather on (127\.0\.0\.1:\d+)`)[1]
-	connect := func(host string) {
-		c, err := net.Dial("tcp", listen)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		io.WriteString(c, "CONNECT "+host+":443 HTTP/1.1\r\n\r\n")
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
+	connect := func(host string) { connectReason(t, listen, host) }
 	for i := 0; i < 3; i++ {
 		connect("evil" + strconv.Itoa(i) + ".example")
 	}

@@ -90,19 +90,7 @@ integrations:
 	if code := ready(); code != 200 {
 		t.Fatalf("/readyz = %d", code)
 	}
-	connect := func(host string) string {
-		c, err := net.Dial("tcp", listen)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		io.WriteString(c, "CONNECT "+host+":443 HTTP/1.1\r\n\r\n")
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.Header.Get("X-Egress-Reason")
-	}
+	connect := func(host string) string { return connectReason(t, listen, host) }
 	// The resolver at port 9 answers nothing: an allowed name is dns_error,
 	// a denied one never gets that far.
 	if r := connect("old.weather.example"); r != "dns_error" {
@@ -230,4 +218,22 @@ func TestServeWarnsAboutAWritableManifestFolder(t *testing.T) {
 	waitFor(t, &stderr, `warning: `+regexp.QuoteMeta(dir)+` is writable by group or others \(mode -rwxrwxrwx\): whoever can write it can change com.test.weather's allowlist`)
 	sig <- syscall.SIGTERM
 	<-done
+}
+
+// connectReason sends one CONNECT for host:443 to listen and returns the
+// answer's reason code.
+func connectReason(t *testing.T, listen, host string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "CONNECT "+host+":443 HTTP/1.1\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.Header.Get("X-Egress-Reason")
 }
