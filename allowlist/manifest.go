@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"golang.org/x/mod/semver"
 )
@@ -85,12 +86,18 @@ func (m *Manifest) Digest() string {
 // (VoiceOS: "a short list reads as trustworthy, a long one as a liability").
 const maxEntriesBeforeWarning = 20
 
+// The patterns are compiled on first use, not at start-up, which every
+// egressd process (the sandbox's init included) would otherwise pay for.
 var (
-	reverseDNS = regexp.MustCompile(`^[a-z0-9]+(\.[a-z0-9-]+)+$`)
+	reverseDNS = lazyRegexp(`^[a-z0-9]+(\.[a-z0-9-]+)+$`)
 	// strictSemver is the regular expression published on semver.org.
-	strictSemver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
-	envName      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	strictSemver = lazyRegexp(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+	envName      = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
+
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // CompareVersions compares two semantic versions that Parse accepted:
 // -1, 0 or +1. Build metadata does not count.
@@ -146,14 +153,14 @@ func detectFormat(name string, top fields) Format {
 // parseIdentity checks the id and version every format has.
 func parseIdentity(top fields, m *Manifest) {
 	if id, ok := top.requiredString("id"); ok {
-		if reverseDNS.MatchString(id) {
+		if reverseDNS().MatchString(id) {
 			m.ID = id
 		} else {
 			top.ps.errorf("id", fmt.Sprintf("must be reverse-DNS like \"com.you.coffee-tracker\" (%q)", capString(id, 100)))
 		}
 	}
 	if v, ok := top.requiredString("version"); ok {
-		if strictSemver.MatchString(v) {
+		if strictSemver().MatchString(v) {
 			m.Version = v
 		} else {
 			top.ps.errorf("version", fmt.Sprintf("must be a semantic version like \"1.0.0\" (%q)", capString(v, 100)))

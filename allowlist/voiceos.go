@@ -91,7 +91,7 @@ func envKeys(top fields, obj, list, key string) []string {
 		if !ok {
 			continue
 		}
-		if !envName.MatchString(name) {
+		if !envName().MatchString(name) {
 			top.ps.warnf(f.at(key), fmt.Sprintf("not a variable name, so it is not passed to a sandbox (%q)", capString(name, 64)))
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 )
@@ -55,10 +56,14 @@ func WriteText(w io.Writer, rep Report) error {
 //go:embed report.html.tmpl
 var templates embed.FS
 
-var reportTemplate = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
-	"timefmt": func(t time.Time) string { return t.Format("2006-01-02 15:04:05Z07:00") },
-	"join":    strings.Join,
-}).ParseFS(templates, "report.html.tmpl"))
+// reportTemplate is parsed on first use, not at start-up: every egressd
+// process (the sandbox's init included) would otherwise pay for it.
+var reportTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
+		"timefmt": func(t time.Time) string { return t.Format("2006-01-02 15:04:05Z07:00") },
+		"join":    strings.Join,
+	}).ParseFS(templates, "report.html.tmpl"))
+})
 
 // WriteHTML renders the report as one self-contained page: inline CSS and
 // SVG, no script, no remote load, under a Content-Security-Policy that
@@ -110,5 +115,5 @@ func WriteHTML(w io.Writer, rep Report) error {
 		v.ReasonsH = len(reasons)*22 + 8
 		views = append(views, v)
 	}
-	return reportTemplate.Execute(w, map[string]any{"Report": rep, "Views": views})
+	return reportTemplate().Execute(w, map[string]any{"Report": rep, "Views": views})
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -123,7 +124,7 @@ func LoadConfig(file string) (Config, error) {
 
 // folderName is what a served folder may be called: it becomes part of a
 // socket path.
-var folderName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var folderName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 // expandManifestDir lists dir's integration folders, in name order, as
 // integrations built from the template. It runs on every load, so folders
@@ -139,7 +140,7 @@ func expandManifestDir(at, dir string, tmpl Integration, ps *problems) []Integra
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		if !folderName.MatchString(e.Name()) {
+		if !folderName().MatchString(e.Name()) {
 			ps.add(at+".dir", fmt.Sprintf("folder name cannot name a socket; use letters, digits, '.', '_' and '-' (%q)", e.Name()))
 			continue
 		}
