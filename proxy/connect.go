@@ -102,7 +102,7 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		client.SetWriteDeadline(time.Now().Add(s.opts.Timeouts.ClientHello))
 		if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
 			t.abort()
-			s.closeWithoutTunnel(p, d, policy.Timeout, "client went away before 200", &ev)
+			s.refusedAfterConnect(&ev, policy.Timeout, "client went away before 200")
 			return
 		}
 	}
@@ -110,7 +110,7 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	raw, sni, err := ReadClientHello(br)
 	if reason := helloReason(err, sni, d.Host); reason != "" {
 		t.abort()
-		s.closeWithoutTunnel(p, d, reason, errString(err), &ev)
+		s.refusedAfterConnect(&ev, reason, errString(err))
 		return
 	}
 	client.SetDeadline(time.Time{})
@@ -212,9 +212,10 @@ func (s *Server) refuse(client net.Conn, p *policy.Policy, d policy.Decision, ev
 	writeAndClose(client, refusal(d.Reason, policy.Sentence(d, p)))
 }
 
-// closeWithoutTunnel records a CONNECT refused after its 200: the client
-// asked for a host and then did not speak TLS to it. Both sides are closed.
-func (s *Server) closeWithoutTunnel(p *policy.Policy, d policy.Decision, reason policy.Reason, msg string, ev *audit.Event) {
+// refusedAfterConnect records a connection refused after its CONNECT was
+// answered: the client asked for a host and then did not speak TLS to it,
+// or went away. The caller has closed both sides.
+func (s *Server) refusedAfterConnect(ev *audit.Event, reason policy.Reason, msg string) {
 	ev.Decision, ev.Reason, ev.Msg = "deny", string(reason), msg
 	s.recordDenial(*ev)
 }
