@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,7 +20,6 @@ import (
 	"github.com/egressd/egressd/configs"
 	"github.com/egressd/egressd/policy"
 	"github.com/egressd/egressd/proxy"
-	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -251,63 +249,6 @@ func printConfigError(w io.Writer, file string, err error) {
 	}
 }
 
-// auditSink is where the audit chain goes: a locked file (reopened on
-// SIGUSR1, rolled by size) or stdout.
-type auditSink struct {
-	out  io.Writer
-	file *audit.File
-	key  []byte
-	cfg  policy.AuditConfig
-}
-
-func openAuditSink(cfg policy.AuditConfig, stdout io.Writer) (*auditSink, error) {
-	s := &auditSink{out: stdout, cfg: cfg}
-	if cfg.KeyFile != "" {
-		key, err := os.ReadFile(os.ExpandEnv(cfg.KeyFile))
-		if err != nil {
-			return nil, fmt.Errorf("audit key: %w", err)
-		}
-		if len(key) < 16 {
-			return nil, fmt.Errorf("audit key %s: shorter than 16 bytes", cfg.KeyFile)
-		}
-		s.key = key
-	}
-	if cfg.Path == "" || cfg.Path == "-" {
-		return s, nil
-	}
-	f, err := audit.OpenFile(cfg.Path, int64(cfg.MaxSizeMB)<<20)
-	if err != nil {
-		return nil, fmt.Errorf("audit log: %w", err)
-	}
-	s.out, s.file = f, f
-	return s, nil
-}
-
-// reopen continues the chain in a new file at the same path, after
-// logrotate renamed the old one.
-func (s *auditSink) reopen(log *audit.Log) error {
-	if s.file == nil {
-		return nil
-	}
-	next, err := s.file.Reopen()
-	if err != nil {
-		return err
-	}
-	old := s.file
-	if err := log.Rotate(next); err != nil {
-		next.Close()
-		return err
-	}
-	s.file, s.out = next, next
-	return old.Close()
-}
-
-func (s *auditSink) close() {
-	if s.file != nil {
-		s.file.Close()
-	}
-}
-
 // buildDaemon wires the packages together for cfg.
 func buildDaemon(cfg policy.Config, f serveFlags, sink *auditSink, stderr io.Writer) (*proxy.Daemon, *adminServer, error) {
 	stateDir := cfg.StateDir
@@ -383,40 +324,6 @@ func (a *adminServer) serve(d *proxy.Daemon) {
 }
 
 func (a *adminServer) close() { a.ln.Close() }
-
-// systemResolvers reads the nameservers from /etc/resolv.conf.
-func systemResolvers() ([]string, error) {
-	cc, err := dns.ClientConfigFromFile("/etc/resolv.conf")
-	if err != nil || len(cc.Servers) == 0 {
-		return nil, errors.New("no DNS servers in /etc/resolv.conf; pass --resolver ADDR")
-	}
-	var out []string
-	for _, s := range cc.Servers {
-		out = append(out, net.JoinHostPort(s, cc.Port))
-	}
-	return out, nil
-}
-
-// localAddrs returns this host's interface addresses, which are denied like
-// loopback.
-func localAddrs() []netip.Addr {
-	addrs, _ := net.InterfaceAddrs()
-	var out []netip.Addr
-	for _, a := range addrs {
-		if p, err := netip.ParsePrefix(a.String()); err == nil {
-			out = append(out, p.Addr())
-		}
-	}
-	return out
-}
-
-func nofileLimit() uint64 {
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
-		return 1024
-	}
-	return rl.Cur
-}
 
 func watchedDirs(cfg policy.Config, configFile string) []string {
 	var paths []string

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"syscall"
+
+	"github.com/miekg/dns"
+)
+
+// systemResolvers reads the nameservers from /etc/resolv.conf.
+func systemResolvers() ([]string, error) {
+	cc, err := dns.ClientConfigFromFile("/etc/resolv.conf")
+	if err != nil || len(cc.Servers) == 0 {
+		return nil, errors.New("no DNS servers in /etc/resolv.conf; pass --resolver ADDR")
+	}
+	var out []string
+	for _, s := range cc.Servers {
+		out = append(out, net.JoinHostPort(s, cc.Port))
+	}
+	return out, nil
+}
+
+// localAddrs returns this host's interface addresses, which are denied like
+// loopback.
+func localAddrs() []netip.Addr {
+	addrs, _ := net.InterfaceAddrs()
+	var out []netip.Addr
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr())
+		}
+	}
+	return out
+}
+
+func nofileLimit() uint64 {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 1024
+	}
+	return rl.Cur
+}
