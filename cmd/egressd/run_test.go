@@ -239,13 +239,16 @@ func TestRunFilesystemAndEnvironmentAreFenced(t *testing.T) {
 		`ls / >/dev/null 2>&1; echo landlock_root=$?`,
 		`grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status | tr -s '\t' ' '`,
 		`unshare -U true 2>/dev/null; echo unshare=$?`,
+		`perl -e 'my $p = "\0" x 120; syscall(425, 8, $p); print "io_uring_errno=", $!+0, "\n"'`,
+		`kill -0 ` + strconv.Itoa(os.Getpid()) + ` 2>/dev/null; echo signal_outside=$?`,
 	}, "; ")
 	out, errs, code := e.run(script)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, want := range []string{"auditlog=1", "state=0", "AWS=absent DECLARED=declared-value",
-		"landlock_root=2", "CapEff: 0000000000000000", "CapBnd: 0000000000000000", "NoNewPrivs: 1", "Seccomp: 2", "unshare=1"} {
+		"landlock_root=2", "CapEff: 0000000000000000", "CapBnd: 0000000000000000", "NoNewPrivs: 1", "Seccomp: 2", "unshare=1",
+		"io_uring_errno=1", "signal_outside=1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("want %s in:\n%s", want, out)
 		}
