@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -272,7 +271,3 @@ func orNone(s string) string {
 	}
 	return s
 }
-
-// ErrUnavailable is returned for connections refused because the audit log
-// cannot be written.
-var ErrUnavailable = errors.New("audit log unavailable")

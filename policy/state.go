@@ -107,17 +107,6 @@ func (m *Memory) Update(id string, fn func(r *Record, known bool) error) error {
 	return m.writeAll(all)
 }
 
-// Get returns id's record.
-func (m *Memory) Get(id string) (Record, bool, error) {
-	if m.dir == "" {
-		r, ok := m.mem[id]
-		return r, ok, nil
-	}
-	all, err := m.readAll()
-	r, ok := all[id]
-	return r, ok, err
-}
-
 func (m *Memory) lock() (func(), error) {
 	f, err := os.OpenFile(filepath.Join(m.dir, lockFile), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {

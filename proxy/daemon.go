@@ -109,7 +109,7 @@ func (d *Daemon) Errors() <-chan error { return d.serveErr }
 
 // open starts the listener and proxy for one integration. d.mu is held.
 func (d *Daemon) open(ctx context.Context, in policy.Integration) error {
-	ln, err := Listen(ctx, in.Listen, in.AllowedPeers)
+	ln, err := Listen(ctx, in.Listen, in.AllowedPeers, func(uid, gid uint32) { d.peerRefused(in, uid, gid) })
 	if err != nil {
 		return fmt.Errorf("%s: %w", in.Manifest, err)
 	}
@@ -131,6 +131,21 @@ func (d *Daemon) open(ctx context.Context, in policy.Integration) error {
 	d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "listening", Listener: l.real,
 		Integration: p.Manifest.ID, IntegrationVersion: p.Manifest.Version, Generation: p.Generation, Exemption: strings.Join(in.Exemptions.Names(), ",")})
 	return nil
+}
+
+// peerRefused records a local process refused by a unix listener's
+// allowed_peers: an attempt like any other, so it is in the audit log.
+func (d *Daemon) peerRefused(in policy.Integration, uid, gid uint32) {
+	ev := audit.Event{Kind: audit.Connect, Decision: "deny", Reason: string(policy.OperatorDenied), Listener: in.Listen,
+		Rule: "allowed_peers", Msg: fmt.Sprintf("peer uid %d gid %d is not in allowed_peers", uid, gid)}
+	if p := d.Registry.Policy(in.Manifest); p != nil {
+		ev.Integration, ev.IntegrationVersion, ev.Generation = p.Manifest.ID, p.Manifest.Version, p.Generation
+	}
+	if d.Suppress != nil {
+		d.Suppress.Write(fmt.Sprint(in.Listen, "|peer|", uid, "|", gid), ev)
+		return
+	}
+	d.Audit.Write(ev)
 }
 
 func listenerAddr(ln net.Listener) string {

@@ -97,7 +97,8 @@ func TestUnixSocketListenerChecksPeers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, tc.name+".sock")
-			ln, err := Listen(context.Background(), "unix:"+path, tc.peers)
+			refused := make(chan uint32, 1)
+			ln, err := Listen(context.Background(), "unix:"+path, tc.peers, func(uid, gid uint32) { refused <- uid })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,6 +120,11 @@ func TestUnixSocketListenerChecksPeers(t *testing.T) {
 			}
 			if !tc.ok && err == nil {
 				t.Fatalf("refused peer got an answer: %d", resp.StatusCode)
+			}
+			if !tc.ok {
+				if uid := <-refused; uid != uint32(os.Getuid()) {
+					t.Fatalf("refusal reported for uid %d", uid)
+				}
 			}
 			ln.Close()
 			if _, err := os.Stat(path); !os.IsNotExist(err) {

@@ -14,11 +14,12 @@ import (
 // Listen opens a listener for addr: "host:port" (TCP) or "unix:/path.sock".
 // A unix socket is created with mode 0660 and removed when the listener is
 // closed; with peers set, only those uids and gids may connect (checked with
-// SO_PEERCRED on each accepted connection, which is closed otherwise).
+// SO_PEERCRED on each accepted connection, which is closed otherwise, and
+// reported to refused if it is not nil).
 //
 // TCP listeners are single-tenant: any local user can reach one. On a shared
 // host, use unix sockets with allowed peers.
-func Listen(ctx context.Context, addr string, peers policy.Peers) (net.Listener, error) {
+func Listen(ctx context.Context, addr string, peers policy.Peers, refused func(uid, gid uint32)) (net.Listener, error) {
 	path, isUnix := strings.CutPrefix(addr, "unix:")
 	if !isUnix {
 		var lc net.ListenConfig
@@ -36,16 +37,15 @@ func Listen(ctx context.Context, addr string, peers policy.Peers) (net.Listener,
 	if len(peers.UIDs)+len(peers.GIDs) == 0 {
 		return ul, nil
 	}
-	return &peerListener{UnixListener: ul, peers: peers}, nil
+	return &peerListener{UnixListener: ul, peers: peers, refused: refused}, nil
 }
 
 // peerListener accepts only peers whose credentials are allowed. Accept
 // returns the raw *net.UnixConn, so the tunnel still splices.
 type peerListener struct {
 	*net.UnixListener
-	peers policy.Peers
-	// Refused, if set, is told about each refused peer.
-	Refused func(uid, gid uint32)
+	peers   policy.Peers
+	refused func(uid, gid uint32) // may be nil
 }
 
 func (l *peerListener) Accept() (net.Conn, error) {
@@ -59,8 +59,8 @@ func (l *peerListener) Accept() (net.Conn, error) {
 			return c, nil
 		}
 		c.Close()
-		if l.Refused != nil {
-			l.Refused(uid, gid)
+		if l.refused != nil {
+			l.refused(uid, gid)
 		}
 	}
 }

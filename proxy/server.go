@@ -60,7 +60,6 @@ type Server struct {
 	preHandler sync.Map       // net.Conn -> struct{}: accepted, no request read yet
 	baseCtx    context.Context
 	cancel     context.CancelFunc
-	stopSweep  chan struct{}
 	sweepOnce  sync.Once
 
 	mu        sync.Mutex
@@ -83,7 +82,6 @@ func New(opts Options) *Server {
 		connPrefix: randomHex(4),
 		baseCtx:    ctx,
 		cancel:     cancel,
-		stopSweep:  make(chan struct{}),
 	}
 	if s.metrics == nil {
 		s.metrics = NewMetrics(nil)
@@ -157,16 +155,10 @@ func (s *Server) Shutdown(ctx context.Context) int {
 	case <-done:
 	case <-ctx.Done():
 		s.tunnels.each(func(t *tunnel) { closed++; t.closeWith(policy.Timeout) })
-		s.cancel()
+		s.cancel() // handshakes still resolving or dialling give up too
 		<-done
 	}
-	s.cancel()
-	s.sweepOnce.Do(func() {})
-	select {
-	case <-s.stopSweep:
-	default:
-		close(s.stopSweep)
-	}
+	s.cancel() // ends the sweeper
 	return closed
 }
 
@@ -194,7 +186,7 @@ func (s *Server) sweepLoop() {
 	defer tick.Stop()
 	for {
 		select {
-		case <-s.stopSweep:
+		case <-s.baseCtx.Done():
 			return
 		case now := <-tick.C:
 			s.tunnels.sweep(now, s.opts.Timeouts.Idle, s.opts.Timeouts.Lifetime)

@@ -126,10 +126,14 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 	manifestFile, _ := allowlist.Locate(key)
 	dir := filepath.Dir(manifestFile)
 	if len(command) == 0 {
-		rt := p.Manifest.Runtime
-		if rt.Kind != "local-mcp" {
-			return nil, fmt.Errorf("%s is a %s integration: nothing runs locally, so there is nothing to sandbox (give a command after --)", p.Manifest.ID, orDefault(rt.Kind, "remote"))
+		switch rt := p.Manifest.Runtime; rt.Kind {
+		case "local-mcp":
+		case "":
+			return nil, fmt.Errorf("%s declares no local runtime: give the command to run after --", p.Manifest.ID)
+		default:
+			return nil, fmt.Errorf("%s is a %s integration: nothing runs locally, so there is nothing to sandbox (give a command after --)", p.Manifest.ID, rt.Kind)
 		}
+		rt := p.Manifest.Runtime
 		command = append([]string{rt.Command}, rt.Args...)
 	}
 	path, err := resolveCommand(command[0], dir)
@@ -294,7 +298,7 @@ func (r *runSetup) envOnly(stderr io.Writer) int {
 	const warning = "--insecure-env-only: no sandbox; the program is only asked to use the proxy and can ignore it"
 	fmt.Fprintln(stderr, "egressd: WARNING:", warning)
 	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "insecure_env_only", Integration: p.Manifest.ID, Exemption: "insecure_env_only", Msg: warning})
-	ln, err := proxy.Listen(context.Background(), "127.0.0.1:0", policy.Peers{})
+	ln, err := proxy.Listen(context.Background(), "127.0.0.1:0", policy.Peers{}, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd run:", err)
 		return exitFail
@@ -381,11 +385,4 @@ func underSystemDirs(dir string) bool {
 		}
 	}
 	return false
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -236,4 +237,28 @@ func connectReason(t *testing.T, listen, host string) string {
 	}
 	resp.Body.Close()
 	return resp.Header.Get("X-Egress-Reason")
+}
+
+// TestServeAuditsRefusedUnixPeers: a local process outside allowed_peers is
+// refused at accept, and the attempt is in the audit log.
+func TestServeAuditsRefusedUnixPeers(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(`{"manifest_version":1,"id":"com.test.weather","version":"1.0.0","network":{"connect":["api.weather.example"]}}`), 0o600)
+	sock := filepath.Join(t.TempDir(), "weather.sock")
+	auditFile := filepath.Join(dir, "audit.log")
+	cfg := filepath.Join(dir, "egressd.yaml")
+	os.WriteFile(cfg, []byte("state_dir: "+filepath.Join(dir, "state")+"\nresolvers: [\"127.0.0.1:9\"]\naudit: {path: "+auditFile+"}\nintegrations:\n  - manifest: .\n    listen: unix:"+sock+"\n    allowed_peers: {uids: [4242424]}\n"), 0o600)
+	var stdout, stderr lockedBuffer
+	sig := make(chan os.Signal, 1)
+	done := make(chan int, 1)
+	go func() { done <- serve(context.Background(), []string{"--config", cfg}, &stdout, &stderr, sig) }()
+	waitFor(t, &stderr, `serving com.test.weather on unix:`)
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	waitFor(t, &lockedFile{path: auditFile}, `"decision":"deny","reason":"operator_denied","rule":"allowed_peers".*"msg":"peer uid `+strconv.Itoa(os.Getuid())+` gid \d+ is not in allowed_peers"`)
+	sig <- syscall.SIGTERM
+	<-done
 }
