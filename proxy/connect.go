@@ -17,12 +17,7 @@ import (
 	"github.com/egressd/egressd/policy"
 )
 
-// handleConnect runs one CONNECT from decision to close, in the order
-// DESIGN.md fixes: parse the raw target and decide (a denied name is never
-// resolved); resolve and check every address; dial the checked address;
-// answer 200 only once connected; check the ClientHello; replay and splice.
-// It writes one connect event for the outcome and, for a tunnel, one close
-// event.
+// handleConnect serves one CONNECT; its raw request target is the target.
 func (s *Server) handleConnect(r *http.Request, client net.Conn, br *bufio.Reader) {
 	s.serveTarget(client, br, r.RequestURI, explicit)
 }
@@ -39,7 +34,12 @@ const (
 )
 
 // serveTarget takes a connection that asked for target ("host:port") from
-// decision to close. br holds what was already read from client.
+// decision to close, in the order DESIGN.md fixes: parse the raw target and
+// decide (a denied name is never resolved); resolve and check every
+// address; dial the checked address; answer 200 only once connected; check
+// the ClientHello; replay and splice. It writes one connect event for the
+// outcome and, for a tunnel, one close event. br holds what was already
+// read from client.
 func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, how arrival) {
 	p := s.opts.Registry.Policy(s.opts.Key)
 	ev := s.baseEvent(p)
