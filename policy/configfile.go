@@ -114,6 +114,7 @@ func LoadConfig(file string) (Config, error) {
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(filepath.Dir(file), dir)
 		}
+		c.ManifestDirs[i].Dir = dir
 		c.Integrations = append(c.Integrations, expandManifestDir(fmt.Sprintf("manifests[%d]", i), dir, md.Template, &ps)...)
 	}
 	if len(ps) > 0 {

@@ -202,6 +202,13 @@ func (d *Daemon) Reload(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// Config is the configuration in force: the last one that loaded.
+func (d *Daemon) Config() policy.Config {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg
+}
+
 func stillConfigured(cfg policy.Config, key, addr string) bool {
 	for _, in := range cfg.Integrations {
 		if in.Manifest == key && in.Listen == addr {

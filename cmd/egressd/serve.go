@@ -105,7 +105,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		go admin.serve(d)
 		defer admin.close()
 	}
-	go proxy.WatchDirs(ctx, watchedDirs(cfg, f.config), 250*time.Millisecond, func() { d.Reload(ctx) })
+	if w, err := proxy.NewWatcher(func() proxy.WatchSet { return watchSet(d.Config(), f.config) }, 250*time.Millisecond); err != nil {
+		fmt.Fprintf(stderr, "egressd: warning: manifest changes are not watched (%v); SIGHUP still reloads\n", err)
+	} else {
+		go w.Run(ctx, func() { d.Reload(ctx) })
+	}
 	roll := time.NewTicker(time.Second)
 	defer roll.Stop()
 	for {
@@ -325,13 +329,13 @@ func (a *adminServer) serve(d *proxy.Daemon) {
 
 func (a *adminServer) close() { a.ln.Close() }
 
-func watchedDirs(cfg policy.Config, configFile string) []string {
-	var paths []string
+func watchSet(cfg policy.Config, configFile string) proxy.WatchSet {
+	var manifests, roots []string
 	for _, in := range cfg.Integrations {
-		paths = append(paths, in.Manifest)
+		manifests = append(manifests, in.Manifest)
 	}
-	if configFile != "" {
-		paths = append(paths, configFile)
+	for _, md := range cfg.ManifestDirs {
+		roots = append(roots, md.Dir)
 	}
-	return proxy.ManifestDirs(paths)
+	return proxy.WatchSetFor(manifests, roots, configFile)
 }

@@ -262,3 +262,49 @@ func TestServeAuditsRefusedUnixPeers(t *testing.T) {
 	sig <- syscall.SIGTERM
 	<-done
 }
+
+// An editor's save (write a temporary file, rename it over the manifest)
+// reloads without SIGHUP, and the audit log sitting in the watched folder
+// does not: with it, every audit line would reload the policy, and every
+// reload's own line would trigger the next.
+func TestServeReloadsOnAnEditorsSaveButNotOnItsOwnAuditLines(t *testing.T) {
+	dir := t.TempDir()
+	writeManifest := func(version, hosts string) {
+		tmp := filepath.Join(dir, ".manifest.json.swp")
+		os.WriteFile(tmp, []byte(`{"manifest_version":1,"id":"com.test.weather","version":"`+version+`","network":{"connect":[`+hosts+`]}}`), 0o600)
+		os.Rename(tmp, filepath.Join(dir, "manifest.json"))
+	}
+	writeManifest("1.0.0", `"api.weather.example","old.weather.example"`)
+	cfg := filepath.Join(dir, "egressd.yaml")
+	auditFile := filepath.Join(dir, "audit.log")
+	os.WriteFile(cfg, []byte(`state_dir: `+filepath.Join(dir, "state")+`
+resolvers: ["127.0.0.1:9"]
+audit: {path: `+auditFile+`}
+integrations:
+  - manifest: manifest.json
+    listen: 127.0.0.1:0
+`), 0o600)
+	var stdout, stderr lockedBuffer
+	sig := make(chan os.Signal, 1)
+	done := make(chan int, 1)
+	go func() { done <- serve(context.Background(), []string{"--config", cfg}, &stdout, &stderr, sig) }()
+	listen := waitFor(t, &stderr, `serving com.test.weather on (127\.0\.0\.1:\d+)`)[1]
+	for range 3 { // audit lines in the watched folder
+		if r := connectReason(t, listen, "evil.example"); r != "not_allowlisted" {
+			t.Fatalf("before the edit: %s", r)
+		}
+	}
+	writeManifest("1.1.0", `"api.weather.example"`)
+	waitFor(t, &lockedFile{path: auditFile}, `"integration_version":"1.1.0","generation":\d+,"action":"loaded"`)
+	if r := connectReason(t, listen, "old.weather.example"); r != "not_allowlisted" {
+		t.Fatalf("after the edit: %s", r)
+	}
+	sig <- syscall.SIGTERM
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	data, _ := os.ReadFile(auditFile)
+	if n := strings.Count(string(data), `"event":"policy"`); n != 2 {
+		t.Fatalf("%d policy events, want 2 (start, the edit): the audit log reloaded the policy\n%s", n, data)
+	}
+}

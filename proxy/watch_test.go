@@ -1,0 +1,83 @@
+package proxy
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// An audit log or version memory beside the config file must not reload the
+// policy: each reload writes an audit line, which would trigger the next.
+func TestWatchIgnoresEgressdsOwnOutputBesideTheConfig(t *testing.T) {
+	dir := t.TempDir()
+	integ := filepath.Join(dir, "weather")
+	root := filepath.Join(dir, "integrations")
+	os.MkdirAll(integ, 0o755)
+	w := WatchSetFor([]string{integ}, []string{root}, filepath.Join(dir, "egressd.yaml"))
+	for _, tc := range []struct {
+		name string
+		op   fsnotify.Op
+		want bool
+	}{
+		{"egressd.yaml", fsnotify.Write, true},
+		{"egressd.yaml", fsnotify.Create, true}, // an editor's rename lands as a create
+		{"weather/manifest.json", fsnotify.Rename, true},
+		{"weather/voiceos.integration.json", fsnotify.Write, true},
+		{"integrations/new-app", fsnotify.Create, true},
+		{"integrations/old-app", fsnotify.Remove, true},
+		{"audit.log", fsnotify.Write, false},
+		{"audit.log.1", fsnotify.Create, false},
+		{"state/versions.json", fsnotify.Write, false},
+		{".egressd.yaml.swp", fsnotify.Write, false},
+		{"weather/audit.log", fsnotify.Write, false},
+		{"integrations/notes.txt", fsnotify.Write, false},
+	} {
+		if got := w.relevant(filepath.Join(dir, tc.name), tc.op); got != tc.want {
+			t.Errorf("%s %v: relevant = %v, want %v", tc.name, tc.op, got, tc.want)
+		}
+	}
+}
+
+// Editors save by writing a temporary file and renaming it over the
+// manifest; a new integration folder in a manifests root is a reload too.
+func TestWatchReloadsOnAnEditorsRenameAndANewFolder(t *testing.T) {
+	dir := t.TempDir()
+	integ := filepath.Join(dir, "weather")
+	root := filepath.Join(dir, "integrations")
+	os.MkdirAll(integ, 0o755)
+	os.MkdirAll(root, 0o755)
+	manifest := filepath.Join(integ, "manifest.json")
+	os.WriteFile(manifest, []byte("{}"), 0o600)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reloads := make(chan struct{}, 4)
+	w, err := NewWatcher(func() WatchSet { return WatchSetFor([]string{integ}, []string{root}, "") }, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go w.Run(ctx, func() { reloads <- struct{}{} })
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-reloads:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no reload after %s", what)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "audit.log"), []byte("line\n"), 0o600) // ignored
+	tmp := filepath.Join(integ, ".manifest.json.tmp")
+	os.WriteFile(tmp, []byte(`{"v":2}`), 0o600)
+	os.Rename(tmp, manifest)
+	wait("an editor's rename")
+	os.Mkdir(filepath.Join(root, "new-app"), 0o755)
+	wait("a new integration folder")
+	select {
+	case <-reloads:
+		t.Fatal("one change reloaded twice")
+	default:
+	}
+}
