@@ -3,87 +3,165 @@ package proxy
 import (
 	"io"
 	"net"
+	"runtime"
+	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// pump copies src to dst with splice(2), taking a pipe only while bytes
-// are waiting. Go's splice holds a pipe pair (two fds and its buffer) for
-// as long as a copy runs, idle or not: 10,000 idle tunnels would pin 40,000
-// pipe fds. pump instead waits for src to be readable without reading,
-// asks the kernel how many bytes are queued (SIOCINQ), and splices exactly
-// those, so an idle tunnel holds its two sockets and nothing else.
+// pump copies src to dst with splice(2), through a pipe it borrows only
+// while bytes are in it. Go's own splice (io.Copy between two TCPConns)
+// holds a pipe pair for as long as the copy runs, idle or not: 10,000 idle
+// tunnels would pin 40,000 pipe fds. pump hands its pipe back whenever src
+// has nothing queued, so an idle tunnel holds its two sockets and nothing
+// else.
 //
-// Both connections stay raw: the io.LimitedReader around src is the form
-// Go's splice path takes a byte budget in.
-func pump(dst *net.TCPConn, src net.Conn) (int64, error) {
-	raw, err := rawConn(src)
-	if err != nil || raw == nil {
+// Each wake-up costs what Go's splice costs: one splice that finds nothing
+// before parking, one that fills the pipe, and one (or more, under
+// back-pressure) that empties it into dst. Readiness is always judged by
+// trying the splice, never by having been woken, so the edge-triggered
+// netpoller cannot lose a FIN that arrived with the last bytes.
+//
+// Both connections stay raw *net.TCPConn or *net.UnixConn; nothing wraps
+// them, and the byte count is what splice moved.
+func pump(dst, src net.Conn) (int64, error) {
+	in, out := rawConn(src), rawConn(dst)
+	if in == nil || out == nil {
 		return io.Copy(dst, src)
 	}
 	var total int64
 	for {
-		avail, err := waitQueued(raw)
-		if err != nil {
+		p, n, err := fill(in)
+		if err != nil || n == 0 { // n == 0: src closed its side
 			return total, err
 		}
-		if avail == 0 { // readable with nothing queued: the peer closed
-			n, err := io.Copy(dst, src)
-			return total + n, err
-		}
-		n, err := io.Copy(dst, &io.LimitedReader{R: src, N: int64(avail)})
-		total += n
+		written, err := p.drain(out, n)
+		total += int64(written)
 		if err != nil {
+			p.close() // it may still hold bytes
 			return total, err
 		}
+		pipes.Put(p)
 	}
 }
 
-type syscallConn = interface {
-	Read(func(fd uintptr) bool) error
-}
-
-func rawConn(c net.Conn) (syscallConn, error) {
+func rawConn(c net.Conn) syscall.RawConn {
+	var raw syscall.RawConn
 	switch c := c.(type) {
 	case *net.TCPConn:
-		return c.SyscallConn()
+		raw, _ = c.SyscallConn()
 	case *net.UnixConn:
-		return c.SyscallConn()
+		raw, _ = c.SyscallConn()
 	}
-	return nil, nil
+	return raw
 }
 
-// waitQueued blocks, in the runtime's poller and without reading, until src
-// is readable, and returns how many bytes are queued on it; 0 means the
-// peer closed. The netpoller is edge-triggered, so readiness is judged by
-// asking the socket (a peek), not by having been woken: a FIN or reset that
-// arrived with the last bytes wakes no one again.
-func waitQueued(raw syscallConn) (int, error) {
-	var avail int
-	var sockErr error
-	peek := make([]byte, 1)
-	err := raw.Read(func(fd uintptr) bool {
-		var err error
-		if avail, err = unix.IoctlGetInt(int(fd), unix.SIOCINQ); err != nil {
-			sockErr = err
-			return true
+// maxSplice is how much one splice moves at most: a full pipe.
+const maxSplice = 1 << 20
+
+// fill waits, in the runtime's poller, until src has bytes or has closed,
+// and splices what is queued into a borrowed pipe. While it waits it holds
+// no pipe. It returns the pipe and how many bytes it holds; 0 means src
+// closed.
+func fill(src syscall.RawConn) (*pipe, int, error) {
+	var p *pipe
+	var n int
+	var sysErr error
+	err := src.Read(func(fd uintptr) bool {
+		if p == nil {
+			if p, sysErr = getPipe(); sysErr != nil {
+				return true
+			}
 		}
-		if avail > 0 {
-			return true
+		for {
+			n, sysErr = splice(int(fd), p.w, maxSplice)
+			if sysErr != unix.EINTR {
+				break
+			}
 		}
-		n, _, err := unix.Recvfrom(int(fd), peek, unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		switch {
-		case err == unix.EAGAIN || err == unix.EINTR:
-			return false // nothing yet: wait for readability
-		case err != nil:
-			sockErr = err // a reset
-		case n > 0:
-			avail = n // data arrived between the two calls
+		if sysErr == unix.EAGAIN {
+			pipes.Put(p) // idle: wait without a pipe
+			p = nil
+			return false
 		}
-		return true // n == 0: the peer closed
+		return true
 	})
-	if err != nil {
-		return 0, err
+	if err == nil {
+		err = sysErr
 	}
-	return avail, sockErr
+	if (err != nil || n == 0) && p != nil {
+		pipes.Put(p) // a failed or empty splice leaves the pipe empty
+		p = nil
+	}
+	return p, n, err
+}
+
+// drain splices the n bytes in p into dst, waiting in the poller while
+// dst's send buffer is full.
+func (p *pipe) drain(dst syscall.RawConn, n int) (int, error) {
+	written := 0
+	var sysErr error
+	err := dst.Write(func(fd uintptr) bool {
+		for written < n {
+			m, err := splice(p.r, int(fd), n-written)
+			switch {
+			case m > 0:
+				written += m
+			case err == unix.EINTR:
+			case err == unix.EAGAIN:
+				return false
+			default:
+				sysErr = err
+				if err == nil { // cannot happen: the pipe holds n-written bytes
+					sysErr = io.ErrUnexpectedEOF
+				}
+				return true
+			}
+		}
+		return true
+	})
+	if err == nil {
+		err = sysErr
+	}
+	return written, err
+}
+
+func splice(from, to, max int) (int, error) {
+	n, err := unix.Splice(from, nil, to, nil, max, unix.SPLICE_F_NONBLOCK|unix.SPLICE_F_MOVE)
+	return int(n), err
+}
+
+// pipe is a pipe pair for splicing; pipes holds the empty ones.
+type pipe struct {
+	r, w    int
+	cleanup runtime.Cleanup
+}
+
+var pipes sync.Pool
+
+func getPipe() (*pipe, error) {
+	if p, ok := pipes.Get().(*pipe); ok {
+		return p, nil
+	}
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		return nil, err
+	}
+	// A 1 MiB pipe (the default pipe-max-size) moves a fast transfer in
+	// few calls; the kernel may refuse it to an unprivileged user past
+	// its pipe quota, and a smaller pipe still works.
+	unix.FcntlInt(uintptr(fds[0]), unix.F_SETPIPE_SZ, maxSplice)
+	p := &pipe{r: fds[0], w: fds[1]}
+	// The pool drops idle pipes at garbage collection; close their fds then.
+	p.cleanup = runtime.AddCleanup(p, func(fds [2]int) { unix.Close(fds[0]); unix.Close(fds[1]) }, fds)
+	return p, nil
+}
+
+// close discards a pipe that may hold bytes, instead of pooling it.
+func (p *pipe) close() {
+	p.cleanup.Stop()
+	unix.Close(p.r)
+	unix.Close(p.w)
+	p.r, p.w = -1, -1
 }

@@ -8,4 +8,4 @@ import (
 )
 
 // pump is a plain copy where splice does not exist.
-func pump(dst *net.TCPConn, src net.Conn) (int64, error) { return io.Copy(dst, src) }
+func pump(dst, src net.Conn) (int64, error) { return io.Copy(dst, src) }

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -48,13 +47,7 @@ func (t *tunnel) run(replay []byte) (up, down int64) {
 	}
 	done := make(chan int64, 1)
 	go func() {
-		var n int64
-		var err error
-		if c, ok := t.client.(*net.TCPConn); ok {
-			n, err = pump(c, t.upstream)
-		} else {
-			n, err = io.Copy(t.client, t.upstream) // a unix client: TCPConn.WriteTo splices to it
-		}
+		n, err := pump(t.client, t.upstream)
 		t.finishDirection(t.client, err)
 		done <- n
 	}()
