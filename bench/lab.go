@@ -116,16 +116,13 @@ func rawOrigin(c net.Conn, source bool) {
 		return
 	}
 	if source {
-		io.CopyN(c, zeros{}, n)
+		send(c, n)
 		return
 	}
-	io.CopyN(io.Discard, c, n)
-	c.Write([]byte{1})
+	if sink(c, n) == nil {
+		c.Write([]byte{1})
+	}
 }
-
-type zeros struct{}
-
-func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
 func port(a net.Addr) uint16 { return uint16(a.(*net.TCPAddr).Port) }
 

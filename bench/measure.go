@@ -24,7 +24,7 @@ type peerResult struct {
 	connsPerSec                  []float64
 	upMBs, downMBs               []float64
 	cpuPerGiB                    []float64 // proxy CPU seconds per GiB moved
-	cpuPerConn                   []time.Duration
+	cpuPerConn, kernelPerConn    []time.Duration
 	idleKiB                      []float64
 }
 
@@ -52,7 +52,7 @@ func measure(l *lab, p peer, sz sizes, r *peerResult) error {
 		pid = cmd.Process.Pid
 	}
 	for _, c := range []int{1, 32} {
-		cpu0 := cpuTime(pid)
+		user0, sys0 := cpuTimes(pid)
 		lat, phase, elapsed, err := handshakes(l, p, proxyAddr, sz.handshakes, c)
 		if err != nil {
 			return err
@@ -62,7 +62,9 @@ func measure(l *lab, p peer, sz sizes, r *peerResult) error {
 			r.p50c1, r.p99c1 = append(r.p50c1, p50), append(r.p99c1, p99)
 			r.connectPhase = append(r.connectPhase, percentile(phase, 50))
 			if pid != 0 {
-				r.cpuPerConn = append(r.cpuPerConn, (cpuTime(pid)-cpu0)/time.Duration(sz.handshakes))
+				user, sys := cpuTimes(pid)
+				r.cpuPerConn = append(r.cpuPerConn, (user+sys-user0-sys0)/time.Duration(sz.handshakes))
+				r.kernelPerConn = append(r.kernelPerConn, (sys-sys0)/time.Duration(sz.handshakes))
 			}
 		} else {
 			r.p50c32, r.p99c32 = append(r.p50c32, p50), append(r.p99c32, p99)
@@ -196,11 +198,11 @@ func bulk(l *lab, p peer, proxyAddr string, n int64, down bool) (float64, error)
 	c.Write(clientHello())
 	binary.Write(c, binary.BigEndian, n)
 	if down {
-		if _, err := io.CopyN(io.Discard, c, n); err != nil {
+		if err := sink(c, n); err != nil {
 			return 0, err
 		}
 	} else {
-		if _, err := io.CopyN(c, zeros{}, n); err != nil {
+		if err := send(c, n); err != nil {
 			return 0, err
 		}
 		if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
@@ -283,17 +285,55 @@ func clientHello() []byte { return helloOnce() }
 // exit), in 10 ms ticks: rounds of hundreds of connections keep the figure
 // within a few per cent.
 func cpuTime(pid int) time.Duration {
+	user, sys := cpuTimes(pid)
+	return user + sys
+}
+
+// cpuTimes is cpuTime split into user and kernel time.
+func cpuTimes(pid int) (user, sys time.Duration) {
 	if pid == 0 {
-		return 0
+		return 0, 0
 	}
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ is 100
+	const tick = 10 * time.Millisecond // USER_HZ is 100
+	return time.Duration(ut) * tick, time.Duration(st) * tick
+}
+
+// bulkBuffer is what the client and origin move per call in the raw
+// transfers: large, so that they spend as little CPU as they can and the
+// figure is bound by the proxy, which shares this machine's cores with them.
+const bulkBuffer = 256 << 10
+
+// send writes n zero bytes to w.
+func send(w io.Writer, n int64) error {
+	buf := make([]byte, bulkBuffer)
+	for n > 0 {
+		m, err := w.Write(buf[:min(int64(len(buf)), n)])
+		if err != nil {
+			return err
+		}
+		n -= int64(m)
+	}
+	return nil
+}
+
+// sink reads and drops n bytes from r.
+func sink(r io.Reader, n int64) error {
+	buf := make([]byte, bulkBuffer)
+	for n > 0 {
+		m, err := r.Read(buf[:min(int64(len(buf)), n)])
+		n -= int64(m)
+		if err != nil && n > 0 {
+			return err
+		}
+	}
+	return nil
 }
 
 func rssKiB(pid int) int64 {

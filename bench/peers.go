@@ -21,6 +21,9 @@ type peer struct {
 	// target is the CONNECT target for an origin port ("" for direct).
 	target func(port uint16) string
 	note   string
+	// reference marks a floor that nobody deploys (the bare relay): it is
+	// left out of "best peer".
+	reference bool
 }
 
 func (p peer) direct() bool { return p.start == nil }
@@ -40,6 +43,11 @@ func availablePeers(l *lab, work, only string) []peer {
 	floor := buildGo(work, "goproxy-floor", "./bench/floor")
 	peers = append(peers, peer{name: "goproxy", target: byName, note: "goproxy accepting every CONNECT: the library floor", start: func(addr string) (*exec.Cmd, error) {
 		cmd := exec.Command(floor, addr)
+		cmd.Env = append(os.Environ(), "BENCH_HOST="+originHost+"=127.0.0.2")
+		return cmd, cmd.Start()
+	}})
+	peers = append(peers, peer{name: "relay", target: byName, reference: true, note: "a bare Go CONNECT relay (read the head, dial, 200, io.Copy both ways): what this machine's kernel allows any proxy", start: func(addr string) (*exec.Cmd, error) {
+		cmd := exec.Command(floor, "-relay", addr)
 		cmd.Env = append(os.Environ(), "BENCH_HOST="+originHost+"=127.0.0.2")
 		return cmd, cmd.Start()
 	}})
