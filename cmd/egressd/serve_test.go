@@ -58,7 +58,7 @@ func TestServeReloadAndDrainAsTheUnitRunsIt(t *testing.T) {
 	manifests := filepath.Join(dir, "weather")
 	os.MkdirAll(manifests, 0o755)
 	writeManifest := func(version, hosts string) {
-		os.WriteFile(filepath.Join(manifests, "manifest.json"), []byte(`{"manifest_version":1,"id":"com.test.weather","version":"`+version+`","network":{"connect":[`+hosts+`]}}`), 0o600)
+		os.WriteFile(filepath.Join(manifests, "manifest.json"), weatherManifest(version, hosts), 0o600)
 	}
 	writeManifest("1.0.0", `"api.weather.example","old.weather.example"`)
 	cfg := filepath.Join(dir, "egressd.yaml")
@@ -73,13 +73,9 @@ integrations:
     listen: 127.0.0.1:0
 `), 0o600)
 
-	var stdout, stderr lockedBuffer
-	sig := make(chan os.Signal, 1)
-	done := make(chan int, 1)
-	go func() { done <- serve(context.Background(), []string{"--config", cfg}, &stdout, &stderr, sig) }()
-
-	listen := waitFor(t, &stderr, `serving com.test.weather on (127\.0\.0\.1:\d+)`)[1]
-	admin := waitFor(t, &stderr, `admin on (127\.0\.0\.1:\d+)`)[1]
+	sv := startServe(t, "--config", cfg)
+	listen, sig := sv.listen, sv.sig
+	admin := waitFor(t, &sv.stderr, `admin on (127\.0\.0\.1:\d+)`)[1]
 	ready := func() int {
 		resp, err := http.Get("http://" + admin + "/readyz")
 		if err != nil {
@@ -112,15 +108,7 @@ integrations:
 		t.Fatalf("widening applied without approval: %s", r)
 	}
 
-	sig <- syscall.SIGTERM
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop on SIGTERM")
-	}
+	sv.stop(t)
 	data, _ := os.ReadFile(auditFile)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	var last map[string]any
@@ -271,7 +259,7 @@ func TestServeReloadsOnAnEditorsSaveButNotOnItsOwnAuditLines(t *testing.T) {
 	dir := t.TempDir()
 	writeManifest := func(version, hosts string) {
 		tmp := filepath.Join(dir, ".manifest.json.swp")
-		os.WriteFile(tmp, []byte(`{"manifest_version":1,"id":"com.test.weather","version":"`+version+`","network":{"connect":[`+hosts+`]}}`), 0o600)
+		os.WriteFile(tmp, weatherManifest(version, hosts), 0o600)
 		os.Rename(tmp, filepath.Join(dir, "manifest.json"))
 	}
 	writeManifest("1.0.0", `"api.weather.example","old.weather.example"`)
@@ -284,11 +272,8 @@ integrations:
   - manifest: manifest.json
     listen: 127.0.0.1:0
 `), 0o600)
-	var stdout, stderr lockedBuffer
-	sig := make(chan os.Signal, 1)
-	done := make(chan int, 1)
-	go func() { done <- serve(context.Background(), []string{"--config", cfg}, &stdout, &stderr, sig) }()
-	listen := waitFor(t, &stderr, `serving com.test.weather on (127\.0\.0\.1:\d+)`)[1]
+	sv := startServe(t, "--config", cfg)
+	listen := sv.listen
 	for range 3 { // audit lines in the watched folder
 		if r := connectReason(t, listen, "evil.example"); r != "not_allowlisted" {
 			t.Fatalf("before the edit: %s", r)
@@ -299,12 +284,47 @@ integrations:
 	if r := connectReason(t, listen, "old.weather.example"); r != "not_allowlisted" {
 		t.Fatalf("after the edit: %s", r)
 	}
-	sig <- syscall.SIGTERM
-	if code := <-done; code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
+	sv.stop(t)
 	data, _ := os.ReadFile(auditFile)
 	if n := strings.Count(string(data), `"event":"policy"`); n != 2 {
 		t.Fatalf("%d policy events, want 2 (start, the edit): the audit log reloaded the policy\n%s", n, data)
+	}
+}
+
+// weatherManifest is the test integration's Sollar manifest at version,
+// allowing hosts (quoted JSON strings, comma-separated).
+func weatherManifest(version, hosts string) []byte {
+	return []byte(`{"manifest_version":1,"id":"com.test.weather","version":"` + version + `","network":{"connect":[` + hosts + `]}}`)
+}
+
+// served is an "egressd serve" running in the test, serving
+// com.test.weather.
+type served struct {
+	listen string
+	stderr lockedBuffer
+	sig    chan os.Signal
+	done   chan int
+}
+
+func startServe(t *testing.T, args ...string) *served {
+	t.Helper()
+	sv := &served{sig: make(chan os.Signal, 1), done: make(chan int, 1)}
+	var stdout lockedBuffer
+	go func() { sv.done <- serve(context.Background(), args, &stdout, &sv.stderr, sv.sig) }()
+	sv.listen = waitFor(t, &sv.stderr, `serving com.test.weather on (127\.0\.0\.1:\d+)`)[1]
+	return sv
+}
+
+// stop sends SIGTERM and requires a clean exit.
+func (sv *served) stop(t *testing.T) {
+	t.Helper()
+	sv.sig <- syscall.SIGTERM
+	select {
+	case code := <-sv.done:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, sv.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop on SIGTERM")
 	}
 }
