@@ -17,11 +17,11 @@ import (
 // has nothing queued, so an idle tunnel holds its two sockets and nothing
 // else.
 //
-// Each wake-up costs what Go's splice costs: one splice that finds nothing
-// before parking, one that fills the pipe, and one (or more, under
-// back-pressure) that empties it into dst. Readiness is always judged by
-// trying the splice, never by having been woken, so the edge-triggered
-// netpoller cannot lose a FIN that arrived with the last bytes.
+// A wake-up costs what Go's splice costs: one splice that fills the pipe,
+// one (or more, under back-pressure) that empties it into dst, and one
+// that finds nothing before parking. Readiness is always judged by asking
+// the socket, never by having been woken, so the edge-triggered netpoller
+// cannot lose a FIN that arrived with the last bytes.
 //
 // Both connections stay raw *net.TCPConn or *net.UnixConn; nothing wraps
 // them, and the byte count is what splice moved.
@@ -31,8 +31,8 @@ func pump(dst, src net.Conn) (int64, error) {
 		return io.Copy(dst, src)
 	}
 	var total int64
-	for {
-		p, n, err := fill(in)
+	for cold := true; ; cold = false {
+		p, n, err := fill(in, cold)
 		if err != nil || n == 0 { // n == 0: src closed its side
 			return total, err
 		}
@@ -64,11 +64,23 @@ const maxSplice = 1 << 20
 // and splices what is queued into a borrowed pipe. While it waits it holds
 // no pipe. It returns the pipe and how many bytes it holds; 0 means src
 // closed.
-func fill(src syscall.RawConn) (*pipe, int, error) {
+//
+// A cold src (a tunnel that has not moved a byte yet) is asked whether
+// anything is queued before a pipe is taken: thousands of tunnels opening
+// at once would otherwise each take a pipe only to find nothing, faster
+// than the collector closes the spares. After a wake-up, or after bytes
+// moved, more bytes are likely and the splice itself is the question.
+func fill(src syscall.RawConn, cold bool) (*pipe, int, error) {
 	var p *pipe
 	var n int
 	var sysErr error
 	err := src.Read(func(fd uintptr) bool {
+		if cold {
+			cold = false
+			if !queuedOrClosed(int(fd)) {
+				return false
+			}
+		}
 		if p == nil {
 			if p, sysErr = getPipe(); sysErr != nil {
 				return true
@@ -95,6 +107,17 @@ func fill(src syscall.RawConn) (*pipe, int, error) {
 		p = nil
 	}
 	return p, n, err
+}
+
+// queuedOrClosed reports whether the socket has bytes queued, has closed
+// or has failed: anything a splice would not answer with EAGAIN.
+func queuedOrClosed(fd int) bool {
+	if n, err := unix.IoctlGetInt(fd, unix.SIOCINQ); err != nil || n > 0 {
+		return true
+	}
+	var b [1]byte
+	_, _, err := unix.Recvfrom(fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	return err != unix.EAGAIN && err != unix.EINTR // a peeked byte, the close (0) or an error
 }
 
 // drain splices the n bytes in p into dst, waiting in the poller while
