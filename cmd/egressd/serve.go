@@ -105,7 +105,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		go admin.serve(d)
 		defer admin.close()
 	}
-	if w, err := proxy.NewWatcher(func() proxy.WatchSet { return watchSet(d.Config(), f.config) }, 250*time.Millisecond); err != nil {
+	if w, err := proxy.NewWatcher(func() proxy.WatchSet { return watchSet(d.Config(), f.config) }, reloadSettle); err != nil {
 		fmt.Fprintf(stderr, "egressd: warning: manifest changes are not watched (%v); SIGHUP still reloads\n", err)
 	} else {
 		go w.Run(ctx, func() { d.Reload(ctx) })
@@ -328,6 +328,10 @@ func (a *adminServer) serve(d *proxy.Daemon) {
 }
 
 func (a *adminServer) close() { a.ln.Close() }
+
+// reloadSettle is how long watched files must stay quiet before a reload:
+// editors and deploy tools write in bursts.
+var reloadSettle = 250 * time.Millisecond
 
 func watchSet(cfg policy.Config, configFile string) proxy.WatchSet {
 	var manifests, roots []string

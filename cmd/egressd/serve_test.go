@@ -256,6 +256,10 @@ func TestServeAuditsRefusedUnixPeers(t *testing.T) {
 // does not: with it, every audit line would reload the policy, and every
 // reload's own line would trigger the next.
 func TestServeReloadsOnAnEditorsSaveButNotOnItsOwnAuditLines(t *testing.T) {
+	// A short settle makes a self-triggered reload happen within the test
+	// instead of a quarter second after it.
+	defer func(d time.Duration) { reloadSettle = d }(reloadSettle)
+	reloadSettle = time.Millisecond
 	dir := t.TempDir()
 	writeManifest := func(version, hosts string) {
 		tmp := filepath.Join(dir, ".manifest.json.swp")
