@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 
@@ -9,13 +8,8 @@ import (
 )
 
 func runApprove(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("approve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("approve", "usage: egressd approve [--state DIR] ID VERSION\n\nApproves a manifest version whose network list adds entries. A running\n\"egressd serve\" applies it on its next reload (SIGHUP).", stderr)
 	state := fs.String("state", policy.DefaultStateDir(), "version memory directory")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: egressd approve [--state DIR] ID VERSION\n\nApproves a manifest version whose network list adds entries. A running\n\"egressd serve\" applies it on its next reload (SIGHUP).")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,14 +29,9 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 }
 
 func runAuditVerify(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("audit verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("audit verify", "usage: egressd audit verify [--key FILE] [--checkpoints FILE] FILE...\n\nChecks the hash chain across the files, oldest first. Exit 0 intact, 1 broken.", stderr)
 	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain")
 	ckptFile := fs.String("checkpoints", "", "a file of checkpoint lines (e.g. egressd's captured stderr) to cross-check")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: egressd audit verify [--key FILE] [--checkpoints FILE] FILE...\n\nChecks the hash chain across the files, oldest first. Exit 0 intact, 1 broken.")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
 		if err == nil {
 			fs.Usage()
@@ -88,15 +82,10 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 }
 
 func runAuditReport(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("audit report", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("audit report", "usage: egressd audit report [--manifest PATH]... [--format text|json|html] FILE...", stderr)
 	var manifests multiFlag
 	fs.Var(&manifests, "manifest", "an integration's manifest (file or folder), repeatable; default: the paths recorded in the log")
 	format := fs.String("format", "text", "text, json or html")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: egressd audit report [--manifest PATH]... [--format text|json|html] FILE...")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
 		if err == nil {
 			fs.Usage()
@@ -152,14 +141,9 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 }
 
 func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("audit suggest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("audit suggest", "usage: egressd audit suggest [--format voiceos|sollar] [--integration ID] FILE...\n\nPrints the minimal network permission covering what the log observed.", stderr)
 	format := fs.String("format", "voiceos", "voiceos (a permissions[] element) or sollar (the network member)")
 	integration := fs.String("integration", "", "the integration id, when the log holds several")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: egressd audit suggest [--format voiceos|sollar] [--integration ID] FILE...\n\nPrints the minimal network permission covering what the log observed.")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
 		if err == nil {
 			fs.Usage()

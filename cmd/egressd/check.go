@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -26,14 +25,9 @@ type checkReport struct {
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("check", "usage: egressd check [--json] [--config FILE] PATH...\n\nPATH is a manifest file or the integration folder that holds it.", stderr)
 	asJSON := fs.Bool("json", false, "print a JSON array of results")
 	config := fs.String("config", "", "also validate this operator config file")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: egressd check [--json] [--config FILE] PATH...\n\nPATH is a manifest file or the integration folder that holds it.")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -47,9 +41,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		cfg, err := policy.LoadConfig(*config)
 		if err != nil {
 			code = exitFail
-			for _, line := range configProblems(err) {
-				fmt.Fprintf(stdout, "%s: %s\n", *config, line)
-			}
+			printConfigError(stdout, *config, err)
 		} else {
 			rules = &cfg.Rules
 			if !*asJSON {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -11,14 +10,9 @@ import (
 )
 
 func runExplain(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("explain", "usage: egressd explain --manifest PATH [--config FILE] HOST[:PORT]\n\nShows the decision for one CONNECT target. It does not resolve DNS.", stderr)
 	manifest := fs.String("manifest", "", "the integration's manifest file or folder (required)")
 	config := fs.String("config", "", "operator config: its deny rules and this integration's exemptions apply")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: egressd explain --manifest PATH [--config FILE] HOST[:PORT]\n\nShows the decision for one CONNECT target. It does not resolve DNS.")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -30,9 +24,7 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	if *config != "" {
 		var err error
 		if cfg, err = policy.LoadConfig(*config); err != nil {
-			for _, line := range configProblems(err) {
-				fmt.Fprintf(stderr, "%s: %s\n", *config, line)
-			}
+			printConfigError(stderr, *config, err)
 			return exitUsage
 		}
 	}

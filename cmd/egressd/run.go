@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -37,8 +36,7 @@ type runFlags struct {
 
 func runRun(args []string, stdout, stderr io.Writer) int {
 	var f runFlags
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("run", "usage: egressd run [--manifest PATH | DIR] [flags] [-- COMMAND ARGS...]\n\nRuns the integration's program (the manifest's local-mcp runtime, or COMMAND) in\nits own namespaces, where the egress proxy is its only way out. stdin, stdout and\nstderr pass through; its exit status becomes egressd's.", stderr)
 	fs.StringVar(&f.manifest, "manifest", "", "the integration's manifest file or folder")
 	fs.StringVar(&f.config, "config", "", "operator config: its limits, timeouts, denials, resolvers, audit key and env_passthrough apply (its integrations do not)")
 	fs.StringVar(&f.auditLog, "audit-log", "", "audit log file (default STATE/audit/ID.PID.log; never stdout, which is the program's)")
@@ -50,10 +48,6 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&f.allowPorts, "allow-port", "exemption: a port besides 443, repeatable (also captured transparently)")
 	fs.Var(&f.envPassthrough, "env", "a launcher variable to pass to the program besides the manifest's, repeatable")
 	fs.BoolVar(&f.insecureEnvOnly, "insecure-env-only", false, "no sandbox: only set the proxy variables, which the program may ignore")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: egressd run [--manifest PATH | DIR] [flags] [-- COMMAND ARGS...]\n\nRuns the integration's program (the manifest's local-mcp runtime, or COMMAND) in\nits own namespaces, where the egress proxy is its only way out. stdin, stdout and\nstderr pass through; its exit status becomes egressd's.")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -46,8 +45,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 // reloads. Tests drive it through sig.
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-chan os.Signal) int {
 	var f serveFlags
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("serve", "usage: egressd serve [--config FILE | --manifest PATH [--listen ADDR]] [flags]\n\nWith no flags, serves the embedded example integration on "+configs.DefaultListen+", auditing to stdout.", stderr)
 	fs.StringVar(&f.config, "config", "", "operator config file (YAML)")
 	fs.StringVar(&f.manifest, "manifest", "", "serve one integration: its manifest file or folder (the sidecar shape)")
 	fs.StringVar(&f.listen, "listen", configs.DefaultListen, "with --manifest: host:port or unix:/path.sock")
@@ -58,10 +56,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 	fs.Var(&f.resolvers, "resolver", "upstream DNS server host:port, repeatable (config: resolvers; default /etc/resolv.conf)")
 	fs.Var(&f.allowPrivate, "allow-private", "dev/test exemption: a CIDR inside the denied ranges, repeatable (config: integrations[].allow_private)")
 	fs.Var(&f.allowPorts, "allow-port", "exemption: a port besides 443, repeatable (config: integrations[].allow_ports)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: egressd serve [--config FILE | --manifest PATH [--listen ADDR]] [flags]\n\nWith no flags, serves the embedded example integration on "+configs.DefaultListen+", auditing to stdout.")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return exitUsage
 	}
