@@ -3,9 +3,8 @@ package allowlist
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+	"sort"
 	"strconv"
 )
 
@@ -38,6 +37,17 @@ func (f fields) at(key string) string {
 }
 
 func (f fields) has(key string) bool { _, ok := f.m[key]; return ok }
+
+// keys returns the object's keys in sorted order, so problems come out in
+// the same order every time.
+func (f fields) keys() []string {
+	out := make([]string, 0, len(f.m))
+	for k := range f.m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
 
 // requiredString returns the string at key, reporting a missing or mistyped one.
 func (f fields) requiredString(key string) (string, bool) {
@@ -112,68 +122,3 @@ func (f fields) literalOne(key string) {
 }
 
 func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
-
-// checkDuplicateKeys walks the document and returns the path of the first
-// object key that appears twice in the same object, or "" if none does.
-func checkDuplicateKeys(data []byte) (string, error) {
-	var syntax json.RawMessage
-	if err := json.Unmarshal(data, &syntax); err != nil {
-		return "", err
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	path, err := dupValue(dec, "", 0)
-	if path != "" || err != nil {
-		return path, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return "", errors.New("data after the top-level value")
-	}
-	return path, nil
-}
-
-// maxDepth bounds nesting so a hostile document cannot grow the stack.
-const maxDepth = 64
-
-func dupValue(dec *json.Decoder, path string, depth int) (string, error) {
-	if depth > maxDepth {
-		return "", fmt.Errorf("nested deeper than %d levels", maxDepth)
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		return "", err
-	}
-	switch tok {
-	case json.Delim('{'):
-		seen := map[string]bool{}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return "", err
-			}
-			key, _ := kt.(string)
-			child := key
-			if path != "" {
-				child = path + "." + key
-			}
-			if seen[key] {
-				return child, nil
-			}
-			seen[key] = true
-			if p, err := dupValue(dec, child, depth+1); p != "" || err != nil {
-				return p, err
-			}
-		}
-		_, err = dec.Token()
-		return "", err
-	case json.Delim('['):
-		for i := 0; dec.More(); i++ {
-			if p, err := dupValue(dec, index(path, i), depth+1); p != "" || err != nil {
-				return p, err
-			}
-		}
-		_, err = dec.Token()
-		return "", err
-	}
-	return "", nil
-}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -110,11 +111,11 @@ func CompareVersions(a, b string) int { return semver.Compare("v"+a, "v"+b) }
 // it found either way.
 func Parse(name string, data []byte, rules *Rules) (*Manifest, Problems) {
 	var ps Problems
-	if dup, err := checkDuplicateKeys(data); err != nil {
-		ps.errorf("", "not valid JSON: "+err.Error())
+	if dup, msg, err := checkDuplicateKeys(data); err != nil {
+		ps.errorf("", err.Error())
 		return nil, ps
 	} else if dup != "" {
-		ps.errorf(dup, "key appears twice; tools disagree on which one counts")
+		ps.errorf(dup, msg)
 		return nil, ps
 	}
 	top, ok := objectAt(data, "", &ps)
@@ -128,26 +129,61 @@ func Parse(name string, data []byte, rules *Rules) (*Manifest, Problems) {
 	case Sollar:
 		parseSollar(top, m, rules)
 	default:
-		ps.errorf("", fmt.Sprintf("not a manifest egressd knows: expected %s (schemaVersion) or %s (manifest_version)", VoiceOSFile, SollarFile))
+		if top.has("schemaVersion") && top.has("manifest_version") {
+			ps.errorf("", fmt.Sprintf("carries both schemaVersion (%s) and manifest_version (%s); name the file for its format", VoiceOSFile, SollarFile))
+		} else {
+			ps.errorf("", fmt.Sprintf("not a manifest egressd knows: expected %s (schemaVersion) or %s (manifest_version)", VoiceOSFile, SollarFile))
+		}
 	}
+	refuseOtherFormatKeys(name, top, m.Format)
 	if ps.HasErrors() {
 		return nil, ps
 	}
 	return m, ps
 }
 
+// detectFormat picks the format by the file name. Only a file named
+// neither way is read by its content, and then only when the content names
+// one format: a manifest must mean one thing to every tool that reads it.
 func detectFormat(name string, top fields) Format {
-	switch {
-	case strings.HasSuffix(name, VoiceOSFile):
+	switch filepath.Base(name) {
+	case VoiceOSFile:
 		return VoiceOS
-	case strings.HasSuffix(name, SollarFile) && !top.has("schemaVersion"):
+	case SollarFile:
 		return Sollar
-	case top.has("schemaVersion"):
+	}
+	voiceos, sollar := top.has("schemaVersion"), top.has("manifest_version")
+	switch {
+	case voiceos && !sollar:
 		return VoiceOS
-	case top.has("manifest_version"):
+	case sollar && !voiceos:
 		return Sollar
 	}
 	return Unknown
+}
+
+// networkKeys are the top-level keys under which each format lists hosts.
+var networkKeys = map[Format]string{VoiceOS: "permissions", Sollar: "network"}
+
+// refuseOtherFormatKeys reports the other format's network key, in any
+// case: a store showing that list would show hosts egressd never reads.
+func refuseOtherFormatKeys(name string, top fields, f Format) {
+	if f == Unknown {
+		return
+	}
+	other := Sollar
+	if f == Sollar {
+		other = VoiceOS
+	}
+	file := "manifest"
+	if base := filepath.Base(name); base == VoiceOSFile || base == SollarFile {
+		file = base
+	}
+	for _, k := range top.keys() {
+		if strings.EqualFold(k, networkKeys[other]) {
+			top.ps.errorf(k, fmt.Sprintf("a %s network key in a %s %s; the file name decides the format, and %s lists hosts in %s", other, f, file, f, f.EntriesKey()))
+		}
+	}
 }
 
 // parseIdentity checks the id and version every format has.

@@ -85,7 +85,7 @@ func TestManifestProblems(t *testing.T) {
 		{"unknown_key_in_network_permission", VoiceOSFile, voiceos(`[{"kind":"network","domains":[],"ports":[80]}]`),
 			[]string{`permissions[0].ports: unknown key (allowed: [kind domains])`}, false},
 		{"case_folded_key_confusion", VoiceOSFile, voiceos(`[{"kind":"network","domains":["a.example.com"],"DOMAINS":["evil.example"]}]`),
-			[]string{`permissions[0].DOMAINS: unknown key (allowed: [kind domains])`}, false},
+			[]string{`permissions[0].DOMAINS: key differs from "domains" only in case; tools disagree on which one counts`}, false},
 		{"duplicate_key_confusion", VoiceOSFile, voiceos(`[{"kind":"network","domains":["a.example.com"],"domains":["evil.example"]}]`),
 			[]string{`permissions[0].domains: key appears twice; tools disagree on which one counts`}, false},
 		{"permissions_wrong_type", VoiceOSFile, voiceos(`{"kind":"network"}`),
@@ -110,8 +110,8 @@ func TestManifestProblems(t *testing.T) {
 			[]string{`network.connect[0]: a wildcard alone would allow every host; list the hosts you need ("*")`}, false},
 		{"sollar_without_network_means_no_egress", SollarFile, `{"manifest_version":1,"id":"com.acme.erp","version":"2.4.1"}`, nil, true},
 		{"detected_by_content", "whatever.json", `{"manifest_version":1,"id":"com.acme.erp","version":"2.4.1","network":{"connect":["erp.acme.example"]}}`, nil, true},
-		{"not_json", SollarFile, `{"manifest_version":1,`, []string{`not valid JSON: unexpected end of JSON input`}, false},
-		{"trailing_garbage", SollarFile, `{"manifest_version":1,"id":"com.acme.erp","version":"2.4.1"} {}`, []string{`not valid JSON: invalid character '{' after top-level value`}, false},
+		{"not_json", SollarFile, `{"manifest_version":1,`, []string{`not valid JSON at line 1, column 23: unexpected end of JSON input`}, false},
+		{"trailing_garbage", SollarFile, `{"manifest_version":1,"id":"com.acme.erp","version":"2.4.1"} {}`, []string{`not valid JSON at line 1, column 62: invalid character '{' after top-level value`}, false},
 		{"unknown_format", "x.json", `{"name":"x"}`, []string{`not a manifest egressd knows: expected voiceos.integration.json (schemaVersion) or manifest.json (manifest_version)`}, false},
 	}
 	for _, tc := range cases {
