@@ -3,10 +3,11 @@ package allowlist
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/egressd/egressd/internal/safefile"
 )
 
 // maxManifestBytes bounds how much of a manifest is read. Real manifests are
@@ -58,18 +59,6 @@ func Load(path string, rules *Rules) (m *Manifest, file string, ps Problems, err
 	return m, file, ps, nil
 }
 
-func readCapped(file string) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxManifestBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxManifestBytes {
-		return nil, fmt.Errorf("%s: larger than %d bytes", file, maxManifestBytes)
-	}
-	return data, nil
-}
+// readCapped reads a manifest that must be a regular file (after symlinks)
+// of at most maxManifestBytes, without blocking on a pipe or a device.
+func readCapped(file string) ([]byte, error) { return safefile.ReadRegular(file, maxManifestBytes) }

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/egressd/egressd/internal/safefile"
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
@@ -91,11 +91,14 @@ type ConfigError struct{ Problems []string }
 
 func (e *ConfigError) Error() string { return strings.Join(e.Problems, "\n") }
 
+// maxConfigBytes bounds how much of a config file is read.
+const maxConfigBytes = 1 << 20
+
 // LoadConfig reads and parses a config file. Relative manifest paths are
 // taken relative to the config file's folder, so a config and its manifests
 // can move together.
 func LoadConfig(file string) (Config, error) {
-	data, err := os.ReadFile(file)
+	data, err := safefile.ReadRegular(file, maxConfigBytes)
 	if err != nil {
 		return Config{}, err
 	}
@@ -131,7 +134,7 @@ var folderName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompil
 // integrations built from the template. It runs on every load, so folders
 // added or removed open or close their listeners on the next reload.
 func expandManifestDir(at, dir string, tmpl Integration, ps *problems) []Integration {
-	entries, err := os.ReadDir(dir)
+	entries, err := safefile.ReadDir(dir)
 	if err != nil {
 		ps.add(at+".dir", err.Error())
 		return nil

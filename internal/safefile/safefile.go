@@ -1,0 +1,87 @@
+// Package safefile reads files that someone other than the operator may
+// control (manifests, the config, the folders that hold them) without
+// letting the file's type stall or surprise the reader. A named pipe opened
+// the ordinary way blocks until a writer appears, which froze "check" and
+// every reload; a device can stream without end. Here every open is
+// non-blocking, every file is checked with fstat after symlinks resolve,
+// and reads are bounded.
+package safefile
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// ReadRegular returns the contents of path, which must resolve to a
+// regular file of at most max bytes. Errors read "path: message".
+func ReadRegular(path string, max int64) ([]byte, error) {
+	f, err := open(path, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: is %s, not a regular file", path, kind(st.Mode()))
+	}
+	if st.Size() > max {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, max)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if int64(len(data)) > max { // it grew while being read
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, max)
+	}
+	return data, nil
+}
+
+// ReadDir lists the folder path, which must resolve to a folder, in name
+// order.
+func ReadDir(path string) ([]fs.DirEntry, error) {
+	f, err := open(path, unix.O_DIRECTORY)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// open opens path read-only without blocking and without taking a
+// controlling terminal. O_DIRECTORY turns a non-folder into ENOTDIR.
+func open(path string, flags int) (*os.File, error) {
+	for {
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC|flags, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+		return os.NewFile(uintptr(fd), path), nil
+	}
+}
+
+func kind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "not a regular file (" + m.Type().String() + ")"
+}
