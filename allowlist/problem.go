@@ -1,6 +1,10 @@
 package allowlist
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/egressd/egressd/internal/termsafe"
+)
 
 // Severity says whether a problem stops a manifest from loading.
 type Severity uint8
@@ -57,11 +61,14 @@ func (ps Problems) filter(s Severity) Problems {
 	return out
 }
 
-// Error joins the problems one per line, so Problems can travel as an error.
+// Error joins the problems one per line, so Problems can travel as an
+// error. That form ends on a terminal or in a log a person reads, so each
+// problem's control characters are escaped (a key may hold a newline or an
+// escape sequence); String keeps the exact path for machine output.
 func (ps Problems) Error() string {
 	lines := make([]string, len(ps))
 	for i, p := range ps {
-		lines[i] = p.String()
+		lines[i] = termsafe.String(p.String())
 	}
 	return strings.Join(lines, "\n")
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/policy"
 )
 
@@ -96,12 +97,14 @@ func checkOne(path string, rules *allowlist.Rules) checkReport {
 	return r
 }
 
+// printReport prints one manifest's result for a person: every line is
+// passed through termsafe, since paths and keys come from the manifest.
 func printReport(w io.Writer, r checkReport) {
 	for _, e := range r.Errors {
-		fmt.Fprintf(w, "%s: %s\n", r.File, e)
+		printLine(w, "%s: %s", r.File, e)
 	}
 	for _, e := range r.Warnings {
-		fmt.Fprintf(w, "%s: warning: %s\n", r.File, e)
+		printLine(w, "%s: warning: %s", r.File, e)
 	}
 	if !r.Valid {
 		return
@@ -110,7 +113,21 @@ func printReport(w io.Writer, r checkReport) {
 	if entries == "" {
 		entries = "(none: no egress)"
 	}
-	fmt.Fprintf(w, "%s: ok %s %s (%s) entries: %s digest: %s\n", r.File, r.ID, r.Version, r.Format, entries, r.Digest)
+	printLine(w, "%s: ok %s %s (%s) entries: %s digest: %s", r.File, r.ID, r.Version, r.Format, entries, r.Digest)
+}
+
+// printLines prints text whose line breaks are its own (an error joining
+// problems that are escaped already), escaping each line.
+func printLines(w io.Writer, text string) {
+	for _, line := range strings.Split(text, "\n") {
+		fmt.Fprintln(w, termsafe.String(line))
+	}
+}
+
+// printLine prints one line meant for a terminal, its control characters
+// escaped.
+func printLine(w io.Writer, format string, args ...any) {
+	fmt.Fprintln(w, termsafe.String(fmt.Sprintf(format, args...)))
 }
 
 func configProblems(err error) []string {

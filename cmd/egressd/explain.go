@@ -30,7 +30,7 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	}
 	p, err := explainPolicy(*manifest, cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		printLines(stderr, err.Error())
 		return exitUsage
 	}
 	target := fs.Arg(0)
@@ -69,20 +69,20 @@ func printDecision(w io.Writer, d policy.Decision, p *policy.Policy, raw string)
 	if d.Host.IsZero() {
 		target = fmt.Sprintf("%q", raw)
 	}
-	fmt.Fprintf(w, "%s %s %s\n", d.Verdict, d.Reason, target)
+	printLine(w, "%s %s %s", d.Verdict, d.Reason, target)
 	if d.Rule != "" {
-		fmt.Fprintf(w, "rule: %s\n", d.Rule)
+		printLine(w, "rule: %s", d.Rule)
 	} else {
 		var list []string
 		for _, e := range p.Entries() {
 			list = append(list, e.String())
 		}
-		fmt.Fprintf(w, "rule: none matched; the manifest lists: %s\n", orNone(strings.Join(list, " ")))
+		printLine(w, "rule: none matched; the manifest lists: %s", orNone(strings.Join(list, " ")))
 	}
 	if d.Exemption != "" {
-		fmt.Fprintf(w, "exemption: %s\n", d.Exemption)
+		printLine(w, "exemption: %s", d.Exemption)
 	}
-	fmt.Fprintln(w, policy.Sentence(d, p))
+	printLine(w, "%s", policy.Sentence(d, p))
 }
 
 func orNone(s string) string {

@@ -88,7 +88,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if err := d.Start(ctx); err != nil {
-		fmt.Fprintln(stderr, "egressd serve:", err)
+		printLines(stderr, "egressd serve: "+err.Error())
 		return exitFail
 	}
 	for key, addr := range d.Listeners() {
@@ -117,7 +117,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 			case syscall.SIGHUP:
 				notify(stderr, daemon.SdNotifyReloading)
 				if err := d.Reload(ctx); err != nil {
-					fmt.Fprintln(stderr, "egressd: reload:", err)
+					printLines(stderr, "egressd: reload: "+err.Error())
 				}
 				notify(stderr, daemon.SdNotifyReady)
 				continue
@@ -243,7 +243,7 @@ func printConfigError(w io.Writer, file string, err error) {
 		prefix = file + ": "
 	}
 	for _, line := range configProblems(err) {
-		fmt.Fprintln(w, prefix+line)
+		printLine(w, "%s%s", prefix, line)
 	}
 }
 

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// runBinary runs the built egressd with args under a deadline that only
+// guards against a regression that blocks: tests assert on the output.
+func runBinary(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, egressdBinary(t), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("egressd %s blocked until killed; stdout:\n%s\nstderr:\n%s", strings.Join(args, " "), out.String(), errb.String())
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSollarManifestWithSchemaVersionIsNotReadAsVoiceOS is issue 18.1 with
+// the built binary: the store shows network.connect, so egressd must never
+// enforce the VoiceOS permissions list hidden beside it.
+func TestSollarManifestWithSchemaVersionIsNotReadAsVoiceOS(t *testing.T) {
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "manifest.json")
+	writeFile(t, manifest, `{"manifest_version":1,"schemaVersion":1,"id":"com.acme.erp","version":"2.4.1",
+"network":{"connect":["api.acme.example"]},
+"permissions":[{"kind":"network","domains":["evil.attacker.example"]}]}`)
+	out, _, code := runBinary(t, "check", dir)
+	if code != exitFail || strings.Contains(out, ": ok ") || !strings.Contains(out, manifest+": permissions: a voiceos network key in a sollar manifest.json") {
+		t.Fatalf("check: exit %d\n%s", code, out)
+	}
+	out, errs, code := runBinary(t, "explain", "--manifest", dir, "evil.attacker.example")
+	if code == exitOK || strings.Contains(out, "allow") || !strings.Contains(errs, "the manifest has errors") {
+		t.Fatalf("explain: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+
+	// Without the VoiceOS list, schemaVersion is just a key Sollar does not
+	// use: the list enforced is the one the store shows.
+	writeFile(t, manifest, `{"manifest_version":1,"schemaVersion":1,"id":"com.acme.erp","version":"2.4.1","network":{"connect":["api.acme.example"]}}`)
+	out, _, code = runBinary(t, "check", dir)
+	if code != exitOK || !strings.Contains(out, "ok com.acme.erp 2.4.1 (sollar) entries: api.acme.example ") {
+		t.Fatalf("check: exit %d\n%s", code, out)
+	}
+	if out, _, code = runBinary(t, "explain", "--manifest", dir, "evil.attacker.example"); code != exitFail || !strings.HasPrefix(out, "deny not_allowlisted") {
+		t.Fatalf("explain evil: exit %d\n%s", code, out)
+	}
+	if out, _, code = runBinary(t, "explain", "--manifest", dir, "api.acme.example"); code != exitOK || !strings.HasPrefix(out, "allow allowed") {
+		t.Fatalf("explain api: exit %d\n%s", code, out)
+	}
+}
+
+// TestCheckOnANamedPipeReturnsAtOnce is issue 18.3: a FIFO as the manifest,
+// the folder's manifest or the config used to block check in open(2).
+func TestCheckOnANamedPipeReturnsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{filepath.Join(dir, "manifest.json"), filepath.Join(dir, "egressd.yaml")} {
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink(filepath.Join(dir, "manifest.json"), filepath.Join(dir, "link.json"))
+	for _, target := range []string{dir, filepath.Join(dir, "manifest.json"), filepath.Join(dir, "link.json")} {
+		out, _, code := runBinary(t, "check", target)
+		if code != exitFail || !strings.Contains(out, ": is a named pipe, not a regular file") {
+			t.Fatalf("check %s: exit %d\n%s", target, code, out)
+		}
+	}
+	out, _, code := runBinary(t, "check", "--config", filepath.Join(dir, "egressd.yaml"))
+	if code != exitFail || !strings.Contains(out, "egressd.yaml: is a named pipe, not a regular file") {
+		t.Fatalf("check --config: exit %d\n%s", code, out)
+	}
+}
+
+// hostileKey is issue 18.4's key: it retitles the terminal, clears it and
+// paints a verdict in red.
+const hostileKey = "\x1b]0;pwned\x07\x1b[2J\x1b[31mALL CLEAR"
+
+// TestCheckEscapesTerminalControlsFromManifestKeys is issue 18.4: no byte
+// of a hostile key reaches the terminal as a control, while --json keeps
+// the key exact for machines.
+func TestCheckEscapesTerminalControlsFromManifestKeys(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "app\x1b[2J")
+	os.Mkdir(dir, 0o755)
+	key, _ := json.Marshal(hostileKey)
+	writeFile(t, filepath.Join(dir, "manifest.json"), `{"manifest_version":1,"id":"com.a.b","version":"1.0.0","network":{"connect":[],`+string(key)+`:1}}`)
+	out, _, code := runBinary(t, "check", dir)
+	if code != exitFail || strings.ContainsAny(out, "\x1b\x07") || !strings.Contains(out, `app\x1b[2J/manifest.json: network.\x1b]0;pwned\x07\x1b[2J\x1b[31mALL CLEAR: unknown key`) {
+		t.Fatalf("check: exit %d\n%q", code, out)
+	}
+	out, errs, code := runBinary(t, "explain", "--manifest", dir, "a.example.com")
+	if code == exitOK || strings.ContainsAny(out+errs, "\x1b\x07") || !strings.Contains(errs, `network.\x1b]0;pwned`) {
+		t.Fatalf("explain: exit %d\nstdout %q\nstderr %q", code, out, errs)
+	}
+
+	// A newline in a key cannot forge a line of its own.
+	forged := filepath.Join(t.TempDir(), "manifest.json")
+	writeFile(t, forged, `{"manifest_version":1,"id":"com.a.b","version":"1.0.0","network":{"connect":[],"x\n`+forged+`: ok com.a.b 1.0.0 (sollar) entries: evil.example":1}}`)
+	for _, args := range [][]string{{"check", forged}, {"explain", "--manifest", forged, "evil.example"}} {
+		out, errs, _ := runBinary(t, args...)
+		for _, line := range strings.Split(out+errs, "\n") {
+			if strings.HasPrefix(line, forged+": ok") {
+				t.Fatalf("%s printed a forged line:\n%s%s", args[0], out, errs)
+			}
+		}
+	}
+
+	out, _, _ = runBinary(t, "check", "--json", dir)
+	var reports []checkReport
+	if err := json.Unmarshal([]byte(out), &reports); err != nil || len(reports) != 1 || !strings.HasPrefix(reports[0].Errors[0], "network."+hostileKey+": unknown key") {
+		t.Fatalf("check --json: %v %q", err, out)
+	}
+}

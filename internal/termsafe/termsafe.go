@@ -1,0 +1,64 @@
+// Package termsafe makes text from hostile sources safe to print on a
+// terminal. A manifest key, a host name or a log field can hold escape
+// sequences that retitle the window, clear the screen or paint a fake
+// "ALL CLEAR"; bidi controls can reorder what a reviewer reads. Every
+// human-facing output passes such text through String.
+package termsafe
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// String returns s with every C0 control, DEL, C1 control, bidi
+// override/isolate character and invalid UTF-8 byte replaced by a visible
+// escape: \xNN for a byte below 0x80 or an invalid byte, \uNNNN for a
+// rune. Printable Unicode is kept as it is. Clean text is returned
+// unchanged, without allocating.
+func String(s string) string {
+	i := firstUnsafe(s)
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r < 0x80 && unsafeRune(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unsafeRune(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+func firstUnsafe(s string) int {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && size == 1) || unsafeRune(r) {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
+// unsafeRune reports the runes a terminal acts on or that reorder text.
+func unsafeRune(r rune) bool {
+	switch {
+	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
+		return true // C0, DEL, C1
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true // bidi embeddings, overrides and isolates
+	}
+	return false
+}
