@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"path/filepath"
 	"regexp"
@@ -252,7 +253,7 @@ func parseIntegration(at string, fi fileIntegration, defaultMode Mode, ps *probl
 	}
 	if fi.Listen == "" {
 		ps.add(at+".listen", "is required: \"127.0.0.1:PORT\" or \"unix:/path.sock\"")
-	} else if msg := listenProblem(fi.Listen); msg != "" {
+	} else if msg := ListenProblem(fi.Listen); msg != "" {
 		ps.add(at+".listen", msg)
 	}
 	if len(in.AllowedPeers.UIDs)+len(in.AllowedPeers.GIDs) > 0 && !strings.HasPrefix(fi.Listen, "unix:") {
@@ -287,20 +288,26 @@ func parseIntegration(at string, fi fileIntegration, defaultMode Mode, ps *probl
 	return in
 }
 
-// listenProblem checks a listen address: host:port with a literal IP, or
-// unix:/absolute/path.
-func listenProblem(s string) string {
+// ListenProblem checks an integration listener however it is named (config
+// file, --listen flag, manifests: template): host:port with a literal IP, or
+// unix:/absolute/path. It returns "" or the message. Every interface,
+// however spelled (0.0.0.0, [::], [::ffff:0.0.0.0], a zone, an empty host),
+// is refused: that is an open proxy under the integration's identity.
+func ListenProblem(s string) string {
 	if path, ok := strings.CutPrefix(s, "unix:"); ok {
 		if !strings.HasPrefix(path, "/") {
 			return fmt.Sprintf("a unix socket path must be absolute (%q)", s)
 		}
 		return ""
 	}
+	if host, _, err := net.SplitHostPort(s); err == nil && host == "" {
+		return fmt.Sprintf("an empty host listens on every interface, an open proxy under this integration's identity; use 127.0.0.1 (%q)", s)
+	}
 	ap, err := netip.ParseAddrPort(s)
 	if err != nil {
 		return fmt.Sprintf("must be \"IP:PORT\" or \"unix:/path.sock\" (%q)", s)
 	}
-	if ap.Addr().IsUnspecified() {
+	if ap.Addr().Unmap().WithZone("").IsUnspecified() {
 		return fmt.Sprintf("listening on every interface makes an open proxy under this integration's identity; use 127.0.0.1 (%q)", s)
 	}
 	return ""

@@ -137,3 +137,22 @@ func TestCheckEscapesTerminalControlsFromManifestKeys(t *testing.T) {
 		t.Fatalf("check --json: %v %q", err, out)
 	}
 }
+
+// TestServeListenFlagRefusesEveryInterface is issue 13.6: --listen took
+// 0.0.0.0 although the config file refuses it. The flag goes through the
+// same check as the file.
+func TestServeListenFlagRefusesEveryInterface(t *testing.T) {
+	for _, listen := range []string{"0.0.0.0:0", "[::]:0", ":0", "[::ffff:0.0.0.0]:0"} {
+		t.Run(listen, func(t *testing.T) {
+			var stdout, stderr lockedBuffer
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			sig := make(chan os.Signal, 1)
+			sig <- syscall.SIGTERM // should it start after all, it stops at once
+			code := serve(ctx, []string{"--manifest", "../../configs/examples/coffee-tracker", "--listen", listen, "--state", t.TempDir(), "--resolver", "127.0.0.1:9"}, &stdout, &stderr, sig)
+			if code != exitUsage || !strings.Contains(stderr.String(), "--listen: ") || !strings.Contains(stderr.String(), "every interface") || strings.Contains(stderr.String(), "serving") {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+		})
+	}
+}

@@ -63,6 +63,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		fmt.Fprintln(stderr, "egressd serve: give --config or --manifest, not both")
 		return exitUsage
 	}
+	if msg := policy.ListenProblem(f.listen); f.config == "" && msg != "" {
+		printLine(stderr, "egressd serve: --listen: %s", msg)
+		return exitUsage
+	}
 	cleanup, err := f.embeddedDefault()
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd serve:", err)
