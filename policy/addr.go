@@ -42,12 +42,19 @@ var deniedV6 = []netip.Prefix{
 	netip.MustParsePrefix("2001::/32"),
 }
 
-// DefaultNAT64 are the NAT64 prefixes whose last 32 bits are an IPv4
-// address (RFC 6052 well-known, RFC 8215 local-use). Config can add more.
+// DefaultNAT64 is the RFC 6052 well-known prefix. Config can add the
+// operator's own translator prefixes.
 var DefaultNAT64 = []netip.Prefix{
 	netip.MustParsePrefix("64:ff9b::/96"),
-	netip.MustParsePrefix("64:ff9b:1::/48"),
 }
+
+// nat64LocalUse is RFC 8215's local-use prefix. Addresses in it reach
+// translators inside the operator's own network, with the IPv4 address at a
+// place only the operator knows, so all of it is denied.
+var nat64LocalUse = netip.MustParsePrefix("64:ff9b:1::/48")
+
+// NAT64PrefixLengths are the prefix lengths RFC 6052 section 2.2 defines.
+var NAT64PrefixLengths = []int{32, 40, 48, 56, 64, 96}
 
 // ipv4Compatible is the deprecated ::a.b.c.d form (RFC 4291 §2.5.5.1).
 var ipv4Compatible = netip.MustParsePrefix("::/96")
@@ -58,7 +65,9 @@ var ipv4Translated = netip.MustParsePrefix("::ffff:0:0:0/96")
 
 // embeddedV4 returns the IPv4 address an IPv6 address carries, if it is one
 // of the forms that route to IPv4: mapped, compatible, translated or NAT64.
-// Such an address is judged by the IPv4 address inside it.
+// Such an address is judged by the IPv4 address inside it. An address in a
+// NAT64 prefix that no RFC 6052 layout explains yields the zero Addr with
+// ok true, which every caller denies.
 func embeddedV4(a netip.Addr, nat64 []netip.Prefix) (netip.Addr, bool) {
 	if a.Is4In6() {
 		return a.Unmap(), true
@@ -67,23 +76,53 @@ func embeddedV4(a netip.Addr, nat64 []netip.Prefix) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	b := a.As16()
-	last4 := netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
 	if ipv4Compatible.Contains(a) || ipv4Translated.Contains(a) {
-		return last4, true
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
 	}
 	for _, p := range nat64 {
 		if p.Contains(a) {
-			return last4, true
+			return nat64V4(b, p.Bits()), true
 		}
 	}
 	return netip.Addr{}, false
 }
 
+// nat64V4 reads the IPv4 address where RFC 6052 section 2.2 puts it for a
+// prefix of the given length: right after the prefix, skipping bits 64-71
+// (the u-octet), which must be zero. Anything else is the zero Addr.
+func nat64V4(b [16]byte, bits int) netip.Addr {
+	var v4 [4]byte
+	switch bits {
+	case 32:
+		v4 = [4]byte{b[4], b[5], b[6], b[7]}
+	case 40:
+		v4 = [4]byte{b[5], b[6], b[7], b[9]}
+	case 48:
+		v4 = [4]byte{b[6], b[7], b[9], b[10]}
+	case 56:
+		v4 = [4]byte{b[7], b[9], b[10], b[11]}
+	case 64:
+		v4 = [4]byte{b[9], b[10], b[11], b[12]}
+	case 96:
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	default:
+		return netip.Addr{}
+	}
+	if b[8] != 0 {
+		return netip.Addr{}
+	}
+	return netip.AddrFrom4(v4)
+}
+
 // isDenied reports whether a is outside the public internet. IPv6 that
 // embeds IPv4 is judged by the embedded address, so ::ffff:127.0.0.1 and
-// 64:ff9b::a9fe:a9fe are denied like 127.0.0.1 and 169.254.169.254.
+// 64:ff9b::a9fe:a9fe are denied like 127.0.0.1 and 169.254.169.254; an
+// embedding no layout explains is denied.
 func isDenied(a netip.Addr, nat64 []netip.Prefix) bool {
 	a = a.WithZone("")
+	if nat64LocalUse.Contains(a) {
+		return true
+	}
 	if v4, ok := embeddedV4(a, nat64); ok {
 		a = v4
 	}

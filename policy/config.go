@@ -23,7 +23,7 @@ type Config struct {
 	Timeouts  Timeouts
 	Deny      OperatorDeny
 	// NAT64 prefixes, beyond DefaultNAT64, whose addresses are judged by the
-	// IPv4 address in their last 32 bits.
+	// IPv4 address where RFC 6052 puts it for the prefix's length.
 	NAT64 []netip.Prefix
 	Rules allowlist.Rules
 	// EnvPassthrough names launcher variables "egressd run" passes to the

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -204,7 +205,7 @@ func ParseConfig(data []byte) (Config, error) {
 		c.Deny.Hosts = append(c.Deny.Hosts, g)
 	}
 	c.Deny.CIDRs = parsePrefixes("deny.cidrs", fc.Deny.CIDRs, &ps)
-	c.NAT64 = parsePrefixes("nat64_prefixes", fc.NAT64Prefixes, &ps)
+	c.NAT64 = parseNAT64Prefixes(fc.NAT64Prefixes, &ps)
 	for i, s := range fc.WildcardDNSServices {
 		if s == "" || s != strings.ToLower(strings.TrimSuffix(s, ".")) || strings.ContainsAny(s, "*/: ") {
 			ps.add(fmt.Sprintf("wildcard_dns_services[%d]", i), fmt.Sprintf("must be a lower-case domain like \"nip.io\" (%q)", s))
@@ -378,6 +379,21 @@ func parsePrefixes(at string, ss []string, ps *problems) []netip.Prefix {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
 			ps.add(fmt.Sprintf("%s[%d]", at, i), fmt.Sprintf("must be a CIDR like \"10.0.0.0/8\" (%q)", s))
+			continue
+		}
+		out = append(out, p.Masked())
+	}
+	return out
+}
+
+// parseNAT64Prefixes reads the operator's translator prefixes. Only the
+// lengths RFC 6052 defines say where the IPv4 address sits.
+func parseNAT64Prefixes(ss []string, ps *problems) []netip.Prefix {
+	var out []netip.Prefix
+	for i, s := range ss {
+		p, err := netip.ParsePrefix(s)
+		if err != nil || !p.Addr().Is6() || p.Addr().Is4In6() || !slices.Contains(NAT64PrefixLengths, p.Bits()) {
+			ps.add(fmt.Sprintf("nat64_prefixes[%d]", i), fmt.Sprintf("must be an IPv6 prefix of /32, /40, /48, /56, /64 or /96, the lengths RFC 6052 defines (%q)", s))
 			continue
 		}
 		out = append(out, p.Masked())

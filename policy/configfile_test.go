@@ -40,6 +40,8 @@ func TestConfigProblems(t *testing.T) {
 		{"bad_on_failure", "audit:\n  on_failure: ignore\n", `audit.on_failure: must be "deny" or "continue" ("ignore")`},
 		{"bad_port", "integrations:\n  - manifest: x\n    listen: 127.0.0.1:1\n    allow_ports: [70000]\n", `integrations[0].allow_ports[0]: must be a port from 1 to 65535 (70000)`},
 		{"missing_listen", "integrations:\n  - manifest: x\n", `integrations[0].listen: is required: "127.0.0.1:PORT" or "unix:/path.sock"`},
+		{"nat64_prefix_length_rfc6052_does_not_define", "nat64_prefixes: [\"2a0b:4f00::/36\"]\n", `nat64_prefixes[0]: must be an IPv6 prefix of /32, /40, /48, /56, /64 or /96, the lengths RFC 6052 defines ("2a0b:4f00::/36")`},
+		{"nat64_prefix_ipv4", "nat64_prefixes: [\"10.0.0.0/8\"]\n", `nat64_prefixes[0]: must be an IPv6 prefix of /32, /40, /48, /56, /64 or /96, the lengths RFC 6052 defines ("10.0.0.0/8")`},
 		{"bad_resolver", "resolvers: [dns.example]\n", `resolvers[0]: must be an address and port like "127.0.0.53:53" ("dns.example")`},
 	}
 	for _, tc := range cases {
