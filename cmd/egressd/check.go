@@ -45,8 +45,20 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 			printConfigError(stdout, *config, err)
 		} else {
 			rules = &cfg.Rules
+			errs, warns := policy.CheckConfig(cfg)
+			if len(errs) > 0 {
+				code = exitFail
+			}
 			if !*asJSON {
-				fmt.Fprintf(stdout, "%s: ok config, %d integrations\n", *config, len(cfg.Integrations))
+				for _, e := range errs {
+					printLine(stdout, "%s: %s", *config, e)
+				}
+				for _, w := range warns {
+					printLine(stdout, "%s: warning: %s", *config, w)
+				}
+				if len(errs) == 0 {
+					printLine(stdout, "%s: ok config, %d integrations", *config, len(cfg.Integrations))
+				}
 			}
 		}
 	}

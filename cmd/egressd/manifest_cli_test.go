@@ -156,3 +156,65 @@ func TestServeListenFlagRefusesEveryInterface(t *testing.T) {
 		})
 	}
 }
+
+// writeIntegration writes a Sollar manifest with id into dir/name.
+func writeIntegration(t *testing.T, dir, name, id string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	os.MkdirAll(p, 0o755)
+	writeFile(t, filepath.Join(p, "manifest.json"), `{"manifest_version":1,"id":"`+id+`","version":"1.0.0","network":{"connect":["api.example.com"]}}`)
+	return p
+}
+
+// TestCheckConfigFindsTwoIntegrationsWithOneID (issue 13): check --config
+// said ok for a config serve refuses at start.
+func TestCheckConfigFindsTwoIntegrationsWithOneID(t *testing.T) {
+	dir := t.TempDir()
+	a, b := writeIntegration(t, dir, "a", "com.acme.erp"), writeIntegration(t, dir, "b", "com.acme.erp")
+	cfg := filepath.Join(dir, "egressd.yaml")
+	writeFile(t, cfg, `state_dir: `+filepath.Join(dir, "state")+`
+resolvers: ["127.0.0.1:9"]
+audit: {path: `+filepath.Join(dir, "audit.log")+`}
+integrations:
+  - {manifest: a, listen: "127.0.0.1:0"}
+  - {manifest: b, listen: "127.0.0.1:0"}
+`)
+	out, _, code := runCLI(t, "check", "--config", cfg)
+	if code != exitFail || strings.Contains(out, "ok config") || !strings.Contains(out, cfg+": "+b+": id com.acme.erp is also served from "+a) {
+		t.Fatalf("check --config: exit %d\n%s", code, out)
+	}
+	var stdout, stderr lockedBuffer
+	if code := serve(context.Background(), []string{"--config", cfg}, &stdout, &stderr, nil); code != exitFail || !strings.Contains(stderr.String(), "ids must be unique") {
+		t.Fatalf("serve accepted what check refused: exit %d\n%s", code, stderr.String())
+	}
+}
+
+// TestCheckConfigWarnsAboutAllowPrivateWiderThanADevExemption (issue 13):
+// allow_private [0.0.0.0/0] lifts every denied range, metadata included.
+func TestCheckConfigWarnsAboutAllowPrivateWiderThanADevExemption(t *testing.T) {
+	dir := t.TempDir()
+	writeIntegration(t, dir, "a", "com.acme.a")
+	cases := []struct {
+		ranges string
+		warn   string
+	}{
+		{"[0.0.0.0/0]", "allow_private 0.0.0.0/0 is wider than a dev exemption"},
+		{"[\"::/0\"]", "allow_private ::/0 is wider than a dev exemption"},
+		{"[8.0.0.0/6]", "allow_private 8.0.0.0/6 is wider than a dev exemption"},
+		{"[169.254.0.0/16]", "allow_private 169.254.0.0/16 reaches the cloud metadata address 169.254.169.254"},
+		{"[127.0.0.0/8, 10.1.0.0/16, \"fd00:1::/64\"]", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.ranges, func(t *testing.T) {
+			cfg := filepath.Join(dir, "egressd.yaml")
+			writeFile(t, cfg, "integrations:\n  - {manifest: a, listen: \"127.0.0.1:0\", allow_private: "+tc.ranges+"}\n")
+			out, _, code := runCLI(t, "check", "--config", cfg)
+			if code != exitOK || !strings.Contains(out, "ok config, 1 integrations") {
+				t.Fatalf("exit %d\n%s", code, out)
+			}
+			if got := strings.Contains(out, "warning: "); got != (tc.warn != "") || !strings.Contains(out, tc.warn) {
+				t.Fatalf("want warning %q in\n%s", tc.warn, out)
+			}
+		})
+	}
+}
