@@ -168,6 +168,9 @@ func ParseConfig(data []byte) (Config, error) {
 	c := DefaultConfig()
 	var ps problems
 	c.StateDir, c.Admin, c.Resolvers = fc.StateDir, fc.Admin, fc.Resolvers
+	if _, err := netip.ParseAddrPort(fc.Admin); fc.Admin != "" && err != nil {
+		ps.add("admin", fmt.Sprintf("must be an address and port like \"127.0.0.1:9090\" (%q)", fc.Admin))
+	}
 	for i, r := range fc.Resolvers {
 		if _, err := netip.ParseAddrPort(r); err != nil {
 			ps.add(fmt.Sprintf("resolvers[%d]", i), fmt.Sprintf("must be an address and port like \"127.0.0.53:53\" (%q)", r))

@@ -42,6 +42,7 @@ func TestConfigProblems(t *testing.T) {
 		{"missing_listen", "integrations:\n  - manifest: x\n", `integrations[0].listen: is required: "127.0.0.1:PORT" or "unix:/path.sock"`},
 		{"nat64_prefix_length_rfc6052_does_not_define", "nat64_prefixes: [\"2a0b:4f00::/36\"]\n", `nat64_prefixes[0]: must be an IPv6 prefix of /32, /40, /48, /56, /64 or /96, the lengths RFC 6052 defines ("2a0b:4f00::/36")`},
 		{"nat64_prefix_ipv4", "nat64_prefixes: [\"10.0.0.0/8\"]\n", `nat64_prefixes[0]: must be an IPv6 prefix of /32, /40, /48, /56, /64 or /96, the lengths RFC 6052 defines ("10.0.0.0/8")`},
+		{"admin_serve_cannot_listen_on", "admin: localhost\n", `admin: must be an address and port like "127.0.0.1:9090" ("localhost")`},
 		{"bad_resolver", "resolvers: [dns.example]\n", `resolvers[0]: must be an address and port like "127.0.0.53:53" ("dns.example")`},
 	}
 	for _, tc := range cases {
