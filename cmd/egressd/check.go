@@ -38,31 +38,20 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	code := exitOK
 	rules := &allowlist.Rules{}
+	var reports []checkReport
 	if *config != "" {
-		cfg, err := policy.LoadConfig(*config)
-		if err != nil {
+		r, cfg := checkConfig(*config)
+		if !r.Valid {
 			code = exitFail
-			printConfigError(stdout, *config, err)
-		} else {
+		}
+		if cfg != nil {
 			rules = &cfg.Rules
-			errs, warns := policy.CheckConfig(cfg)
-			if len(errs) > 0 {
-				code = exitFail
-			}
-			if !*asJSON {
-				for _, e := range errs {
-					printLine(stdout, "%s: %s", *config, e)
-				}
-				for _, w := range warns {
-					printLine(stdout, "%s: warning: %s", *config, w)
-				}
-				if len(errs) == 0 {
-					printLine(stdout, "%s: ok config, %d integrations", *config, len(cfg.Integrations))
-				}
-			}
+		}
+		reports = append(reports, r)
+		if !*asJSON {
+			printConfigReport(stdout, r, cfg)
 		}
 	}
-	var reports []checkReport
 	for _, path := range fs.Args() {
 		r := checkOne(path, rules)
 		if !r.Valid {
@@ -79,6 +68,33 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		enc.Encode(reports)
 	}
 	return code
+}
+
+// checkConfig loads the config as serve does and reports, as format
+// "config", its problems and what serve would refuse at start. cfg is nil
+// when the file itself does not load.
+func checkConfig(file string) (checkReport, *policy.Config) {
+	r := checkReport{File: file, Format: "config"}
+	cfg, err := policy.LoadConfig(file)
+	if err != nil {
+		r.Errors = configProblems(err)
+		return r, nil
+	}
+	r.Errors, r.Warnings = policy.CheckConfig(cfg)
+	r.Valid = len(r.Errors) == 0
+	return r, &cfg
+}
+
+func printConfigReport(w io.Writer, r checkReport, cfg *policy.Config) {
+	for _, e := range r.Errors {
+		printLine(w, "%s: %s", r.File, e)
+	}
+	for _, e := range r.Warnings {
+		printLine(w, "%s: warning: %s", r.File, e)
+	}
+	if r.Valid {
+		printLine(w, "%s: ok config, %d integrations", r.File, len(cfg.Integrations))
+	}
 }
 
 func checkOne(path string, rules *allowlist.Rules) checkReport {

@@ -218,3 +218,19 @@ func TestCheckConfigWarnsAboutAllowPrivateWiderThanADevExemption(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckJSONWithABrokenConfigIsStillJSON: the config's problems used to
+// be printed as text into the JSON stream.
+func TestCheckJSONWithABrokenConfigIsStillJSON(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "egressd.yaml")
+	writeFile(t, cfg, "integrations:\n  - manifest: x\n    listen: 0.0.0.0:3128\n")
+	out, _, code := runCLI(t, "check", "--json", "--config", cfg, "../../configs/examples/acme-erp")
+	var reports []checkReport
+	if err := json.Unmarshal([]byte(out), &reports); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if code != exitFail || len(reports) != 2 || reports[0].File != cfg || reports[0].Valid || reports[0].Format != "config" ||
+		!strings.HasPrefix(reports[0].Errors[0], "integrations[0].listen: listening on every interface") || !reports[1].Valid {
+		t.Fatalf("exit %d: %+v", code, reports)
+	}
+}
