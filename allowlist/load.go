@@ -44,8 +44,9 @@ func Locate(path string) (string, error) {
 }
 
 // Load locates, reads and parses a manifest. file is the manifest file that
-// was read. err is an I/O problem (missing, unreadable, too large); manifest
-// problems are in ps, and m is nil when any is an Error.
+// was read. err is an I/O problem (missing, unreadable, not a regular file,
+// too large); manifest problems are in ps, and m is nil when any is an
+// Error.
 func Load(path string, rules *Rules) (m *Manifest, file string, ps Problems, err error) {
 	file, err = Locate(path)
 	if err != nil {
