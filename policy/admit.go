@@ -10,6 +10,45 @@ import (
 type admission struct {
 	inForce []allowlist.Entry // the list that applies now
 	pending string            // a widening version waiting for the gate, or ""
+	idFrom  string            // with pending: the id the folder was approved under
+}
+
+// admitAt applies the version rules to m, read from folder. A folder is
+// bound to the first id loaded from it; a manifest there that claims another
+// id is not a fresh start: until the operator approves the change, the
+// folder keeps the list approved for its old id, and the new id is pending.
+func admitAt(s *State, folder string, m *allowlist.Manifest, in Integration) (admission, error) {
+	f, bound := s.Folders[folder]
+	if bound && f.ID != m.ID {
+		if !idChangePasses(f, m, in) {
+			p := &IDChange{ID: m.ID, Version: m.Version, Digest: m.Digest()}
+			if f.Pending == nil || *f.Pending != (IDChange{ID: p.ID, Version: p.Version, Digest: p.Digest, Approved: f.Pending.Approved}) {
+				f.Pending = p
+			}
+			s.Folders[folder] = f
+			kept, err := parseApproved(s.IDs[f.ID].Approved.Entries)
+			return admission{inForce: kept, pending: m.Version, idFrom: f.ID}, err
+		}
+		bound = false
+	}
+	if !bound || f.Pending != nil {
+		s.Folders[folder] = Folder{ID: m.ID}
+	}
+	r, known := s.IDs[m.ID]
+	adm, err := admit(&r, known, m, in)
+	if err == nil {
+		s.IDs[m.ID] = r
+	}
+	return adm, err
+}
+
+func idChangePasses(f Folder, m *allowlist.Manifest, in Integration) bool {
+	digest := m.Digest()
+	if in.Widen == WidenAuto || (in.PinDigest != "" && in.PinDigest == digest) {
+		return true
+	}
+	p := f.Pending
+	return p != nil && p.Approved && p.ID == m.ID && p.Version == m.Version && p.Digest == digest
 }
 
 // admit applies the version rules to m against its record, updating the
@@ -29,9 +68,9 @@ func admit(r *Record, known bool, m *allowlist.Manifest, in Integration) (admiss
 	}
 	switch c := allowlist.CompareVersions(m.Version, r.Version); {
 	case c < 0:
-		return admission{}, fmt.Errorf("version %s is lower than %s, seen before; versions only go up", m.Version, r.Version)
+		return admission{}, fmt.Errorf("version %s is lower than %s, seen before; versions only go up: give a version above %s, or, if %s %s must come back, forget the id deliberately (egressd state forget %s)", m.Version, r.Version, r.Version, m.ID, m.Version, m.ID)
 	case c == 0 && digest != r.Digest:
-		return admission{}, fmt.Errorf("network list changed but version %s did not; a new list needs a new version", m.Version)
+		return admission{}, fmt.Errorf("network list changed but version %s did not; a new list needs a version above %s", m.Version, r.Version)
 	case c > 0:
 		r.Version, r.Digest = m.Version, digest
 	}
@@ -51,7 +90,7 @@ func gatePasses(r *Record, m *allowlist.Manifest, digest string, in Integration)
 		return true
 	}
 	d, ok := r.Approvals[m.Version]
-	return ok && (d == "" || d == digest)
+	return ok && d == digest
 }
 
 // widens reports whether next has an entry that approved lacks.

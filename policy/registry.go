@@ -37,6 +37,7 @@ type Outcome struct {
 	Result     Result
 	Pending    string   // the pending version, with Result Pending
 	Warnings   []string // manifest warnings, "path: message"
+	Notice     string   // with Result Pending: what waits and the command that approves it
 	Err        error    // why the manifest was refused
 }
 
@@ -130,23 +131,22 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 		return refuse(ps.Errors())
 	}
 	out.ID, out.Version = m.ID, m.Version
-	if last != nil && last.Manifest.ID != m.ID {
-		return refuse(fmt.Errorf("id changed from %s to %s at the same path; an id is immutable", last.Manifest.ID, m.ID))
-	}
 	if other, dup := ids[m.ID]; dup {
 		return refuse(fmt.Errorf("id %s is already served from %s; ids must be unique", m.ID, other))
 	}
 	var adm admission
-	err = r.memory.Update(m.ID, func(rec *Record, known bool) error {
+	err = r.memory.update(func(s *State) error {
 		var err error
-		adm, err = admit(rec, known, m, in)
+		adm, err = admitAt(s, FolderOf(file), m, in)
 		return err
 	})
 	if err != nil {
-		return refuse(err)
+		return refuse(fmt.Errorf("%w (version memory: %s)", err, r.memory.where()))
 	}
 	p := NewPolicy(m, adm.inForce, r.options(cfg, in))
-	p.ManifestAt, p.Generation, p.Pending = file, gen, adm.pending
+	p.ManifestAt, p.Generation = file, gen
+	p.setPending(adm.pending, adm.idFrom)
+	out.Notice = p.PendingNotice()
 	out.policy = p
 	switch {
 	case adm.pending != "":
@@ -164,7 +164,8 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 // manifest is broken.
 func (r *Registry) rebuild(cfg Config, in Integration, last *Policy, gen uint64) *Policy {
 	p := NewPolicy(last.Manifest, last.Entries(), r.options(cfg, in))
-	p.ManifestAt, p.Generation, p.Pending = last.ManifestAt, gen, last.Pending
+	p.ManifestAt, p.Generation = last.ManifestAt, gen
+	p.setPending(last.Pending, last.PendingIDFrom)
 	return p
 }
 
