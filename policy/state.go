@@ -65,12 +65,15 @@ func ReadMemory(dir string) (*Memory, error) {
 	return &Memory{mem: &s}, nil
 }
 
+// StatePath is the state file in the state directory dir.
+func StatePath(dir string) string { return filepath.Join(dir, stateFile) }
+
 // Path is the state file, or "" for a Memory that lives in the process.
 func (m *Memory) Path() string {
 	if m == nil || m.dir == "" {
 		return ""
 	}
-	return filepath.Join(m.dir, stateFile)
+	return StatePath(m.dir)
 }
 
 // where names the state file in messages.

@@ -34,12 +34,12 @@ Either way the approval is bound to one list's digest. A running
 	}
 	var a policy.Approval
 	if *manifest != "" {
-		m, file, ps, err := allowlist.Load(*manifest, &allowlist.Rules{})
-		if err == nil && m == nil {
-			err = fmt.Errorf("%s: the manifest has errors; run egressd check:\n%s", file, ps.Errors())
+		m, file, ps, loadErr := allowlist.Load(*manifest, &allowlist.Rules{})
+		if loadErr == nil && m == nil {
+			loadErr = fmt.Errorf("%s: the manifest has errors; run egressd check:\n%s", file, ps.Errors())
 		}
-		if err != nil {
-			fmt.Fprintln(stderr, "egressd approve:", err)
+		if loadErr != nil {
+			fmt.Fprintln(stderr, "egressd approve:", loadErr)
 			return exitFail
 		}
 		a, err = mem.ApproveManifest(m, policy.FolderOf(file), *newID)

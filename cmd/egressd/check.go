@@ -44,7 +44,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 			printConfigError(stdout, *config, err)
 		} else {
 			rules = &cfg.Rules
-			if !*asJSON {
+			for _, err := range policy.StartProblems(cfg) { // what serve would refuse at start
+				code = exitFail
+				fmt.Fprintf(stdout, "%s: %v\n", *config, err)
+			}
+			if !*asJSON && code == exitOK {
 				fmt.Fprintf(stdout, "%s: ok config, %d integrations\n", *config, len(cfg.Integrations))
 			}
 		}
