@@ -171,9 +171,11 @@ func (m *Memory) keepOwner(f *os.File, path string) error {
 	if err != nil {
 		return err
 	}
-	if uid != os.Getuid() || gid != os.Getgid() {
+	// Only root makes files for another user; lock refuses anyone else
+	// whose uid is not the state's.
+	if os.Geteuid() == 0 && (uid != 0 || gid != os.Getegid()) {
 		if err := f.Chown(uid, gid); err != nil {
-			return fmt.Errorf("policy: %s belongs to uid %d gid %d, and this process (uid %d) cannot write a file they own (%v); run this as uid %d or as root", path, uid, gid, os.Getuid(), err, uid)
+			return fmt.Errorf("policy: version memory %s belongs to uid %d gid %d, and this process (uid %d) cannot give %s to them (%v); run this as uid %d or as root", m.Path(), uid, gid, os.Geteuid(), path, err, uid)
 		}
 	}
 	if err := f.Chmod(mode); err != nil {
@@ -183,6 +185,13 @@ func (m *Memory) keepOwner(f *os.File, path string) error {
 }
 
 func (m *Memory) lock() (func(), error) {
+	uid, _, _, err := m.owner()
+	if err != nil {
+		return nil, err
+	}
+	if me := os.Geteuid(); me != 0 && me != uid {
+		return nil, fmt.Errorf("policy: version memory %s belongs to uid %d, and this process runs as uid %d: it cannot change the file and keep it theirs; run this as uid %d or as root", m.Path(), uid, me, uid)
+	}
 	path := filepath.Join(m.dir, lockFile)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
