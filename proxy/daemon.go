@@ -327,11 +327,11 @@ func (d *Daemon) announceExemptions() {
 
 func (d *Daemon) exemptionEvent(k [2]string, action, format string, gauge float64) {
 	msg := fmt.Sprintf(format, k[0], k[1])
+	d.Metrics.Exemptions.WithLabelValues(k[0], k[1]).Set(gauge)
+	d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: action, Integration: k[0], Exemption: k[1], Msg: msg})
 	if d.Warn != nil {
 		d.Warn(msg)
 	}
-	d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: action, Integration: k[0], Exemption: k[1], Msg: msg})
-	d.Metrics.Exemptions.WithLabelValues(k[0], k[1]).Set(gauge)
 }
 
 func sortedPairs(m map[[2]string]bool) [][2]string {
