@@ -311,3 +311,19 @@ func FuzzStateDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestFirstLayoutStateStillReads: a versions.json written before folders
+// were remembered still holds its versions; an approval it holds that was
+// bound to no list is honoured for none.
+func TestFirstLayoutStateStillReads(t *testing.T) {
+	f := newFixture(t)
+	f.write("com.acme.erp", "1.1.0", "erp.acme.example", "new.acme.example")
+	d := "sha256:" + strings.Repeat("0", 64)
+	os.WriteFile(filepath.Join(f.state, stateFile), []byte(`{"com.acme.erp":{"version":"1.0.0","digest":"`+d+`","approved":{"version":"1.0.0","digest":"`+d+`","entries":["erp.acme.example"]},"approvals":{"1.1.0":""}}}`), 0o600)
+	r := f.registry()
+	f.load(r, Pending)
+	f.write("com.acme.erp", "0.9.0", "erp.acme.example")
+	if out := f.load(r, KeptLastGood); !strings.Contains(out.Err.Error(), "is lower than 1.1.0") {
+		t.Fatalf("err = %v", out.Err)
+	}
+}
