@@ -190,7 +190,7 @@ func (m *Memory) lock() (func(), error) {
 		return nil, err
 	}
 	if me := os.Geteuid(); me != 0 && me != uid {
-		return nil, fmt.Errorf("policy: version memory %s belongs to uid %d, and this process runs as uid %d: it cannot change the file and keep it theirs; run this as uid %d or as root", m.Path(), uid, me, uid)
+		return nil, fmt.Errorf("policy: version memory %s belongs to uid %d, and this process runs as uid %d: it cannot change the file and keep it theirs; run this as uid %d or as root (or, if this user should own version memory, chown it to this user)", m.Path(), uid, me, uid)
 	}
 	path := filepath.Join(m.dir, lockFile)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)

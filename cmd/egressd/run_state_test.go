@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -60,6 +61,10 @@ func TestRunIDChangeAfterARestartIsNotAFreshStart(t *testing.T) {
 		}
 	}
 
+	list, err := exec.Command(egressdBinary(t), "state", "--state", e.state, "list").CombinedOutput()
+	if err != nil || !regexp.MustCompile(`folder \S+: com.test.sandboxed; id change to com.test.sandboxed2 1.0.0 pending: egressd approve com.test.sandboxed2 1.0.0\n`).Match(list) {
+		t.Fatalf("state list: %v\n%s", err, list)
+	}
 	approve := exec.Command(egressdBinary(t), "approve", "--state", e.state, "com.test.sandboxed2", "1.0.0")
 	if msg, err := approve.CombinedOutput(); err != nil || !strings.Contains(string(msg), "the id change of") {
 		t.Fatalf("approve: %v %s", err, msg)
