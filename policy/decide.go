@@ -25,21 +25,22 @@ type Decision struct {
 // manifest allowlist intersected with the operator's limits, widened only by
 // named exemptions. It is immutable and safe for concurrent use.
 type Policy struct {
-	Name       string // the integration's config name (its manifest id)
-	Manifest   *allowlist.Manifest
-	ManifestAt string // the manifest file read
-	Generation uint64
-	Exemptions Exemptions
-	Pending    string // a newer version waiting for approval, "" if none
+	Name        string // the integration's config name (its manifest id)
+	Manifest    *allowlist.Manifest
+	ManifestAt  string // the manifest file read
+	Generation  uint64
+	Exemptions  Exemptions
+	Pending     string // a newer version waiting for approval, "" if none
+	matcher     *allowlist.Matcher
+	deny        OperatorDeny
+	nat64       []netip.Prefix
+	localAddrs  []netip.Addr
+	allowedPort map[uint16]bool
+
 	// PendingIDFrom is, with Pending, the id this manifest's folder was
 	// approved under when the pending version changed the id.
 	PendingIDFrom  string
 	pendingMatcher *allowlist.Matcher // the pending version's list
-	matcher        *allowlist.Matcher
-	deny           OperatorDeny
-	nat64          []netip.Prefix
-	localAddrs     []netip.Addr
-	allowedPort    map[uint16]bool
 }
 
 // PolicyOptions are the inputs of NewPolicy beyond the manifest.
