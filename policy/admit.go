@@ -13,26 +13,35 @@ type admission struct {
 	idFrom  string            // with pending: the id the folder was approved under
 }
 
-// admitAt applies the version rules to m, read from folder. A folder is
-// bound to the first id loaded from it; a manifest there that claims another
-// id is not a fresh start: until the operator approves the change, the
-// folder keeps the list approved for its old id, and the new id is pending.
-func admitAt(s *State, folder string, m *allowlist.Manifest, in Integration) (admission, error) {
-	f, bound := s.Folders[folder]
-	if bound && f.ID != m.ID {
-		if !idChangePasses(f, m, in) {
-			p := &IDChange{ID: m.ID, Version: m.Version, Digest: m.Digest()}
-			if f.Pending == nil || *f.Pending != (IDChange{ID: p.ID, Version: p.Version, Digest: p.Digest, Approved: f.Pending.Approved}) {
-				f.Pending = p
-			}
-			s.Folders[folder] = f
-			kept, err := parseApproved(s.IDs[f.ID].Approved.Entries)
-			return admission{inForce: kept, pending: m.Version, idFrom: f.ID}, err
+// admitAt applies the version rules to m, found at places: its folder,
+// and the serve listener it is served on (see Places). A place is bound to
+// the first id loaded there; a manifest that claims another id there is
+// not a fresh start: until the operator approves the change, the list
+// approved for the old id stays in force, and the new id is pending.
+func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration) (admission, error) {
+	var changed []string
+	for _, place := range places {
+		if f, bound := s.Folders[place]; bound && f.ID != m.ID && !idChangePasses(f, m, in) {
+			changed = append(changed, place)
 		}
-		bound = false
 	}
-	if !bound || f.Pending != nil {
-		s.Folders[folder] = Folder{ID: m.ID}
+	if len(changed) > 0 {
+		p := IDChange{ID: m.ID, Version: m.Version, Digest: m.Digest()}
+		for _, place := range changed {
+			f := s.Folders[place]
+			if f.Pending == nil || (IDChange{ID: f.Pending.ID, Version: f.Pending.Version, Digest: f.Pending.Digest}) != p {
+				f.Pending = &p
+			}
+			s.Folders[place] = f
+		}
+		from := s.Folders[changed[0]].ID
+		kept, err := parseApproved(s.IDs[from].Approved.Entries)
+		return admission{inForce: kept, pending: m.Version, idFrom: from}, err
+	}
+	for _, place := range places {
+		if f, bound := s.Folders[place]; !bound || f.ID != m.ID || f.Pending != nil {
+			s.Folders[place] = Folder{ID: m.ID}
+		}
 	}
 	r, known := s.IDs[m.ID]
 	adm, err := admit(&r, known, m, in)

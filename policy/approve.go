@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/egressd/egressd/allowlist"
 )
@@ -13,6 +14,21 @@ type Approval struct {
 	ID, Version, Digest string
 	What                string // "a widening", "the id change of FOLDER from OLD", "the first list"
 }
+
+// Places are where version memory binds an id: the manifest's folder and,
+// for serve, a listener with a stable name (not port 0). A new id at either
+// waits for the operator: a new install folder on the same listener is as
+// much the same integration as the same folder.
+func Places(manifestFile, listen string) []string {
+	places := []string{FolderOf(manifestFile)}
+	if listen != "sandbox" && listen != "explain" && listen != "" && !strings.HasSuffix(listen, ":0") {
+		places = append(places, listenerPlace+listen)
+	}
+	return places
+}
+
+// listenerPlace prefixes a listener's key; a folder's key is an absolute path.
+const listenerPlace = "listener "
 
 // FolderOf is the key version memory binds an id to: the manifest file's
 // folder, absolute, symlinks resolved, so two spellings of one folder are

@@ -177,7 +177,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 	var adm admission
 	err = r.memory.update(func(s *State) error {
 		var err error
-		adm, err = admitAt(s, FolderOf(file), m, in)
+		adm, err = admitAt(s, Places(file, in.Listen), m, in)
 		return err
 	})
 	if err != nil {

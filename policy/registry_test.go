@@ -327,3 +327,35 @@ func TestFirstLayoutStateStillReads(t *testing.T) {
 		t.Fatalf("err = %v", out.Err)
 	}
 }
+
+// TestNewFolderWithAnotherIDOnTheSameListenerWaitsForApproval is issue
+// 13.1 for serve: an install in a new folder, served on the listener the
+// old id was served on, with its id changed, is not a fresh start either.
+func TestNewFolderWithAnotherIDOnTheSameListenerWaitsForApproval(t *testing.T) {
+	f := newFixture(t)
+	f.cfg.Integrations[0].Listen = "unix:/run/egressd/erp.sock"
+	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
+	f.load(f.registry(), Loaded)
+
+	f.dir = t.TempDir() // the vendor's next release, installed beside the old one
+	f.cfg.Integrations[0].Manifest = f.dir
+	f.write("com.acme.erp2", "1.0.0", "erp.acme.example", "evil.example")
+	r := f.registry()
+	out := f.load(r, Pending)
+	if f.allows(r, "evil.example") || !f.allows(r, "erp.acme.example") || !strings.Contains(out.Notice, "changed its id from com.acme.erp to com.acme.erp2") {
+		t.Fatalf("id change on the same listener applied without approval: %+v", out)
+	}
+	mem, _ := OpenMemory(f.state)
+	if a, err := mem.ApprovePending("com.acme.erp2", "1.0.0"); err != nil || !strings.Contains(a.What, "the id change of listener unix:/run/egressd/erp.sock from com.acme.erp") {
+		t.Fatalf("%+v %v", a, err)
+	}
+	r = f.registry()
+	f.load(r, Loaded)
+	if !f.allows(r, "evil.example") {
+		t.Fatal("approved id change did not apply")
+	}
+	// Port 0 names no listener: two integrations on it are not one.
+	if got := Places(filepath.Join(f.dir, "manifest.json"), "127.0.0.1:0"); len(got) != 1 {
+		t.Fatalf("places %v", got)
+	}
+}

@@ -63,7 +63,7 @@ func explainPolicy(manifest string, cfg policy.Config, state string) (*policy.Po
 	in := policy.Integration{Manifest: manifest, Listen: "explain", Exemptions: policy.Exemptions{Mode: cfg.Mode}}
 	for _, c := range cfg.Integrations {
 		if f, err := allowlist.Locate(c.Manifest); err == nil && sameFile(f, file) {
-			in.Exemptions, in.Widen, in.PinDigest = c.Exemptions, c.Widen, c.PinDigest
+			in.Exemptions, in.Widen, in.PinDigest, in.Listen = c.Exemptions, c.Widen, c.PinDigest, c.Listen
 		}
 	}
 	if state == "" {

@@ -69,7 +69,11 @@ func printState(w io.Writer, file string, s policy.State) {
 	}
 	for _, dir := range sortedStrings(s.Folders) {
 		f := s.Folders[dir]
-		line := fmt.Sprintf("folder %s: %s", printable(dir), f.ID)
+		place := "folder " + printable(dir)
+		if !strings.HasPrefix(dir, "/") {
+			place = printable(dir) // "listener ADDR"
+		}
+		line := fmt.Sprintf("%s: %s", place, f.ID)
 		if p := f.Pending; p != nil {
 			verb := "pending: egressd approve " + p.ID + " " + p.Version
 			if p.Approved {
