@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/policy"
@@ -27,7 +28,7 @@ Either way the approval is bound to one list's digest. A running
 		fs.Usage()
 		return exitUsage
 	}
-	mem, err := policy.OpenMemory(*state)
+	mem, err := openExistingMemory(*state, *newID)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitFail
@@ -52,4 +53,14 @@ Either way the approval is bound to one list's digest. A running
 	}
 	fmt.Fprintf(stdout, "approved %s %s, list digest %s (%s) in %s; reload egressd (SIGHUP) to apply it\n", a.ID, a.Version, a.Digest, a.What, mem.Path())
 	return exitOK
+}
+
+// openExistingMemory opens version memory that is there: approving or
+// forgetting must not leave a new, root-owned state directory behind a
+// mistyped --state. Only a first list (--new-id) may create it.
+func openExistingMemory(dir string, create bool) (*policy.Memory, error) {
+	if _, err := os.Stat(dir); err != nil && !create {
+		return nil, fmt.Errorf("no version memory at %s (%v): egressd has loaded nothing with this --state", dir, err)
+	}
+	return policy.OpenMemory(dir)
 }

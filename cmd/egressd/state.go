@@ -37,7 +37,7 @@ with any list, so use it only to undo a mistake.`, stderr)
 		fmt.Fprintln(stderr, "egressd state:", err)
 		return exitFail
 	case fs.NArg() == 2 && fs.Arg(0) == "forget":
-		mem, err := policy.OpenMemory(*state)
+		mem, err := openExistingMemory(*state, false)
 		if err != nil {
 			fmt.Fprintln(stderr, "egressd state:", err)
 			return exitFail

@@ -40,7 +40,12 @@ func TestApproveRefusesATypoAndAVersionItHasNotSeen(t *testing.T) {
 	stateFile := filepath.Join(state, "versions.json")
 	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "1.0.0", "erp.acme.example"))
 
-	_, errs, code := runCLI(t, "approve", "--state", state, "com.acme.rep", "1.1.0")
+	missing := filepath.Join(state, "typo")
+	_, errs, code := runCLI(t, "approve", "--state", missing, "com.acme.erp", "1.1.0")
+	if _, err := os.Stat(missing); code != exitFail || err == nil || !strings.Contains(errs, "no version memory at "+missing) {
+		t.Fatalf("a mistyped --state: exit %d: %s", code, errs)
+	}
+	_, errs, code = runCLI(t, "approve", "--state", state, "com.acme.rep", "1.1.0")
 	if code != exitFail || !strings.Contains(errs, "com.acme.rep is not in version memory ("+stateFile+")") {
 		t.Fatalf("typo approved: exit %d: %s", code, errs)
 	}
