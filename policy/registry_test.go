@@ -359,3 +359,26 @@ func TestNewFolderWithAnotherIDOnTheSameListenerWaitsForApproval(t *testing.T) {
 		t.Fatalf("places %v", got)
 	}
 }
+
+// TestReloadDuplicateBeforeTheServedEntryIsTheOneRefused: on reload, an
+// entry that claims a served id from another spelling of the path is the
+// duplicate, even listed first, and its exemptions apply nowhere.
+func TestReloadDuplicateBeforeTheServedEntryIsTheOneRefused(t *testing.T) {
+	f := newFixture(t)
+	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
+	r := f.registry()
+	f.load(r, Loaded)
+	served := f.cfg.Integrations[0]
+	dup := Integration{Manifest: filepath.Join(f.dir, "manifest.json"), Listen: "unix:/run/dup.sock", Exemptions: Exemptions{Mode: Audit}}
+	f.cfg.Integrations = []Integration{dup, served}
+	outs := r.Load(f.cfg)
+	if outs[0].Result != Failed || outs[1].Result != Unchanged || r.Policy(dup.Manifest) != nil || r.Policy(f.dir).Exemptions.Mode == Audit {
+		t.Fatalf("outcomes %+v", outs)
+	}
+	// The same key twice: the entry on the listener that served it wins.
+	f.cfg.Integrations = []Integration{{Manifest: f.dir, Listen: "unix:/run/dup.sock", Exemptions: Exemptions{Mode: Audit}}, served}
+	outs = r.Load(f.cfg)
+	if outs[0].Result != Failed || !strings.Contains(outs[0].Err.Error(), "already served on 127.0.0.1:0") || r.Policy(f.dir).Exemptions.Mode == Audit {
+		t.Fatalf("outcomes %+v", outs)
+	}
+}
