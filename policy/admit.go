@@ -10,6 +10,54 @@ import (
 type admission struct {
 	inForce []allowlist.Entry // the list that applies now
 	pending string            // a widening version waiting for the gate, or ""
+	idFrom  string            // with pending: the id the folder was approved under
+}
+
+// admitAt applies the version rules to m, found at places: its folder,
+// and the serve listener it is served on (see Places). A place is bound to
+// the first id loaded there; a manifest that claims another id there is
+// not a fresh start: until the operator approves the change, the list
+// approved for the old id stays in force, and the new id is pending.
+func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration) (admission, error) {
+	var changed []string
+	for _, place := range places {
+		if f, bound := s.Folders[place]; bound && f.ID != m.ID && !idChangePasses(f, m, in) {
+			changed = append(changed, place)
+		}
+	}
+	if len(changed) > 0 {
+		p := IDChange{ID: m.ID, Version: m.Version, Digest: m.Digest()}
+		for _, place := range changed {
+			f := s.Folders[place]
+			if f.Pending == nil || (IDChange{ID: f.Pending.ID, Version: f.Pending.Version, Digest: f.Pending.Digest}) != p {
+				f.Pending = &p
+			}
+			s.Folders[place] = f
+		}
+		from := s.Folders[changed[0]].ID
+		kept, err := parseApproved(s.IDs[from].Approved.Entries)
+		return admission{inForce: kept, pending: m.Version, idFrom: from}, err
+	}
+	for _, place := range places {
+		if f, bound := s.Folders[place]; !bound || f.ID != m.ID || f.Pending != nil {
+			s.Folders[place] = Folder{ID: m.ID}
+		}
+	}
+	r, known := s.IDs[m.ID]
+	adm, err := admit(&r, known, m, in)
+	if err == nil {
+		s.IDs[m.ID] = r
+	}
+	return adm, err
+}
+
+func idChangePasses(f Folder, m *allowlist.Manifest, in Integration) bool {
+	digest := m.Digest()
+	if in.Widen == WidenAuto || (in.PinDigest != "" && in.PinDigest == digest) {
+		return true
+	}
+	p := f.Pending
+	return p != nil && p.Approved && p.ID == m.ID && p.Version == m.Version && p.Digest == digest
 }
 
 // admit applies the version rules to m against its record, updating the
@@ -29,9 +77,9 @@ func admit(r *Record, known bool, m *allowlist.Manifest, in Integration) (admiss
 	}
 	switch c := allowlist.CompareVersions(m.Version, r.Version); {
 	case c < 0:
-		return admission{}, fmt.Errorf("version %s is lower than %s, seen before; versions only go up", m.Version, r.Version)
+		return admission{}, fmt.Errorf("version %s is lower than %s, seen before; versions only go up: give a version above %s, or, if %s %s must come back, forget the id deliberately (egressd state forget %s)", m.Version, r.Version, r.Version, m.ID, m.Version, m.ID)
 	case c == 0 && digest != r.Digest:
-		return admission{}, fmt.Errorf("network list changed but version %s did not; a new list needs a new version", m.Version)
+		return admission{}, fmt.Errorf("network list changed but version %s did not; a new list needs a version above %s", m.Version, r.Version)
 	case c > 0:
 		r.Version, r.Digest = m.Version, digest
 	}
@@ -51,7 +99,7 @@ func gatePasses(r *Record, m *allowlist.Manifest, digest string, in Integration)
 		return true
 	}
 	d, ok := r.Approvals[m.Version]
-	return ok && (d == "" || d == digest)
+	return ok && d == digest
 }
 
 // widens reports whether next has an entry that approved lacks.

@@ -36,6 +36,11 @@ type Policy struct {
 	nat64       []netip.Prefix
 	localAddrs  []netip.Addr
 	allowedPort map[uint16]bool
+
+	// PendingIDFrom is, with Pending, the id this manifest's folder was
+	// approved under when the pending version changed the id.
+	PendingIDFrom  string
+	pendingMatcher *allowlist.Matcher // the pending version's list
 }
 
 // PolicyOptions are the inputs of NewPolicy beyond the manifest.
@@ -104,6 +109,9 @@ func (p *Policy) Decide(rawHost string, port uint16) Decision {
 		return d
 	}
 	d.Reason = NotAllowlisted
+	if e, ok := p.pendingMatch(host); ok {
+		d.Reason, d.Rule = PendingApproval, e.String()
+	}
 	if p.Exemptions.Mode == Audit {
 		d.Verdict = WouldDeny
 		d.Exemption = strings.TrimPrefix(d.Exemption+",audit_mode", ",")

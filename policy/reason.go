@@ -25,6 +25,9 @@ const (
 	AuditUnavailable Reason = "audit_unavailable"
 	PolicyNarrowed   Reason = "policy_narrowed"
 	NoPolicy         Reason = "no_policy"
+	// PendingApproval is a host the manifest lists in a version whose
+	// widening (or id change) waits for "egressd approve".
+	PendingApproval Reason = "pending_approval"
 )
 
 // Verdict is the outcome of a decision. The zero Verdict denies.

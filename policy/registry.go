@@ -14,6 +14,7 @@ import (
 type Snapshot struct {
 	Generation uint64
 	Policies   map[string]*Policy
+	listen     map[string]string // key -> the listener of the entry that serves it
 }
 
 // Result says what a load did with one integration.
@@ -37,6 +38,7 @@ type Outcome struct {
 	Result     Result
 	Pending    string   // the pending version, with Result Pending
 	Warnings   []string // manifest warnings, "path: message"
+	Notice     string   // with Result Pending: what waits and the command that approves it
 	Err        error    // why the manifest was refused
 }
 
@@ -72,15 +74,27 @@ func (r *Registry) Load(cfg Config) []Outcome {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	prev := r.current.Load()
-	next := &Snapshot{Generation: prev.Generation + 1, Policies: map[string]*Policy{}}
+	next := &Snapshot{Generation: prev.Generation + 1, Policies: map[string]*Policy{}, listen: map[string]string{}}
 	var outs []Outcome
 	ids := map[string]string{} // id -> key, to refuse duplicates
-	for _, in := range cfg.Integrations {
+	for id, key := range servedIDs(prev, cfg) {
+		ids[id] = key
+	}
+	serves := servingEntries(cfg, prev)
+	for i, in := range cfg.Integrations {
+		if w := serves[in.Manifest]; w != i {
+			// A duplicate entry for a served manifest is refused whole:
+			// its listener and its exemptions change nothing.
+			outs = append(outs, Outcome{Key: in.Manifest, Generation: next.Generation, Result: Failed,
+				Err: fmt.Errorf("this manifest is already served on %s; one manifest is served by one config entry", cfg.Integrations[w].Listen)})
+			continue
+		}
 		out := r.loadOne(cfg, in, prev.Policies[in.Manifest], ids, next.Generation)
 		if out.Result != Failed {
 			p := out.policy
 			ids[p.Manifest.ID] = in.Manifest
 			next.Policies[in.Manifest] = p
+			next.listen[in.Manifest] = in.Listen
 		}
 		outs = append(outs, out.Outcome)
 	}
@@ -91,6 +105,33 @@ func (r *Registry) Load(cfg Config) []Outcome {
 	}
 	r.current.Store(next)
 	return outs
+}
+
+// servingEntries picks, for each manifest key in cfg, the index of the one
+// entry that serves it: the entry on the listener that served it before,
+// else the first.
+func servingEntries(cfg Config, prev *Snapshot) map[string]int {
+	out := map[string]int{}
+	for i, in := range cfg.Integrations {
+		w, seen := out[in.Manifest]
+		if !seen || (prev.listen[in.Manifest] == in.Listen && cfg.Integrations[w].Listen != in.Listen) {
+			out[in.Manifest] = i
+		}
+	}
+	return out
+}
+
+// servedIDs are the ids prev served from keys cfg still configures: on a
+// reload, an entry that claims one of them from another key is the
+// duplicate, whatever its place in the config.
+func servedIDs(prev *Snapshot, cfg Config) map[string]string {
+	out := map[string]string{}
+	for key, p := range prev.Policies {
+		if configured(cfg, key) {
+			out[p.Manifest.ID] = key
+		}
+	}
+	return out
 }
 
 func configured(cfg Config, key string) bool {
@@ -130,23 +171,22 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 		return refuse(ps.Errors())
 	}
 	out.ID, out.Version = m.ID, m.Version
-	if last != nil && last.Manifest.ID != m.ID {
-		return refuse(fmt.Errorf("id changed from %s to %s at the same path; an id is immutable", last.Manifest.ID, m.ID))
-	}
-	if other, dup := ids[m.ID]; dup {
+	if other, dup := ids[m.ID]; dup && other != in.Manifest {
 		return refuse(fmt.Errorf("id %s is already served from %s; ids must be unique", m.ID, other))
 	}
 	var adm admission
-	err = r.memory.Update(m.ID, func(rec *Record, known bool) error {
+	err = r.memory.update(func(s *State) error {
 		var err error
-		adm, err = admit(rec, known, m, in)
+		adm, err = admitAt(s, Places(file, in.Listen), m, in)
 		return err
 	})
 	if err != nil {
-		return refuse(err)
+		return refuse(fmt.Errorf("%w (version memory: %s)", err, r.memory.where()))
 	}
 	p := NewPolicy(m, adm.inForce, r.options(cfg, in))
-	p.ManifestAt, p.Generation, p.Pending = file, gen, adm.pending
+	p.ManifestAt, p.Generation = file, gen
+	p.setPending(adm.pending, adm.idFrom)
+	out.Notice = p.PendingNotice()
 	out.policy = p
 	switch {
 	case adm.pending != "":
@@ -162,9 +202,23 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 // rebuild keeps last's manifest and entries but takes the operator's
 // current limits and exemptions: config changes apply even while a
 // manifest is broken.
+// StartProblems are the problems that would stop "egressd serve" from
+// starting with cfg, found without version memory: a manifest that does not
+// load, an id served twice, a manifest configured twice.
+func StartProblems(cfg Config) []error {
+	var errs []error
+	for _, o := range NewRegistry(InMemory(), nil).Load(cfg) {
+		if o.Result == Failed {
+			errs = append(errs, fmt.Errorf("%s: %v", o.Key, o.Err))
+		}
+	}
+	return errs
+}
+
 func (r *Registry) rebuild(cfg Config, in Integration, last *Policy, gen uint64) *Policy {
 	p := NewPolicy(last.Manifest, last.Entries(), r.options(cfg, in))
-	p.ManifestAt, p.Generation, p.Pending = last.ManifestAt, gen, last.Pending
+	p.ManifestAt, p.Generation = last.ManifestAt, gen
+	p.setPending(last.Pending, last.PendingIDFrom)
 	return p
 }
 

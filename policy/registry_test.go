@@ -104,7 +104,7 @@ func TestSameVersionWithChangedListIsRefused(t *testing.T) {
 	f.load(r, Loaded)
 	f.write("com.acme.erp", "1.0.0", "erp.acme.example", "evil.example")
 	out := f.load(r, KeptLastGood)
-	if out.Err.Error() != "network list changed but version 1.0.0 did not; a new list needs a new version" {
+	if !strings.HasPrefix(out.Err.Error(), "network list changed but version 1.0.0 did not; a new list needs a version above 1.0.0") {
 		t.Fatalf("err = %v", out.Err)
 	}
 	if f.allows(r, "evil.example") {
@@ -120,12 +120,14 @@ func TestLowerVersionIsRefusedAcrossRestart(t *testing.T) {
 	// A restart: a new process, a new registry, the same state directory.
 	f.write("com.acme.erp", "1.9.9", "erp.acme.example", "evil.example")
 	out := f.load(f.registry(), Failed)
-	if out.Err.Error() != "version 1.9.9 is lower than 2.0.0, seen before; versions only go up" {
+	// The message names the state file and the way out (issue 13.3).
+	want := "version 1.9.9 is lower than 2.0.0, seen before; versions only go up: give a version above 2.0.0, or, if com.acme.erp 1.9.9 must come back, forget the id deliberately (egressd state forget com.acme.erp) (version memory: " + filepath.Join(f.state, "versions.json") + ")"
+	if out.Err.Error() != want {
 		t.Fatalf("err = %v", out.Err)
 	}
 	f.write("com.acme.erp", "2.0.0", "erp.acme.example", "evil.example")
 	out = f.load(f.registry(), Failed)
-	if !strings.Contains(out.Err.Error(), "did not; a new list needs a new version") {
+	if !strings.Contains(out.Err.Error(), "did not; a new list needs a version above") {
 		t.Fatalf("err = %v", out.Err)
 	}
 }
@@ -161,7 +163,7 @@ func TestWideningWaitsForApprovalAcrossRestart(t *testing.T) {
 	}
 
 	mem, _ := OpenMemory(f.state)
-	if err := mem.Approve("com.acme.erp", "1.1.0"); err != nil {
+	if _, err := mem.ApprovePending("com.acme.erp", "1.1.0"); err != nil {
 		t.Fatal(err)
 	}
 	f.load(r, Loaded)
@@ -190,15 +192,64 @@ func TestWideningGatePinnedDigestAndAuto(t *testing.T) {
 	}
 }
 
-func TestIDChangeAtSamePathIsRefused(t *testing.T) {
+// TestIDChangeInAKnownFolderWaitsForApprovalAcrossRestarts is issue 13.1:
+// a new id in a folder bound to another is not a fresh start, neither in
+// the process that saw the old id nor in a new one.
+func TestIDChangeInAKnownFolderWaitsForApprovalAcrossRestarts(t *testing.T) {
 	f := newFixture(t)
 	r := f.registry()
 	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
 	f.load(r, Loaded)
-	f.write("com.evil.erp", "1.0.0", "evil.example")
-	out := f.load(r, KeptLastGood)
-	if out.Err.Error() != "id changed from com.acme.erp to com.evil.erp at the same path; an id is immutable" {
-		t.Fatalf("err = %v", out.Err)
+	f.write("com.acme.erp", "1.1.0", "erp.acme.example", "evil.example")
+	f.load(r, Pending)
+	f.write("com.acme.erp2", "1.0.0", "erp.acme.example", "evil.example")
+	for _, r := range []*Registry{r, f.registry(), f.registry()} {
+		out := f.load(r, Pending)
+		if f.allows(r, "evil.example") || !f.allows(r, "erp.acme.example") || !strings.Contains(out.Notice, "egressd approve com.acme.erp2 1.0.0") {
+			t.Fatalf("id change applied without approval: %+v", out)
+		}
+		if d := r.Policy(f.dir).Decide("evil.example", 443); d.Reason != PendingApproval {
+			t.Fatalf("reason %s", d.Reason)
+		}
+	}
+	mem, _ := OpenMemory(f.state)
+	if a, err := mem.ApprovePending("com.acme.erp2", "1.0.0"); err != nil || !strings.Contains(a.What, "id change") {
+		t.Fatalf("%+v %v", a, err)
+	}
+	for _, r := range []*Registry{f.registry(), f.registry()} {
+		f.load(r, Loaded)
+		if !f.allows(r, "evil.example") {
+			t.Fatal("approved id change did not apply")
+		}
+	}
+}
+
+// TestApprovalIsBoundToTheListSeen is issue 18.7: approving a version binds
+// the list egressd saw at it, not any list at that version; a version not
+// seen, or an id never seen, is refused.
+func TestApprovalIsBoundToTheListSeen(t *testing.T) {
+	f := newFixture(t)
+	r := f.registry()
+	mem, _ := OpenMemory(f.state)
+	if _, err := mem.ApprovePending("com.acme.erp", "1.1.0"); err == nil || !strings.Contains(err.Error(), "not in version memory") {
+		t.Fatalf("unknown id approved: %v", err)
+	}
+	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
+	f.load(r, Loaded)
+	if _, err := mem.ApprovePending("com.acme.erp", "1.1.0"); err == nil || !strings.Contains(err.Error(), "has not seen com.acme.erp 1.1.0") {
+		t.Fatalf("unseen version approved: %v", err)
+	}
+	f.write("com.acme.erp", "1.1.0", "erp.acme.example", "new.acme.example")
+	f.load(r, Pending)
+	a, err := mem.ApprovePending("com.acme.erp", "1.1.0")
+	if err != nil || a.Digest != r.Policy(f.dir).Manifest.Digest() {
+		t.Fatalf("%+v %v", a, err)
+	}
+	// Another list at the approved version is not what was approved.
+	f.write("com.acme.erp", "1.1.0", "erp.acme.example", "evil.example")
+	f.load(r, KeptLastGood)
+	if f.allows(r, "evil.example") {
+		t.Fatal("approval applied to another list")
 	}
 }
 
@@ -227,12 +278,107 @@ func TestRemovalOnlyWhenOperatorRemoves(t *testing.T) {
 	}
 }
 
+// TestCorruptStateIsNotSilentlyReset includes issue 18.8: a state file of
+// null (and every other shape egressd does not write) fails closed with a
+// message naming the file, never a panic.
 func TestCorruptStateIsNotSilentlyReset(t *testing.T) {
+	for _, doc := range []string{"{not json", "null", "", "[]", "1", `{"com.acme.erp":null}`, `{"com.acme.erp":{"version":"1.0.0"}}`,
+		`{"egressd_state":2,"ids":null,"folders":{}}`, `{"egressd_state":2,"ids":{},"folders":{"/x":null}}`, `{"egressd_state":3,"ids":{},"folders":{}}`} {
+		f := newFixture(t)
+		f.write("com.acme.erp", "1.0.0", "erp.acme.example")
+		os.WriteFile(filepath.Join(f.state, stateFile), []byte(doc), 0o600)
+		out := f.load(f.registry(), Failed)
+		if !strings.Contains(out.Err.Error(), "is corrupt") || !strings.Contains(out.Err.Error(), filepath.Join(f.state, stateFile)) {
+			t.Fatalf("%s: err = %v", doc, out.Err)
+		}
+	}
+}
+
+// FuzzStateDecode: no state file makes the decoder panic, and whatever it
+// accepts survives its own encoding unchanged.
+func FuzzStateDecode(f *testing.F) {
+	f.Add([]byte(`{"egressd_state":2,"ids":{"com.acme.erp":{"version":"1.1.0","digest":"sha256:` + strings.Repeat("a", 64) + `","approved":{"version":"1.0.0","digest":"sha256:` + strings.Repeat("b", 64) + `","entries":["erp.acme.example"]},"approvals":{"1.1.0":"sha256:` + strings.Repeat("a", 64) + `"}}},"folders":{"/srv/erp":{"id":"com.acme.erp","pending":{"id":"com.acme.erp2","version":"1.0.0","digest":"sha256:` + strings.Repeat("c", 64) + `"}}}}`))
+	f.Add([]byte(`{"com.acme.erp":{"version":"1.0.0","digest":"sha256:` + strings.Repeat("a", 64) + `","approved":{"version":"1.0.0","digest":"sha256:` + strings.Repeat("a", 64) + `","entries":[]},"approvals":{"2.0.0":""}}}`))
+	f.Add([]byte("null"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := DecodeState(data)
+		if err != nil {
+			return
+		}
+		again, err := DecodeState(s.encode())
+		if err != nil || string(again.encode()) != string(s.encode()) {
+			t.Fatalf("accepted state does not survive its encoding: %v", err)
+		}
+	})
+}
+
+// TestFirstLayoutStateStillReads: a versions.json written before folders
+// were remembered still holds its versions; an approval it holds that was
+// bound to no list is honoured for none.
+func TestFirstLayoutStateStillReads(t *testing.T) {
+	f := newFixture(t)
+	f.write("com.acme.erp", "1.1.0", "erp.acme.example", "new.acme.example")
+	d := "sha256:" + strings.Repeat("0", 64)
+	os.WriteFile(filepath.Join(f.state, stateFile), []byte(`{"com.acme.erp":{"version":"1.0.0","digest":"`+d+`","approved":{"version":"1.0.0","digest":"`+d+`","entries":["erp.acme.example"]},"approvals":{"1.1.0":""}}}`), 0o600)
+	r := f.registry()
+	f.load(r, Pending)
+	f.write("com.acme.erp", "0.9.0", "erp.acme.example")
+	if out := f.load(r, KeptLastGood); !strings.Contains(out.Err.Error(), "is lower than 1.1.0") {
+		t.Fatalf("err = %v", out.Err)
+	}
+}
+
+// TestNewFolderWithAnotherIDOnTheSameListenerWaitsForApproval is issue
+// 13.1 for serve: an install in a new folder, served on the listener the
+// old id was served on, with its id changed, is not a fresh start either.
+func TestNewFolderWithAnotherIDOnTheSameListenerWaitsForApproval(t *testing.T) {
+	f := newFixture(t)
+	f.cfg.Integrations[0].Listen = "unix:/run/egressd/erp.sock"
+	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
+	f.load(f.registry(), Loaded)
+
+	f.dir = t.TempDir() // the vendor's next release, installed beside the old one
+	f.cfg.Integrations[0].Manifest = f.dir
+	f.write("com.acme.erp2", "1.0.0", "erp.acme.example", "evil.example")
+	r := f.registry()
+	out := f.load(r, Pending)
+	if f.allows(r, "evil.example") || !f.allows(r, "erp.acme.example") || !strings.Contains(out.Notice, "changed its id from com.acme.erp to com.acme.erp2") {
+		t.Fatalf("id change on the same listener applied without approval: %+v", out)
+	}
+	mem, _ := OpenMemory(f.state)
+	if a, err := mem.ApprovePending("com.acme.erp2", "1.0.0"); err != nil || !strings.Contains(a.What, "the id change of listener unix:/run/egressd/erp.sock from com.acme.erp") {
+		t.Fatalf("%+v %v", a, err)
+	}
+	r = f.registry()
+	f.load(r, Loaded)
+	if !f.allows(r, "evil.example") {
+		t.Fatal("approved id change did not apply")
+	}
+	// Port 0 names no listener: two integrations on it are not one.
+	if got := Places(filepath.Join(f.dir, "manifest.json"), "127.0.0.1:0"); len(got) != 1 {
+		t.Fatalf("places %v", got)
+	}
+}
+
+// TestReloadDuplicateBeforeTheServedEntryIsTheOneRefused: on reload, an
+// entry that claims a served id from another spelling of the path is the
+// duplicate, even listed first, and its exemptions apply nowhere.
+func TestReloadDuplicateBeforeTheServedEntryIsTheOneRefused(t *testing.T) {
 	f := newFixture(t)
 	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
-	os.WriteFile(filepath.Join(f.state, stateFile), []byte("{not json"), 0o600)
-	out := f.load(f.registry(), Failed)
-	if !strings.Contains(out.Err.Error(), "is corrupt") {
-		t.Fatalf("err = %v", out.Err)
+	r := f.registry()
+	f.load(r, Loaded)
+	served := f.cfg.Integrations[0]
+	dup := Integration{Manifest: filepath.Join(f.dir, "manifest.json"), Listen: "unix:/run/dup.sock", Exemptions: Exemptions{Mode: Audit}}
+	f.cfg.Integrations = []Integration{dup, served}
+	outs := r.Load(f.cfg)
+	if outs[0].Result != Failed || outs[1].Result != Unchanged || r.Policy(dup.Manifest) != nil || r.Policy(f.dir).Exemptions.Mode == Audit {
+		t.Fatalf("outcomes %+v", outs)
+	}
+	// The same key twice: the entry on the listener that served it wins.
+	f.cfg.Integrations = []Integration{{Manifest: f.dir, Listen: "unix:/run/dup.sock", Exemptions: Exemptions{Mode: Audit}}, served}
+	outs = r.Load(f.cfg)
+	if outs[0].Result != Failed || !strings.Contains(outs[0].Err.Error(), "already served on 127.0.0.1:0") || r.Policy(f.dir).Exemptions.Mode == Audit {
+		t.Fatalf("outcomes %+v", outs)
 	}
 }

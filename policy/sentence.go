@@ -25,6 +25,11 @@ func Sentence(d Decision, p *Policy) string {
 			return fmt.Sprintf("egressd: %s is not in the network permission of %s; allowed only because audit mode is on (add it to %s)", host, who, where)
 		}
 		return fmt.Sprintf("egressd: %s is not in the network permission of %s (add it to %s)", host, who, where)
+	case PendingApproval:
+		if d.Verdict == WouldDeny {
+			return fmt.Sprintf("egressd: %s is in the list of %s, which waits for the operator's approval (%s); allowed only because audit mode is on", host, who, p.ApproveCommand())
+		}
+		return fmt.Sprintf("egressd: %s is in the list of %s, which waits for the operator's approval: %s; until then the last approved list applies", host, who, p.ApproveCommand())
 	case IPLiteral:
 		return fmt.Sprintf("egressd: IP addresses cannot be reached directly; connect by a hostname listed in the network permission of %s", who)
 	case BadRequest:

@@ -1,43 +1,22 @@
 package policy
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// Record is what version memory keeps for one integration id. Records are
-// never deleted: a removed id keeps its record as a tombstone, so it cannot
-// come back with a lower version.
-type Record struct {
-	// Version and Digest are the highest version seen and its list's digest.
-	Version string `json:"version"`
-	Digest  string `json:"digest"`
-	// Approved is the list in force: the first list seen, then every
-	// narrowing, and every widening that passed the operator's gate.
-	Approved Approved `json:"approved"`
-	// Approvals are versions the operator approved with "egressd approve",
-	// each with the digest seen at that version ("" if not seen yet).
-	Approvals map[string]string `json:"approvals,omitempty"`
-}
-
-// Approved is a list that is in force.
-type Approved struct {
-	Version string   `json:"version"`
-	Digest  string   `json:"digest"`
-	Entries []string `json:"entries"`
-}
-
-// Memory is version memory. A nil *Memory remembers nothing across
-// processes (check and explain use it that way: they never write state).
+// Memory is version memory: what egressd remembers about each integration
+// id and each manifest folder across processes. A Memory made by InMemory
+// or ReadMemory never writes (check and explain use it that way).
 type Memory struct {
 	dir string
-	mem map[string]Record // used when dir is ""
+	mem *State // used when dir is ""
 }
 
 // stateFile and lockFile live in the state directory.
@@ -72,18 +51,70 @@ func OpenMemory(dir string) (*Memory, error) {
 }
 
 // InMemory returns a Memory that lives only as long as the process.
-func InMemory() *Memory { return &Memory{mem: map[string]Record{}} }
+func InMemory() *Memory { return &Memory{mem: newState()} }
 
-// Update runs fn on id's record under an exclusive lock, and saves the
-// record if fn returns nil. known says whether a record existed. Several
-// egressd processes may share one state directory; the lock serialises them.
-func (m *Memory) Update(id string, fn func(r *Record, known bool) error) error {
+// ReadMemory returns an in-process copy of the version memory in dir: it
+// judges as "serve" would at this moment and never writes the file. A
+// missing state file reads as empty.
+func ReadMemory(dir string) (*Memory, error) {
+	m := &Memory{dir: dir}
+	s, err := m.Read()
+	if err != nil {
+		return nil, err
+	}
+	return &Memory{mem: &s}, nil
+}
+
+// StatePath is the state file in the state directory dir.
+func StatePath(dir string) string { return filepath.Join(dir, stateFile) }
+
+// Path is the state file, or "" for a Memory that lives in the process.
+func (m *Memory) Path() string {
+	if m == nil || m.dir == "" {
+		return ""
+	}
+	return StatePath(m.dir)
+}
+
+// where names the state file in messages.
+func (m *Memory) where() string {
+	if p := m.Path(); p != "" {
+		return p
+	}
+	return "version memory (this process only)"
+}
+
+// Read returns the whole state. Writes replace the file by rename, so a
+// read without the lock still sees one whole version of it.
+func (m *Memory) Read() (State, error) {
 	if m.dir == "" {
-		r, known := m.mem[id]
-		if err := fn(&r, known); err != nil {
+		return m.mem.clone(), nil
+	}
+	data, err := os.ReadFile(m.Path())
+	if errors.Is(err, fs.ErrNotExist) {
+		return *newState(), nil
+	}
+	if err != nil {
+		return State{}, fmt.Errorf("policy: state file %s: %w", m.Path(), err)
+	}
+	s, err := DecodeState(data)
+	if err != nil {
+		// A corrupt state file must not reset version memory silently.
+		return State{}, fmt.Errorf("policy: state file %s is corrupt (%v); restore it, or remove it deliberately (every integration's next load is then a first load)", m.Path(), err)
+	}
+	return s, nil
+}
+
+// update runs fn on the whole state under an exclusive lock, and saves it
+// if fn returns nil and changed something. Several egressd processes may
+// share one state directory; the lock serialises them.
+func (m *Memory) update(fn func(s *State) error) error {
+	if m.dir == "" {
+		s := m.mem.clone()
+		if err := fn(&s); err != nil {
 			return err
 		}
-		m.mem[id] = r
+		*m.mem = s
 		return nil
 	}
 	unlock, err := m.lock()
@@ -91,26 +122,84 @@ func (m *Memory) Update(id string, fn func(r *Record, known bool) error) error {
 		return err
 	}
 	defer unlock()
-	all, err := m.readAll()
+	s, err := m.Read()
 	if err != nil {
 		return err
 	}
-	r, known := all[id]
-	before, _ := json.Marshal(r)
-	if err := fn(&r, known); err != nil {
+	before := s.encode()
+	if err := fn(&s); err != nil {
 		return err
 	}
-	if after, _ := json.Marshal(r); known && string(before) == string(after) {
+	after := s.encode()
+	if string(before) == string(after) {
 		return nil // nothing changed: skip the write and its fsync
 	}
-	all[id] = r
-	return m.writeAll(all)
+	return m.write(after)
+}
+
+// owner is who the state must stay readable by: the state file's owner and
+// mode if it exists, else the directory's owner with mode 0600. "egressd
+// approve" run as root must not leave a file the service cannot read.
+func (m *Memory) owner() (uid, gid int, mode fs.FileMode, err error) {
+	st, err := os.Stat(m.Path())
+	mode = st0600(st, err)
+	if errors.Is(err, fs.ErrNotExist) {
+		st, err = os.Stat(m.dir)
+	}
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("policy: state: %w", err)
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return os.Getuid(), os.Getgid(), mode, nil
+	}
+	return int(sys.Uid), int(sys.Gid), mode, nil
+}
+
+func st0600(st fs.FileInfo, err error) fs.FileMode {
+	if err != nil {
+		return 0o600
+	}
+	return st.Mode().Perm()
+}
+
+// keepOwner gives f, which will be path, the state's owner and mode (see
+// owner), or says why it cannot: a state file the service cannot read is a
+// service that cannot start.
+func (m *Memory) keepOwner(f *os.File, path string) error {
+	uid, gid, mode, err := m.owner()
+	if err != nil {
+		return err
+	}
+	// Only root makes files for another user; lock refuses anyone else
+	// whose uid is not the state's.
+	if os.Geteuid() == 0 && (uid != 0 || gid != os.Getegid()) {
+		if err := f.Chown(uid, gid); err != nil {
+			return fmt.Errorf("policy: version memory %s belongs to uid %d gid %d, and this process (uid %d) cannot give %s to them (%v); run this as uid %d or as root", m.Path(), uid, gid, os.Geteuid(), path, err, uid)
+		}
+	}
+	if err := f.Chmod(mode); err != nil {
+		return fmt.Errorf("policy: state: %w", err)
+	}
+	return nil
 }
 
 func (m *Memory) lock() (func(), error) {
-	f, err := os.OpenFile(filepath.Join(m.dir, lockFile), os.O_CREATE|os.O_RDWR, 0o600)
+	uid, _, _, err := m.owner()
+	if err != nil {
+		return nil, err
+	}
+	if me := os.Geteuid(); me != 0 && me != uid {
+		return nil, fmt.Errorf("policy: version memory %s belongs to uid %d, and this process runs as uid %d: it cannot change the file and keep it theirs; run this as uid %d or as root (or, if this user should own version memory, chown it to this user)", m.Path(), uid, me, uid)
+	}
+	path := filepath.Join(m.dir, lockFile)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("policy: state lock: %w", err)
+	}
+	if err := m.keepOwner(f, path); err != nil {
+		f.Close()
+		return nil, err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		f.Close()
@@ -119,34 +208,19 @@ func (m *Memory) lock() (func(), error) {
 	return func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
 }
 
-func (m *Memory) readAll() (map[string]Record, error) {
-	all := map[string]Record{}
-	data, err := os.ReadFile(filepath.Join(m.dir, stateFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return all, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("policy: state: %w", err)
-	}
-	if err := json.Unmarshal(data, &all); err != nil {
-		// A corrupt state file must not reset version memory silently.
-		return nil, fmt.Errorf("policy: state file %s is corrupt (%v); restore it or remove it deliberately", filepath.Join(m.dir, stateFile), err)
-	}
-	return all, nil
-}
-
-// writeAll replaces the state file atomically: write, fsync, rename.
-func (m *Memory) writeAll(all map[string]Record) error {
-	data, err := json.MarshalIndent(all, "", "  ")
-	if err != nil {
-		return err
-	}
+// write replaces the state file atomically (write, fsync, rename), keeping
+// its owner and mode.
+func (m *Memory) write(data []byte) error {
 	tmp, err := os.CreateTemp(m.dir, stateFile+".*")
 	if err != nil {
 		return fmt.Errorf("policy: state: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
+	if err := m.keepOwner(tmp, m.Path()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return fmt.Errorf("policy: state: %w", err)
 	}
@@ -157,21 +231,8 @@ func (m *Memory) writeAll(all map[string]Record) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("policy: state: %w", err)
 	}
-	return os.Rename(tmp.Name(), filepath.Join(m.dir, stateFile))
-}
-
-// Approve records the operator's approval of id at version. If that version
-// has been seen, the approval is bound to its list's digest.
-func (m *Memory) Approve(id, version string) error {
-	return m.Update(id, func(r *Record, known bool) error {
-		if r.Approvals == nil {
-			r.Approvals = map[string]string{}
-		}
-		digest := ""
-		if known && r.Version == version {
-			digest = r.Digest
-		}
-		r.Approvals[version] = digest
-		return nil
-	})
+	if err := os.Rename(tmp.Name(), m.Path()); err != nil {
+		return fmt.Errorf("policy: state: %w", err)
+	}
+	return nil
 }

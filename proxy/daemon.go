@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 
@@ -34,6 +35,7 @@ type Daemon struct {
 	mu        sync.Mutex
 	cfg       policy.Config
 	listeners map[string]*listener // by integration key
+	announced map[[2]string]bool   // {id, exemption} in force, as last announced
 	ready     bool
 	serveErr  chan error
 }
@@ -75,7 +77,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	d.announceExemptions(cfg)
+	d.announceExemptions()
 	d.warnWritableManifests(cfg)
 	d.ready = true
 	return nil
@@ -181,6 +183,7 @@ func (d *Daemon) Reload(ctx context.Context) error {
 	defer d.mu.Unlock()
 	outs := d.Registry.Load(cfg)
 	d.auditOutcomes(outs)
+	d.announceExemptions()
 	d.cfg = cfg
 	var errs []error
 	for key, l := range d.listeners {
@@ -286,28 +289,58 @@ func (d *Daemon) auditOutcomes(outs []policy.Outcome) {
 		if o.Err != nil {
 			ev.Err = audit.Cap(o.Err.Error(), 1000)
 		}
+		if o.Notice != "" { // a widening or id change waits for the operator
+			ev.Msg = audit.Cap(strings.Join(append(o.Warnings, o.Notice), "; "), 1000)
+			if d.Warn != nil {
+				d.Warn(o.Notice)
+			}
+		}
 		d.Audit.Write(ev)
 		d.Metrics.Reloads.WithLabelValues(o.ID, string(o.Result)).Inc()
 	}
 }
 
-// announceExemptions warns about every named exemption in force, on
-// stderr, in the audit log and in /metrics.
-func (d *Daemon) announceExemptions(cfg policy.Config) {
-	for _, in := range cfg.Integrations {
-		p := d.Registry.Policy(in.Manifest)
-		if p == nil {
-			continue
-		}
-		for _, name := range in.Exemptions.Names() {
-			msg := fmt.Sprintf("exemption in force for %s: %s", p.Manifest.ID, name)
-			if d.Warn != nil {
-				d.Warn(msg)
-			}
-			d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "exemption", Integration: p.Manifest.ID, Exemption: name, Msg: msg})
-			d.Metrics.Exemptions.WithLabelValues(p.Manifest.ID, name).Set(1)
+// announceExemptions warns about every named exemption that came into
+// force since it last ran, on stderr, in the audit log and in /metrics,
+// and withdraws those no longer in force: a reload widens nothing
+// silently. It reads the policies in force, not the config, so a refused
+// entry's exemptions are never announced. d.mu is held.
+func (d *Daemon) announceExemptions() {
+	now := map[[2]string]bool{} // {id, exemption}
+	for _, p := range d.Registry.Snapshot().Policies {
+		for _, name := range p.Exemptions.Names() {
+			now[[2]string{p.Manifest.ID, name}] = true
 		}
 	}
+	for _, k := range sortedPairs(now) {
+		if !d.announced[k] {
+			d.exemptionEvent(k, "exemption", "exemption in force for %s: %s", 1)
+		}
+	}
+	for _, k := range sortedPairs(d.announced) {
+		if !now[k] {
+			d.exemptionEvent(k, "exemption_withdrawn", "exemption withdrawn for %s: %s", 0)
+		}
+	}
+	d.announced = now
+}
+
+func (d *Daemon) exemptionEvent(k [2]string, action, format string, gauge float64) {
+	msg := fmt.Sprintf(format, k[0], k[1])
+	d.Metrics.Exemptions.WithLabelValues(k[0], k[1]).Set(gauge)
+	d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: action, Integration: k[0], Exemption: k[1], Msg: msg})
+	if d.Warn != nil {
+		d.Warn(msg)
+	}
+}
+
+func sortedPairs(m map[[2]string]bool) [][2]string {
+	out := make([][2]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0]+"\x00"+out[i][1] < out[j][0]+"\x00"+out[j][1] })
+	return out
 }
 
 // DefaultMaxConnections derives the global cap from the descriptor limit:

@@ -3,30 +3,64 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 
+	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/policy"
 )
 
 func runApprove(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("approve", "usage: egressd approve [--state DIR] ID VERSION\n\nApproves a manifest version whose network list adds entries. A running\n\"egressd serve\" applies it on its next reload (SIGHUP).", stderr)
+	fs := newFlagSet("approve", `usage: egressd approve [--state DIR] ID VERSION
+       egressd approve [--state DIR] [--new-id] --manifest PATH
+
+Approves a manifest version whose network list adds entries, or whose id
+changed in a folder egressd knows. ID VERSION approves what egressd saw and
+holds as pending; --manifest approves that manifest's list, seen or not.
+Either way the approval is bound to one list's digest. A running
+"egressd serve" applies it on its next reload (SIGHUP).`, stderr)
 	state := fs.String("state", policy.DefaultStateDir(), "version memory directory")
+	manifest := fs.String("manifest", "", "approve this manifest file or folder's list")
+	newID := fs.Bool("new-id", false, "with --manifest: the id was never loaded; record its list as the first approved one")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	if fs.NArg() != 2 {
+	if (*manifest == "") == (fs.NArg() == 0) || (*manifest == "" && fs.NArg() != 2) || (*newID && *manifest == "") {
 		fs.Usage()
 		return exitUsage
 	}
-	mem, err := policy.OpenMemory(*state)
+	mem, err := openExistingMemory(*state, *newID)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitFail
 	}
-	id, version := fs.Arg(0), fs.Arg(1)
-	if err := mem.Approve(id, version); err != nil {
-		fmt.Fprintln(stderr, err)
+	var a policy.Approval
+	if *manifest != "" {
+		m, file, ps, loadErr := allowlist.Load(*manifest, &allowlist.Rules{})
+		if loadErr == nil && m == nil {
+			loadErr = fmt.Errorf("%s: the manifest has errors; run egressd check:\n%s", file, ps.Errors())
+		}
+		if loadErr != nil {
+			fmt.Fprintln(stderr, "egressd approve:", loadErr)
+			return exitFail
+		}
+		a, err = mem.ApproveManifest(m, policy.FolderOf(file), *newID)
+	} else {
+		a, err = mem.ApprovePending(fs.Arg(0), fs.Arg(1))
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "egressd approve:", err)
 		return exitFail
 	}
-	fmt.Fprintf(stdout, "approved %s %s in %s; reload egressd (SIGHUP) to apply it\n", id, version, *state)
+	fmt.Fprintf(stdout, "approved %s %s, list digest %s (%s) in %s; reload egressd (SIGHUP) to apply it\n", a.ID, a.Version, a.Digest, a.What, mem.Path())
 	return exitOK
+}
+
+// openExistingMemory opens version memory that is there: approving or
+// forgetting must not leave a new, root-owned state directory behind a
+// mistyped --state. Only a first list (--new-id) may create it.
+func openExistingMemory(dir string, create bool) (*policy.Memory, error) {
+	if _, err := os.Stat(dir); err != nil && !create {
+		return nil, fmt.Errorf("no version memory at %s (%v): egressd has loaded nothing with this --state", dir, err)
+	}
+	return policy.OpenMemory(dir)
 }

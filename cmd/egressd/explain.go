@@ -13,6 +13,7 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("explain", "usage: egressd explain --manifest PATH [--config FILE] HOST[:PORT]\n\nShows the decision for one CONNECT target. It does not resolve DNS.", stderr)
 	manifest := fs.String("manifest", "", "the integration's manifest file or folder (required)")
 	config := fs.String("config", "", "operator config: its deny rules and this integration's exemptions apply")
+	state := fs.String("state", "", "version memory directory (read only): decide as serve does while a widening or id change waits for approval")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -28,7 +29,7 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	p, err := explainPolicy(*manifest, cfg)
+	p, err := explainPolicy(*manifest, cfg, *state)
 	if err != nil {
 		printLines(stderr, err.Error())
 		return exitUsage
@@ -39,15 +40,19 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	}
 	d := p.DecideTarget(target)
 	printDecision(stdout, d, p, target)
+	if n := p.PendingNotice(); n != "" {
+		fmt.Fprintln(stdout, "pending:", n)
+	}
 	if d.Verdict.Permits() {
 		return exitOK
 	}
 	return exitFail
 }
 
-// explainPolicy builds the policy "serve" would apply to manifest under cfg,
-// without version memory: explain never reads or writes state.
-func explainPolicy(manifest string, cfg policy.Config) (*policy.Policy, error) {
+// explainPolicy builds the policy "serve" would apply to manifest under cfg.
+// With a state directory it judges by that version memory as serve would
+// now, on a copy: explain never writes state.
+func explainPolicy(manifest string, cfg policy.Config, state string) (*policy.Policy, error) {
 	m, file, ps, err := allowlist.Load(manifest, &cfg.Rules)
 	if err != nil {
 		return nil, err
@@ -55,13 +60,25 @@ func explainPolicy(manifest string, cfg policy.Config) (*policy.Policy, error) {
 	if m == nil {
 		return nil, fmt.Errorf("%s: the manifest has errors; run egressd check:\n%s", file, ps.Errors())
 	}
-	opts := policy.PolicyOptions{Deny: cfg.Deny, NAT64: cfg.NAT64, Exemptions: policy.Exemptions{Mode: cfg.Mode}}
-	for _, in := range cfg.Integrations {
-		if f, err := allowlist.Locate(in.Manifest); err == nil && sameFile(f, file) {
-			opts.Exemptions = in.Exemptions
+	in := policy.Integration{Manifest: manifest, Listen: "explain", Exemptions: policy.Exemptions{Mode: cfg.Mode}}
+	for _, c := range cfg.Integrations {
+		if f, err := allowlist.Locate(c.Manifest); err == nil && sameFile(f, file) {
+			in.Exemptions, in.Widen, in.PinDigest, in.Listen = c.Exemptions, c.Widen, c.PinDigest, c.Listen
 		}
 	}
-	return policy.NewPolicy(m, m.Entries, opts), nil
+	if state == "" {
+		return policy.NewPolicy(m, m.Entries, policy.PolicyOptions{Deny: cfg.Deny, NAT64: cfg.NAT64, Exemptions: in.Exemptions}), nil
+	}
+	mem, err := policy.ReadMemory(state)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Integrations = []policy.Integration{in}
+	reg := policy.NewRegistry(mem, nil)
+	if out := reg.Load(cfg)[0]; out.Result == policy.Failed {
+		return nil, fmt.Errorf("%s: serve refuses this manifest: %v", file, out.Err)
+	}
+	return reg.Policy(manifest), nil
 }
 
 func printDecision(w io.Writer, d policy.Decision, p *policy.Policy, raw string) {

@@ -29,7 +29,10 @@ usage:
                                              show the decision for one target, without resolving it
   egressd run [--manifest PATH | DIR] [flags] [-- COMMAND ARGS...]
                                              run an integration's program sandboxed: the proxy is its only way out
-  egressd approve [--state DIR] ID VERSION   approve a manifest version that widens its list
+  egressd approve [--state DIR] ID VERSION | --manifest PATH
+                                             approve a manifest version that widens its list or changes its id
+  egressd state [--state DIR] list | forget ID
+                                             show what version memory holds; forget an id
   egressd audit verify [--key FILE] [--checkpoints FILE] FILE...
                                              prove an audit log is intact
   egressd audit report [--manifest PATH]... [--format text|json|html] FILE...
@@ -64,6 +67,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runExplain(rest, stdout, stderr)
 	case "approve":
 		return runApprove(rest, stdout, stderr)
+	case "state":
+		return runState(rest, stdout, stderr)
 	case "serve":
 		return runServe(rest, stdout, stderr)
 	case "audit":

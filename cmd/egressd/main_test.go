@@ -130,18 +130,6 @@ integrations:
 	}
 }
 
-func TestApproveWritesState(t *testing.T) {
-	state := t.TempDir()
-	out, _, code := runCLI(t, "approve", "--state", state, "com.acme.erp", "2.5.0")
-	if code != exitOK || !strings.HasPrefix(out, "approved com.acme.erp 2.5.0") {
-		t.Fatalf("exit %d: %s", code, out)
-	}
-	data, _ := os.ReadFile(filepath.Join(state, "versions.json"))
-	if !strings.Contains(string(data), `"2.5.0": ""`) {
-		t.Fatalf("state: %s", data)
-	}
-}
-
 func TestVersionAndUnknownCommand(t *testing.T) {
 	if out, _, code := runCLI(t, "version"); code != exitOK || !strings.HasPrefix(out, "egressd ") {
 		t.Fatalf("version: %d %q", code, out)

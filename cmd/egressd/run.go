@@ -71,6 +71,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	defer r.close()
+	r.announcePolicy(stderr)
 	if f.insecureEnvOnly {
 		return r.envOnly(stderr)
 	}
@@ -82,6 +83,7 @@ type runSetup struct {
 	policy   *policy.Policy
 	cfg      policy.Config
 	registry *policy.Registry
+	loaded   policy.Outcome // the manifest's load, for the policy event
 	log      *audit.Log
 	file     *audit.File
 	server   *proxy.Server
@@ -112,8 +114,9 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 		return nil, err
 	}
 	registry := policy.NewRegistry(mem, localAddrs())
-	if outs := registry.Load(cfg); outs[0].Result == policy.Failed {
-		return nil, fmt.Errorf("%s:\n%v", outs[0].Key, outs[0].Err)
+	loaded := registry.Load(cfg)[0]
+	if loaded.Result == policy.Failed {
+		return nil, fmt.Errorf("%s:\n%v", loaded.Key, loaded.Err)
 	}
 	key := cfg.Integrations[0].Manifest
 	p := registry.Policy(key)
@@ -134,7 +137,7 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runSetup{policy: p, cfg: cfg, registry: registry}
+	r := &runSetup{policy: p, cfg: cfg, registry: registry, loaded: loaded}
 	hostUID, hostGID := os.Getuid(), os.Getgid()
 	if hostUID == 0 {
 		hostUID, hostGID = sandboxUIDBase+os.Getpid(), sandboxUIDBase+os.Getpid()

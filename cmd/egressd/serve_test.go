@@ -104,7 +104,7 @@ integrations:
 	writeManifest("1.2.0", `"api.weather.example","new.weather.example"`) // widening: waits
 	sig <- syscall.SIGHUP
 	waitFor(t, &lockedFile{path: auditFile}, `"action":"pending","pending":"1.2.0"`)
-	if r := connect("new.weather.example"); r != "not_allowlisted" {
+	if r := connect("new.weather.example"); r != "pending_approval" {
 		t.Fatalf("widening applied without approval: %s", r)
 	}
 

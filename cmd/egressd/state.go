@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/egressd/egressd/policy"
+)
+
+// runState is "egressd state list|forget": what version memory holds, and
+// the operator's deliberate way to make an id start afresh.
+func runState(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("state", `usage: egressd state [--state DIR] list
+       egressd state [--state DIR] forget ID
+
+list shows what version memory holds for each id and folder, and what waits
+for "egressd approve". forget removes an id: its next load is a first load,
+with any list, so use it only to undo a mistake.`, stderr)
+	state := fs.String("state", policy.DefaultStateDir(), "version memory directory")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	switch {
+	case fs.NArg() == 1 && fs.Arg(0) == "list":
+		mem, err := policy.ReadMemory(*state)
+		if err == nil {
+			var s policy.State
+			if s, err = mem.Read(); err == nil {
+				printState(stdout, policy.StatePath(*state), s)
+				return exitOK
+			}
+		}
+		fmt.Fprintln(stderr, "egressd state:", err)
+		return exitFail
+	case fs.NArg() == 2 && fs.Arg(0) == "forget":
+		mem, err := openExistingMemory(*state, false)
+		if err != nil {
+			fmt.Fprintln(stderr, "egressd state:", err)
+			return exitFail
+		}
+		r, err := mem.Forget(fs.Arg(1))
+		if err != nil {
+			fmt.Fprintln(stderr, "egressd state:", err)
+			return exitFail
+		}
+		fmt.Fprintf(stdout, "forgot %s (highest version seen: %s) in %s; its next load is a first load, with any list\n", fs.Arg(1), orNone(r.Version), mem.Path())
+		return exitOK
+	}
+	fs.Usage()
+	return exitUsage
+}
+
+func printState(w io.Writer, file string, s policy.State) {
+	fmt.Fprintf(w, "version memory: %s (%d ids, %d folders)\n", file, len(s.IDs), len(s.Folders))
+	for _, id := range sortedStrings(s.IDs) {
+		r := s.IDs[id]
+		line := fmt.Sprintf("%s %s in force (%d entries)", id, r.Approved.Version, len(r.Approved.Entries))
+		if r.Approved.Digest != r.Digest {
+			line += fmt.Sprintf("; %s pending, digest %s: egressd approve %s %s", r.Version, r.Digest, id, r.Version)
+		}
+		for _, v := range sortedStrings(r.Approvals) {
+			line += fmt.Sprintf("; approved %s for digest %s", v, r.Approvals[v])
+		}
+		fmt.Fprintln(w, line)
+	}
+	for _, dir := range sortedStrings(s.Folders) {
+		f := s.Folders[dir]
+		place := "folder " + printable(dir)
+		if !strings.HasPrefix(dir, "/") {
+			place = printable(dir) // "listener ADDR"
+		}
+		line := fmt.Sprintf("%s: %s", place, f.ID)
+		if p := f.Pending; p != nil {
+			verb := "pending: egressd approve " + p.ID + " " + p.Version
+			if p.Approved {
+				verb = "approved, applies at the next load"
+			}
+			line += fmt.Sprintf("; id change to %s %s %s", p.ID, p.Version, verb)
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// printable quotes a string that holds anything a terminal would act on.
+func printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+func sortedStrings[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/egressd/egressd/policy"
+)
+
+// erpFolder is an integration folder holding com.acme.erp at version with
+// hosts, as a Sollar manifest.
+func erpFolder(t *testing.T, dir, id, version string, hosts ...string) string {
+	t.Helper()
+	doc := `{"manifest_version":1,"id":"` + id + `","version":"` + version + `","network":{"connect":["` + strings.Join(hosts, `","`) + `"]}}`
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// loadAsServe loads dir with version memory in state, as serve does.
+func loadAsServe(t *testing.T, state, dir string) policy.Outcome {
+	t.Helper()
+	mem, err := policy.OpenMemory(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := policy.DefaultConfig()
+	cfg.Integrations = []policy.Integration{{Manifest: dir, Listen: "127.0.0.1:0"}}
+	return policy.NewRegistry(mem, nil).Load(cfg)[0]
+}
+
+// TestApproveRefusesATypoAndAVersionItHasNotSeen is issue 18.7 from the
+// command line: approving an id never seen, or a version not seen, fails
+// and says why; an approval says the digest it bound.
+func TestApproveRefusesATypoAndAVersionItHasNotSeen(t *testing.T) {
+	state, dir := t.TempDir(), t.TempDir()
+	stateFile := filepath.Join(state, "versions.json")
+	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "1.0.0", "erp.acme.example"))
+
+	missing := filepath.Join(state, "typo")
+	_, errs, code := runCLI(t, "approve", "--state", missing, "com.acme.erp", "1.1.0")
+	if _, err := os.Stat(missing); code != exitFail || err == nil || !strings.Contains(errs, "no version memory at "+missing) {
+		t.Fatalf("a mistyped --state: exit %d: %s", code, errs)
+	}
+	_, errs, code = runCLI(t, "approve", "--state", state, "com.acme.rep", "1.1.0")
+	if code != exitFail || !strings.Contains(errs, "com.acme.rep is not in version memory ("+stateFile+")") {
+		t.Fatalf("typo approved: exit %d: %s", code, errs)
+	}
+	_, errs, code = runCLI(t, "approve", "--state", state, "com.acme.erp", "1.1.0")
+	if code != exitFail || !strings.Contains(errs, "egressd has not seen com.acme.erp 1.1.0") || !strings.Contains(errs, "--manifest PATH") {
+		t.Fatalf("unseen version approved: exit %d: %s", code, errs)
+	}
+	// Given as a manifest, the approval binds that manifest's list.
+	other := erpFolder(t, t.TempDir(), "com.acme.erp", "1.1.0", "erp.acme.example", "new.acme.example")
+	out, errs, code := runCLI(t, "approve", "--state", state, "--manifest", other)
+	if code != exitOK || !strings.Contains(out, "approved com.acme.erp 1.1.0, list digest sha256:") {
+		t.Fatalf("exit %d: %s %s", code, out, errs)
+	}
+	// Another list at 1.1.0 is not the one approved.
+	erpFolder(t, dir, "com.acme.erp", "1.1.0", "erp.acme.example", "evil.example")
+	if o := loadAsServe(t, state, dir); o.Result != policy.Pending {
+		t.Fatalf("another list at the approved version: %+v", o)
+	}
+	_, errs, code = runCLI(t, "approve", "--state", state, "--manifest", erpFolder(t, t.TempDir(), "com.acme.new", "1.0.0", "x.example"))
+	if code != exitFail || !strings.Contains(errs, "--new-id") {
+		t.Fatalf("unknown id approved: exit %d: %s", code, errs)
+	}
+}
+
+// TestPendingWideningIsVisible is issue 13.3: explain --state decides as
+// serve does, state list shows what waits and the command that approves
+// it, and state forget names the file it changed.
+func TestPendingWideningIsVisible(t *testing.T) {
+	state, dir := t.TempDir(), t.TempDir()
+	stateFile := filepath.Join(state, "versions.json")
+	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "1.0.0", "erp.acme.example"))
+	erpFolder(t, dir, "com.acme.erp", "1.1.0", "erp.acme.example", "new.acme.example")
+	if o := loadAsServe(t, state, dir); o.Result != policy.Pending {
+		t.Fatalf("%+v", o)
+	}
+	before, _ := os.ReadFile(stateFile)
+
+	out, errs, code := runCLI(t, "explain", "--manifest", dir, "--state", state, "new.acme.example")
+	want := "deny pending_approval new.acme.example:443\nrule: new.acme.example\n" +
+		"egressd: new.acme.example is in the list of com.acme.erp 1.1.0, which waits for the operator's approval: egressd approve com.acme.erp 1.1.0; until then the last approved list applies\n" +
+		"pending: com.acme.erp 1.1.0 adds new.acme.example to its network list; it waits for the operator's approval (egressd approve com.acme.erp 1.1.0), and the last approved list stays in force until then\n"
+	if code != exitFail || out != want {
+		t.Fatalf("exit %d\n got: %q\nwant: %q\n%s", code, out, want, errs)
+	}
+	if after, _ := os.ReadFile(stateFile); string(after) != string(before) {
+		t.Fatal("explain --state wrote version memory")
+	}
+
+	out, _, code = runCLI(t, "state", "--state", state, "list")
+	if code != exitOK || !strings.HasPrefix(out, "version memory: "+stateFile) ||
+		!strings.Contains(out, "com.acme.erp 1.0.0 in force (1 entries); 1.1.0 pending, digest sha256:") ||
+		!strings.Contains(out, ": egressd approve com.acme.erp 1.1.0") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+
+	out, _, code = runCLI(t, "approve", "--state", state, "com.acme.erp", "1.1.0")
+	if code != exitOK || !strings.Contains(out, "(a widening) in "+stateFile) {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if out, _, _ := runCLI(t, "explain", "--manifest", dir, "--state", state, "new.acme.example"); !strings.HasPrefix(out, "allow allowed") {
+		t.Fatalf("approved widening: %s", out)
+	}
+
+	out, _, code = runCLI(t, "state", "--state", state, "forget", "com.acme.erp")
+	if code != exitOK || out != "forgot com.acme.erp (highest version seen: 1.1.0) in "+stateFile+"; its next load is a first load, with any list\n" {
+		t.Fatalf("exit %d: %q", code, out)
+	}
+	_, errs, code = runCLI(t, "state", "--state", state, "forget", "com.acme.erp")
+	if code != exitFail || !strings.Contains(errs, "com.acme.erp is not in version memory ("+stateFile+")") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+}

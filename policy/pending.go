@@ -1,0 +1,64 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/egressd/egressd/allowlist"
+)
+
+// setPending records that version (the manifest's own) waits for the
+// operator, and, when the wait is for an id change, the folder's old id.
+// The registry calls it once, before the policy is published.
+func (p *Policy) setPending(version, idFrom string) {
+	p.Pending, p.PendingIDFrom = version, idFrom
+	if version != "" {
+		p.pendingMatcher = allowlist.Compile(p.Manifest.Entries)
+	}
+}
+
+// pendingMatch reports the entry of the pending version's list that
+// matches host: a host that waits for approval, not one the manifest lacks.
+func (p *Policy) pendingMatch(host allowlist.Name) (allowlist.Entry, bool) {
+	if p.pendingMatcher == nil {
+		return allowlist.Entry{}, false
+	}
+	return p.pendingMatcher.Match(host)
+}
+
+// ApproveCommand is the command that approves what is pending, or "".
+func (p *Policy) ApproveCommand() string {
+	if p == nil || p.Pending == "" {
+		return ""
+	}
+	return "egressd approve " + p.Manifest.ID + " " + p.Pending
+}
+
+// PendingNotice says what waits for the operator and how to approve it,
+// or "" when nothing does. Serve and run state it when they load.
+func (p *Policy) PendingNotice() string {
+	if p == nil || p.Pending == "" {
+		return ""
+	}
+	if p.PendingIDFrom != "" {
+		return fmt.Sprintf("%s changed its id from %s to %s %s; the new id waits for the operator's approval (%s), and the list approved for %s stays in force until then",
+			p.ManifestAt, p.PendingIDFrom, p.Manifest.ID, p.Pending, p.ApproveCommand(), p.PendingIDFrom)
+	}
+	var added []string
+	for _, e := range p.Manifest.Entries {
+		if !p.hasEntry(e) {
+			added = append(added, e.String())
+		}
+	}
+	return fmt.Sprintf("%s %s adds %s to its network list; it waits for the operator's approval (%s), and the last approved list stays in force until then",
+		p.Manifest.ID, p.Pending, strings.Join(added, " "), p.ApproveCommand())
+}
+
+func (p *Policy) hasEntry(e allowlist.Entry) bool {
+	for _, have := range p.Entries() {
+		if have == e {
+			return true
+		}
+	}
+	return false
+}
