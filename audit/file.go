@@ -1,7 +1,9 @@
 package audit
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"time"
 
@@ -59,7 +61,48 @@ func (f *File) Close() error {
 
 // Reopen opens the path anew, for logrotate's convention: it renames the
 // file and sends SIGUSR1, and egressd continues in a new file at the path.
-func (f *File) Reopen() (*File, error) { return OpenFile(f.path, f.maxSize) }
+// When the path still names the file already open (SIGUSR1 without a
+// rename, or logrotate's copytruncate), opening it again would conflict
+// with this process's own lock: the open file is shared instead, through a
+// duplicate descriptor that holds the same lock, and its size is read anew.
+func (f *File) Reopen() (*File, error) {
+	same, err := f.pathIsOpenFile()
+	if err != nil {
+		return nil, err
+	}
+	if !same {
+		return OpenFile(f.path, f.maxSize)
+	}
+	fd, err := unix.FcntlInt(f.f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("audit log %s: %w", f.path, err)
+	}
+	dup := os.NewFile(uintptr(fd), f.path)
+	st, err := dup.Stat()
+	if err != nil {
+		dup.Close()
+		return nil, err
+	}
+	return &File{path: f.path, maxSize: f.maxSize, f: dup, size: st.Size()}, nil
+}
+
+// pathIsOpenFile reports whether the path names the very file f has open.
+// A missing path is not an error: logrotate renamed it and Reopen creates
+// a new one.
+func (f *File) pathIsOpenFile() (bool, error) {
+	atPath, err := os.Stat(f.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	open, err := f.f.Stat()
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(atPath, open), nil
+}
 
 // Roll renames the file to PATH.YYYYMMDDTHHMMSS.NNNNNNNNNZ and opens a new
 // one at the path, for rotation by size.
