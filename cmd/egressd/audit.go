@@ -9,6 +9,7 @@ import (
 
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/internal/termsafe"
 )
 
 func runAudit(args []string, stdout, stderr io.Writer) int {
@@ -41,8 +42,11 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 	var opts audit.VerifyOptions
 	if *keyFile != "" {
 		key, err := os.ReadFile(*keyFile)
+		if err == nil && len(key) < audit.MinKeyLen {
+			err = fmt.Errorf("%s holds %d bytes: egressd refuses keys under %d bytes, so no log was keyed with it", *keyFile, len(key), audit.MinKeyLen)
+		}
 		if err != nil {
-			fmt.Fprintln(stderr, "egressd audit verify:", err)
+			fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 			return exitUsage
 		}
 		opts.Key = key
@@ -62,23 +66,40 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 	}
 	v, err := audit.Verify(fs.Args(), opts)
 	if err != nil {
-		fmt.Fprintln(stderr, "egressd audit verify:", err)
+		fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 		return exitUsage
 	}
-	kind := "unkeyed (SHA-256)"
-	if v.Keyed {
-		kind = "keyed (HMAC-SHA-256, key id " + v.KeyID + ")"
-	}
-	if v.Intact {
-		fmt.Fprintf(stdout, "intact: %d lines through seq %d, %s, %d checkpoints cross-checked\n", v.Lines, v.IntactThrough, kind, v.Checkpoints)
-	} else {
-		fmt.Fprintf(stdout, "BROKEN: %s\nintact through seq %d (%d lines), %s\n", v.Problem, v.IntactThrough, v.Lines, kind)
-	}
-	fmt.Fprintf(stdout, "proves: %s\n", v.Proves)
+	printVerdict(stdout, v)
 	if v.Intact {
 		return exitOK
 	}
 	return exitFail
+}
+
+// printVerdict writes the verdict, one line per chain, and what it proves.
+// Chain ids and file names are escaped: a log's bytes are the writer's.
+func printVerdict(w io.Writer, v audit.Verdict) {
+	kind := "unkeyed (SHA-256)"
+	if v.Keyed {
+		kind = "keyed (HMAC-SHA-256, key id " + termsafe.String(v.KeyID) + ")"
+	}
+	if v.Intact {
+		fmt.Fprintf(w, "intact: %d lines through seq %d in %d chain(s), %s, %d checkpoints cross-checked\n", v.Lines, v.IntactThrough, len(v.Chains), kind, v.Checkpoints)
+	} else {
+		fmt.Fprintf(w, "BROKEN: %s\nintact through seq %d (%d lines), %s\n", termsafe.String(v.Problem), v.IntactThrough, v.Lines, kind)
+	}
+	for _, c := range v.Chains {
+		end := "closed cleanly"
+		if c.End == "" {
+			end = "no clean-shutdown record in what was read"
+		}
+		key := "unkeyed"
+		if c.Keyed {
+			key = "key id " + c.KeyID
+		}
+		fmt.Fprintf(w, "  chain %s: seq %d–%d, %d lines, %s, %s\n", termsafe.String(c.ID), c.First, c.Last, c.Lines, termsafe.String(key), end)
+	}
+	fmt.Fprintf(w, "proves: %s\n", v.Proves)
 }
 
 func runAuditReport(args []string, stdout, stderr io.Writer) int {

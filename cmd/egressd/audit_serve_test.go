@@ -1,13 +1,18 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/egressd/egressd/audit"
 )
 
 // serveProcess is a real "egressd serve" process serving com.test.weather
@@ -101,4 +106,171 @@ func (m multiSource) String() string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+func TestServeRestartedTwiceOnOneFileVerifiesAsThreeCleanChains(t *testing.T) {
+	dir := t.TempDir()
+	cfg := serveDir(t, dir, "")
+	var stderr strings.Builder
+	for i := range 3 {
+		sp := startServeProcess(t, cfg)
+		connectReason(t, sp.listen, "evil"+string(rune('a'+i))+".example")
+		sp.stop(t)
+		stderr.WriteString(sp.stderr.String())
+	}
+	auditFile := filepath.Join(dir, "audit.log")
+	out, code := verify(t, auditFile)
+	if code != 0 || !strings.Contains(out, "in 3 chain(s)") || strings.Count(out, "closed cleanly") != 3 {
+		t.Fatalf("three clean runs in one file: exit %d\n%s", code, out)
+	}
+	// The journal holds the checkpoints of all three runs: each is matched
+	// to its own chain, none marks the untouched log as rewritten.
+	ckpt := filepath.Join(dir, "journal.txt")
+	os.WriteFile(ckpt, []byte(stderr.String()), 0o600)
+	out, code = verify(t, "--checkpoints", ckpt, auditFile)
+	if code != 0 || !strings.Contains(out, "3 checkpoints cross-checked") {
+		t.Fatalf("three runs with their checkpoints: exit %d\n%s", code, out)
+	}
+	// Removing the middle run is caught by its checkpoints.
+	lines := readLines(t, auditFile)
+	var kept []string
+	run := 0
+	for _, l := range lines {
+		if strings.Contains(l, `"action":"genesis"`) {
+			run++
+		}
+		if run != 2 {
+			kept = append(kept, l)
+		}
+	}
+	writeLines(t, auditFile, kept)
+	out, code = verify(t, "--checkpoints", ckpt, auditFile)
+	if code != 1 || !strings.Contains(out, "match no chain in the files given") {
+		t.Fatalf("a run removed: exit %d\n%s", code, out)
+	}
+}
+
+// cutBack removes the last n lines of the last file, appends a forged
+// clean-shutdown record and recomputes the unkeyed chain: a rollback by
+// someone with write access and no key.
+func cutBack(t *testing.T, files []string, n int) {
+	last := files[len(files)-1]
+	lines := readLines(t, last)
+	shutdown := lines[len(lines)-1]
+	lines = lines[:len(lines)-n]
+	var f lineSeq
+	json.Unmarshal([]byte(lines[len(lines)-1]), &f)
+	forged := strings.Replace(shutdown, `"seq":`+strconv.FormatUint(f.Seq+uint64(n), 10)+`,`, `"seq":`+strconv.FormatUint(f.Seq+1, 10)+`,`, 1)
+	writeLines(t, last, append(lines, forged))
+	rechain(t, files, -1, -1, "", "")
+}
+
+type lineSeq struct {
+	Seq uint64 `json:"seq"`
+}
+
+func TestCheckpointPastTheEndOfACutBackLogIsARollback(t *testing.T) {
+	files, stderr := realLog(t, false)
+	cutBack(t, files, 3)
+	// Without checkpoints an unkeyed rollback cannot be seen, and verify
+	// says what it does not prove.
+	if out, code := verify(t, files...); code != 0 || !strings.Contains(out, "can be recomputed by whoever edits it") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	ckpt := filepath.Join(t.TempDir(), "journal.txt")
+	os.WriteFile(ckpt, []byte(stderr), 0o600)
+	out, code := verify(t, "--checkpoints", ckpt, files[0], files[1])
+	if code != 1 || !strings.Contains(out, "the log was cut back (rolled back)") {
+		t.Fatalf("a checkpoint past the end: exit %d\n%s", code, out)
+	}
+	if strings.Contains(out, "proves: no ") {
+		t.Fatalf("a broken verdict proves the opposite:\n%s", out)
+	}
+}
+
+func TestLogRechainedUnderANewIdOrFromALaterSeqIsNotIntact(t *testing.T) {
+	t.Run("from_seq_1000001", func(t *testing.T) {
+		files, _ := realLog(t, false)
+		for _, f := range files {
+			lines := readLines(t, f)
+			for i, l := range lines {
+				var s lineSeq
+				json.Unmarshal([]byte(l), &s)
+				lines[i] = strings.Replace(l, `,"seq":`+strconv.FormatUint(s.Seq, 10)+`,`, `,"seq":`+strconv.FormatUint(s.Seq+1000000, 10)+`,`, 1)
+			}
+			writeLines(t, f, lines)
+		}
+		rechain(t, files, 0, 3, "evil0.example", "benign.example")
+		if out, code := verify(t, files...); code != 1 || !strings.Contains(out, "begins at seq 1000001 with no earlier file") {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+	})
+	t.Run("new_chain_id", func(t *testing.T) {
+		files, stderr := realLog(t, false)
+		id := regexp.MustCompile(`chain=([0-9a-f]+)`).FindStringSubmatch(readLines(t, files[0])[0])[1]
+		for _, f := range files {
+			lines := readLines(t, f)
+			for i := range lines {
+				lines[i] = strings.ReplaceAll(lines[i], "chain="+id, "chain=00000000000000aa")
+			}
+			writeLines(t, f, lines)
+		}
+		rechain(t, files, 0, 3, "evil0.example", "benign.example")
+		ckpt := filepath.Join(t.TempDir(), "journal.txt")
+		os.WriteFile(ckpt, []byte(stderr), 0o600)
+		if out, code := verify(t, "--checkpoints", ckpt, files[0], files[1]); code != 1 || !strings.Contains(out, "of chain "+id+" (the last at seq") {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+	})
+}
+
+func TestKeyedChainDowngradedToUnkeyedInALaterFileIsABreak(t *testing.T) {
+	files, _ := realLog(t, true)
+	key := filepath.Join(filepath.Dir(files[0]), "audit.key")
+	// The attacker edits a denial, keeps the keyed genesis of the first
+	// file, and says key_id=none in the next, re-chaining with SHA-256.
+	lines := readLines(t, files[1])
+	lines[0] = strings.Replace(lines[0], "key_id=test-key-1", "key_id=none", 1)
+	writeLines(t, files[1], lines)
+	rechain(t, files, 0, 3, "evil0.example", "benign.example")
+	out, code := verify(t, files...)
+	if code != 1 || !strings.Contains(out, "continues with key_id=none: a chain keeps its key across files") {
+		t.Fatalf("without --key: exit %d\n%s", code, out)
+	}
+	if out, code = verify(t, append([]string{"--key", key}, files...)...); code != 1 || !strings.Contains(out, "the line was edited") {
+		t.Fatalf("with --key: exit %d\n%s", code, out)
+	}
+	if strings.Contains(out, "proves: no line was edited") {
+		t.Fatalf("a broken keyed verdict proves the opposite:\n%s", out)
+	}
+}
+
+func TestKeyGivenForAWhollyUnkeyedLogIsNotIntact(t *testing.T) {
+	files, _ := realLog(t, false)
+	key := filepath.Join(t.TempDir(), "audit.key")
+	os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef"), 0o600)
+	if out, code := verify(t, append([]string{"--key", key}, files...)...); code != 1 || !strings.Contains(out, "a key was given but chain") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
+
+func TestLogHMACdWithTheEmptyKeyDoesNotVerifyWithAnEmptyKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	logFile := filepath.Join(dir, "audit.log")
+	var buf strings.Builder
+	l, err := audit.New(&buf, audit.Options{Key: []byte{}, KeyID: "prod-2026"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Write(audit.Event{Kind: audit.Connect, Integration: "com.test.weather", Decision: "allow", Host: "api.weather.example"})
+	l.Close()
+	os.WriteFile(logFile, []byte(buf.String()), 0o600)
+	for _, k := range []string{"", "short-key"} {
+		key := filepath.Join(dir, "k")
+		os.WriteFile(key, []byte(k), 0o600)
+		out, errs, code := runCLI(t, "audit", "verify", "--key", key, logFile)
+		if code != exitUsage || !strings.Contains(errs, "egressd refuses keys under 16 bytes") {
+			t.Fatalf("key %q: exit %d\n%s%s", k, code, out, errs)
+		}
+	}
 }

@@ -162,7 +162,7 @@ func TestRecomputedUnkeyedChainIsCaughtOnlyByCheckpointsOrKey(t *testing.T) {
 	ckpt := filepath.Join(t.TempDir(), "stderr.log")
 	os.WriteFile(ckpt, []byte(stderr), 0o600)
 	out, code = verify(t, "--checkpoints", ckpt, files[0], files[1])
-	if code != 1 || !strings.Contains(out, "differs from the checkpoint recorded for this seq: the chain was rewritten") {
+	if code != 1 || !strings.Contains(out, "differs from the checkpoint recorded for this chain and seq: the chain was rewritten") {
 		t.Fatalf("checkpoints: exit %d:\n%s", code, out)
 	}
 }
