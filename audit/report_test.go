@@ -101,7 +101,7 @@ func TestHTMLReportInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
-	for _, want := range []string{"old.weather.example", "1 declared entry was never used", "not_allowlisted", "&lt;img src=x onerror=alert(1)&gt;.evil.example", "<svg"} {
+	for _, want := range []string{"old.weather.example", "1 declared entry was never tried", "not_allowlisted", "&lt;img src=x onerror=alert(1)&gt;.evil.example", "<svg"} {
 		if !strings.Contains(string(dom), want) {
 			t.Errorf("rendered page lacks %q", want)
 		}

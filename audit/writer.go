@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -239,6 +240,13 @@ func encode(zl zerolog.Logger, e Event) {
 	}
 	if e.Suppressed != 0 {
 		ev.Int64("suppressed", e.Suppressed)
+	}
+	if len(e.Folded) > 0 {
+		folded, _ := json.Marshal(e.Folded)
+		ev.RawJSON("folded", folded)
+	}
+	if e.Unlisted != 0 {
+		ev.Int64("unlisted", e.Unlisted)
 	}
 	str("listener", e.Listener)
 	str("action", e.Action)

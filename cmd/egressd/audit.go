@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"syscall"
 
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/audit"
 	"github.com/egressd/egressd/internal/termsafe"
+	"github.com/egressd/egressd/policy"
 )
 
 func runAudit(args []string, stdout, stderr io.Writer) int {
@@ -127,9 +130,13 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 	}
 	declared := map[string][]string{}
 	for _, path := range manifests {
-		m, _, _, err := allowlist.Load(path, nil)
+		m, err := loadNamedManifest(path)
 		if err != nil || m == nil {
-			fmt.Fprintf(stderr, "egressd audit report: warning: manifest %s not read; its unused entries are not reported\n", path)
+			why := "it has problems (egressd check says which)"
+			if err != nil {
+				why = err.Error()
+			}
+			fmt.Fprintf(stderr, "egressd audit report: warning: manifest %s not read (%s); its unused entries are not reported\n", termsafe.String(path), termsafe.String(why))
 			continue
 		}
 		for _, e := range m.Entries {
@@ -161,10 +168,48 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// loadNamedManifest reads a manifest whose path a log may have chosen: only
+// a regular file is read, opened without blocking (a FIFO or a device
+// never stalls the report), and at most maxNamedManifest bytes of it.
+func loadNamedManifest(path string) (*allowlist.Manifest, error) {
+	file, err := allowlist.Locate(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", file, st.Mode().Type())
+	}
+	if st.Size() > maxNamedManifest {
+		return nil, fmt.Errorf("%s is larger than %d bytes", file, maxNamedManifest)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxNamedManifest+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxNamedManifest {
+		return nil, fmt.Errorf("%s is larger than %d bytes", file, maxNamedManifest)
+	}
+	m, _ := allowlist.Parse(filepath.Base(file), data, nil)
+	return m, nil
+}
+
+// maxNamedManifest bounds a manifest the report reads, as serve does.
+const maxNamedManifest = 1 << 20
+
 func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("audit suggest", "usage: egressd audit suggest [--format voiceos|sollar] [--integration ID] FILE...\n\nPrints the minimal network permission covering what the log observed.", stderr)
+	fs := newFlagSet("audit suggest", "usage: egressd audit suggest [--format voiceos|sollar] [--integration ID] [--config FILE] FILE...\n\nPrints the minimal network permission covering what the log observed.", stderr)
 	format := fs.String("format", "voiceos", "voiceos (a permissions[] element) or sollar (the network member)")
 	integration := fs.String("integration", "", "the integration id, when the log holds several")
+	config := fs.String("config", "", "the operator config whose rules (wildcard_dns_services) apply, as check --config applies them")
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
 		if err == nil {
 			fs.Usage()
@@ -192,9 +237,18 @@ func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
 			id = k
 		}
 	}
-	entries, skipped := allowlist.Suggest(observed[id], nil)
+	var rules *allowlist.Rules
+	if *config != "" {
+		cfg, err := policy.LoadConfig(*config)
+		if err != nil {
+			printConfigError(stderr, *config, err)
+			return exitUsage
+		}
+		rules = &cfg.Rules
+	}
+	entries, skipped := allowlist.Suggest(observed[id], rules)
 	for _, s := range skipped {
-		fmt.Fprintf(stderr, "egressd audit suggest: %s cannot be a manifest entry; left out\n", s)
+		fmt.Fprintf(stderr, "egressd audit suggest: %s cannot be a manifest entry; left out\n", termsafe.String(s))
 	}
 	out, err := allowlist.NetworkFragment(f, entries)
 	if err != nil {

@@ -274,3 +274,29 @@ func TestLogHMACdWithTheEmptyKeyDoesNotVerifyWithAnEmptyKeyFile(t *testing.T) {
 		}
 	}
 }
+
+func TestIPLiteralsToThreeAddressesWithinASecondAreEachInTheLogAndReport(t *testing.T) {
+	dir := t.TempDir()
+	sp := startServeProcess(t, serveDir(t, dir, ""))
+	targets := []string{"1.1.1.1", "169.254.169.254", "10.0.0.1"}
+	for _, target := range targets {
+		if r := connectReason(t, sp.listen, target); r != "ip_literal" {
+			t.Fatalf("%s: %s", target, r)
+		}
+	}
+	sp.stop(t)
+	auditFile := filepath.Join(dir, "audit.log")
+	log, _ := os.ReadFile(auditFile)
+	out, errs, code := runCLI(t, "audit", "report", "--manifest", dir, auditFile)
+	if code != 0 {
+		t.Fatalf("report: exit %d %s", code, errs)
+	}
+	for _, target := range targets {
+		if !strings.Contains(string(log), `"host_raw":"`+target+`:443"`) {
+			t.Errorf("%s is not in the log:\n%s", target, log)
+		}
+		if !regexp.MustCompile(`ip_literal\s+` + regexp.QuoteMeta(target) + `:443\s+1\s`).MatchString(out) {
+			t.Errorf("the report does not list %s:\n%s", target, out)
+		}
+	}
+}
