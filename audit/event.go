@@ -32,6 +32,7 @@ type Event struct {
 	HostRaw            string // as sent; %q-escaped when written
 	Port               uint16
 	Rule               string
+	SNI                string   // the ClientHello's server_name, when it is not the host
 	Addr               string   // the dialled address, ip:port
 	CNAME              []string // the chain followed, owner first
 	Exemption          string

@@ -18,6 +18,8 @@ func foldClass(e Event) string {
 // listener refused.
 func foldTarget(e Event) string {
 	switch {
+	case e.Host != "" && e.SNI != "":
+		return withSNI(Cap(e.Host, maxHostRaw), Cap(e.SNI, maxHostRaw))
 	case e.Host != "":
 		return Cap(e.Host, maxHostRaw)
 	case e.HostRaw != "":
@@ -27,6 +29,10 @@ func foldTarget(e Event) string {
 	}
 	return Cap(e.Msg, maxField)
 }
+
+// withSNI names a target whose ClientHello asked for another host: folding
+// and the report keep each SNI apart.
+func withSNI(host, sni string) string { return host + " (SNI " + sni + ")" }
 
 // addrGroups are address ranges a refusal into which is a finding of its
 // own: the first target of each is written as a line in every window,

@@ -20,6 +20,7 @@ type Record struct {
 	Host               string         `json:"host"`
 	Port               uint16         `json:"port"`
 	Rule               string         `json:"rule"`
+	SNI                string         `json:"sni"`
 	Exemption          string         `json:"exemption"`
 	Conn               string         `json:"conn"`
 	BytesUp            int64          `json:"bytes_up"`
@@ -76,6 +77,9 @@ const UnlistedTargets = "(other targets, counted, not listed)"
 
 // target is what a refusal asked for: the canonical host, or as sent.
 func (r Record) target() string {
+	if r.Host != "" && r.SNI != "" {
+		return withSNI(r.Host, r.SNI)
+	}
 	if r.Host != "" {
 		return r.Host
 	}

@@ -224,6 +224,7 @@ func encode(zl zerolog.Logger, e Event) {
 		ev.Uint16("port", e.Port)
 	}
 	str("rule", e.Rule)
+	str("sni", e.SNI)
 	str("addr", e.Addr)
 	if len(e.CNAME) > 0 {
 		c := e.CNAME

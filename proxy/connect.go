@@ -109,6 +109,9 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	raw, sni, err := ReadClientHello(br)
 	if reason := helloReason(err, sni, d.Host); reason != "" {
 		t.abort()
+		if reason == policy.SNIMismatch && sni != (allowlist.Name{}) {
+			ev.SNI = sni.String() // where the client really meant to go
+		}
 		s.refusedAfterConnect(&ev, reason, errString(err))
 		return
 	}
