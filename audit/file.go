@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -19,6 +21,7 @@ type File struct {
 	maxSize int64
 	f       *os.File
 	size    int64
+	tail    string // the hash of the last line found in the file at open
 }
 
 // OpenFile opens path for appending, creating it with mode 0600, and takes
@@ -38,7 +41,42 @@ func OpenFile(path string, maxSize int64) (*File, error) {
 		f.Close()
 		return nil, err
 	}
-	return &File{path: path, maxSize: maxSize, f: f, size: st.Size()}, nil
+	return &File{path: path, maxSize: maxSize, f: f, size: st.Size(), tail: tailHash(path, st.Size())}, nil
+}
+
+// tailHash returns the hash of the last line already in the file at path
+// ("none" when it is empty), so a new chain appended to it names the run
+// before it: removing a whole run from between two others then breaks the
+// link, which a keyed chain's genesis makes unforgeable. A last line that
+// is not a chained line gives "unreadable".
+func tailHash(path string, size int64) string {
+	if size == 0 {
+		return "none"
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "unreadable"
+	}
+	defer f.Close()
+	const window = 64 << 10
+	off := max(0, size-window)
+	buf := make([]byte, size-off)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		return "unreadable"
+	}
+	line, ok := bytes.CutSuffix(buf, []byte("\n"))
+	if !ok || len(line) < hashTail {
+		return "unreadable"
+	}
+	tail := line[len(line)-hashTail:]
+	if !bytes.HasPrefix(tail, []byte(`,"hash":"`)) || !bytes.HasSuffix(tail, []byte(`"}`)) {
+		return "unreadable"
+	}
+	hash := string(tail[len(`,"hash":"`) : len(tail)-2])
+	if _, err := hex.DecodeString(hash); err != nil {
+		return "unreadable"
+	}
+	return hash
 }
 
 func (f *File) Write(p []byte) (int, error) {

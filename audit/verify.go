@@ -121,6 +121,8 @@ type verifier struct {
 	prev        string
 	lastAction  string
 	lastFile    string
+	// lastChainFile is the file where the last closed chain ended.
+	lastChainFile string
 }
 
 // lineFields are the fields Verify reads from each line.
@@ -217,6 +219,7 @@ func (v *verifier) line(file string, line []byte, firstInFile, firstOfAll bool) 
 	if f.Action == "shutdown" && f.Event == string(Lifecycle) {
 		v.cur.End = "shutdown"
 		v.cur = nil
+		v.lastChainFile = file
 	}
 }
 
@@ -252,6 +255,9 @@ func (v *verifier) genesis(file string, f lineFields, firstOfAll bool) bool {
 		v.fail(file, f.Seq, fmt.Sprintf("chain %s begins at seq %d with no earlier file: a chain begins at seq 1, so it was re-chained or its start is missing", id, f.Seq))
 		return false
 	}
+	if !v.followsRun(file, f, id) {
+		return false
+	}
 	keyed := keyID != "none"
 	if !keyed && v.opts.Key != nil {
 		v.fail(file, f.Seq, fmt.Sprintf("a key was given but chain %s is not keyed: an unkeyed chain can be recomputed by whoever edits it", id))
@@ -264,6 +270,28 @@ func (v *verifier) genesis(file string, f lineFields, firstOfAll bool) bool {
 		v.out.Keyed, v.out.KeyID = true, keyID
 	}
 	return true
+}
+
+// followsRun checks a new chain's prev_run, the hash of the last line its
+// writer found in the file: the run before it in the same file must end
+// there. A genesis without prev_run (a log from before it was recorded, or
+// not a file) is not checked.
+func (v *verifier) followsRun(file string, f lineFields, id string) bool {
+	prevRun := msgField(f.Msg, "prev_run")
+	sameFile := len(v.out.Chains) > 0 && v.lastChainFile == file
+	switch {
+	case prevRun == "":
+		return true
+	case prevRun == "none" && sameFile:
+		v.fail(file, f.Seq, fmt.Sprintf("chain %s was started in an empty file, yet chain %s comes before it in this file: runs were spliced together", id, v.out.Chains[len(v.out.Chains)-1].ID))
+	case prevRun == "none":
+		return true
+	case !sameFile && (len(v.out.Chains) == 0 || prevRun != v.prev):
+		v.fail(file, f.Seq, fmt.Sprintf("chain %s was appended after an earlier run (ending in hash %s) that is not in the files given: a run was removed from the start of this file, or pass the earlier files", id, prevRun))
+	case prevRun != v.prev:
+		v.fail(file, f.Seq, fmt.Sprintf("chain %s was appended after a run ending in hash %s, but the run before it here ends in %s: a run in between was removed", id, prevRun, v.prev))
+	}
+	return v.out.Problem == ""
 }
 
 // hashMatches checks a line's hash over its bytes, unless the chain is

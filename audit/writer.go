@@ -77,7 +77,12 @@ func New(out io.Writer, opts Options) (*Log, error) {
 	}
 	l.zl = zerolog.New(&l.buf)
 	l.host, _ = os.Hostname()
-	return l, l.Write(l.genesis(opts.Prev))
+	g := l.genesis(opts.Prev)
+	if f, ok := out.(*File); ok && opts.Prev == "" {
+		// A new run appended to a file names the run before it.
+		g.Msg += " prev_run=" + f.tail
+	}
+	return l, l.Write(g)
 }
 
 func (l *Log) genesis(prev string) Event {

@@ -131,22 +131,56 @@ func TestServeRestartedTwiceOnOneFileVerifiesAsThreeCleanChains(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "3 checkpoints cross-checked") {
 		t.Fatalf("three runs with their checkpoints: exit %d\n%s", code, out)
 	}
-	// Removing the middle run is caught by its checkpoints.
-	lines := readLines(t, auditFile)
+	// Removing the last run leaves nothing that links to it: only its
+	// checkpoints catch that.
+	writeLines(t, auditFile, withoutRun(readLines(t, auditFile), 3))
+	if out, code = verify(t, auditFile); code != 0 {
+		t.Fatalf("without checkpoints a removed last run is not visible: exit %d\n%s", code, out)
+	}
+	out, code = verify(t, "--checkpoints", ckpt, auditFile)
+	if code != 1 || !strings.Contains(out, "match no chain in the files given") {
+		t.Fatalf("the last run removed: exit %d\n%s", code, out)
+	}
+}
+
+// withoutRun drops the n-th run (1-based) from a file's lines.
+func withoutRun(lines []string, n int) []string {
 	var kept []string
 	run := 0
 	for _, l := range lines {
-		if strings.Contains(l, `"action":"genesis"`) {
+		if strings.Contains(l, `"action":"genesis"`) && strings.Contains(l, `"prev":""`) {
 			run++
 		}
-		if run != 2 {
+		if run != n {
 			kept = append(kept, l)
 		}
 	}
-	writeLines(t, auditFile, kept)
-	out, code = verify(t, "--checkpoints", ckpt, auditFile)
-	if code != 1 || !strings.Contains(out, "match no chain in the files given") {
-		t.Fatalf("a run removed: exit %d\n%s", code, out)
+	return kept
+}
+
+func TestRemovingAWholeRunFromAKeyedFileIsCaught(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "audit.key")
+	os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef"), 0o600)
+	cfg := serveDir(t, dir, "\n  key_file: "+key+"\n  key_id: k1")
+	for i := range 3 {
+		sp := startServeProcess(t, cfg)
+		connectReason(t, sp.listen, "evil"+string(rune('a'+i))+".example")
+		sp.stop(t)
+	}
+	auditFile := filepath.Join(dir, "audit.log")
+	all := readLines(t, auditFile)
+	if out, code := verify(t, "--key", key, auditFile); code != 0 || !strings.Contains(out, "in 3 chain(s)") {
+		t.Fatalf("three keyed runs: exit %d\n%s", code, out)
+	}
+	for _, c := range []struct {
+		run  int
+		want string
+	}{{2, "a run in between was removed"}, {1, "a run was removed from the start of this file"}} {
+		writeLines(t, auditFile, withoutRun(all, c.run))
+		if out, code := verify(t, "--key", key, auditFile); code != 1 || !strings.Contains(out, c.want) {
+			t.Fatalf("run %d removed: exit %d\n%s", c.run, code, out)
+		}
 	}
 }
 
