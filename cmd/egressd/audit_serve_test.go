@@ -334,3 +334,17 @@ func TestIPLiteralsToThreeAddressesWithinASecondAreEachInTheLogAndReport(t *test
 		}
 	}
 }
+
+func TestVerifyShowsAHostileChainIdEscaped(t *testing.T) {
+	files, _ := realLog(t, false)
+	id := regexp.MustCompile(`chain=([0-9a-f]+)`).FindStringSubmatch(readLines(t, files[0])[0])[1]
+	lines := readLines(t, files[0])
+	// Only the first file's genesis: the rotation then names another chain.
+	lines[0] = strings.Replace(lines[0], "chain="+id, `chain=\u001b]0;owned\u0007\u001b[2J`, 1)
+	writeLines(t, files[0], lines)
+	rechain(t, files, -1, -1, "", "")
+	out, code := verify(t, files...)
+	if code != 1 || strings.ContainsAny(out, "\x1b\x07") || !strings.Contains(out, `\x1b]0;owned\x07\x1b[2J`) {
+		t.Fatalf("exit %d:\n%q", code, out)
+	}
+}
