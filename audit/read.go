@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -130,10 +131,15 @@ var hostIsTheProblem = map[string]bool{
 func ObservedHosts(recs []Record) map[string][]string {
 	seen := map[string]map[string]bool{}
 	out := map[string][]string{}
+	var all []Record
 	for _, r := range recs {
-		if r.Event != string(Connect) || r.Host == "" {
+		all = append(all, unfold(r)...)
+	}
+	for _, r := range all {
+		if r.Event != string(Connect) || r.Host == "" || r.Host == UnlistedTargets {
 			continue
 		}
+		r.Host, _, _ = strings.Cut(r.Host, " (SNI ") // a folded target's host
 		if hostIsTheProblem[r.Reason] {
 			continue
 		}

@@ -154,7 +154,7 @@ func (w *foldWindow) summary() *Event {
 		return nil
 	}
 	e := w.proto
-	e.Time, e.Conn, e.HostRaw, e.Host, e.Addr, e.Port, e.Rule, e.Msg, e.CNAME = time.Time{}, "", "", "", "", 0, "", "", nil
+	e.Time, e.Conn, e.HostRaw, e.Host, e.SNI, e.Addr, e.Port, e.Rule, e.Msg, e.CNAME = time.Time{}, "", "", "", "", "", 0, "", "", nil
 	e.Suppressed, e.Unlisted = w.folded, w.unlisted
 	for _, t := range w.order {
 		if n := w.counts[t]; n > 0 {
