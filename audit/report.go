@@ -232,8 +232,9 @@ func entryNames(entry, host string) bool {
 	if i := strings.LastIndexByte(entry, ':'); i > 0 && !strings.Contains(entry[:i], ":") {
 		entry = entry[:i]
 	}
-	if suffix, ok := strings.CutPrefix(entry, "*"); ok {
-		return strings.HasSuffix(host, suffix) && len(host) > len(suffix)
+	if suffix, ok := strings.CutPrefix(entry, "*"); ok { // exactly one more label
+		label, ok := strings.CutSuffix(host, suffix)
+		return ok && label != "" && !strings.Contains(label, ".")
 	}
 	return entry == host
 }

@@ -121,3 +121,21 @@ func TestHTMLReportInChromium(t *testing.T) {
 		os.WriteFile(dst, data, 0o644)
 	}
 }
+
+func TestTriedEntriesMatchAWildcardByExactlyOneLabel(t *testing.T) {
+	for _, c := range []struct {
+		entry, host string
+		want        bool
+	}{
+		{"*.cdn.example", "img.cdn.example", true},
+		{"*.cdn.example", "a.b.cdn.example", false},
+		{"*.cdn.example", "cdn.example", false},
+		{"api.example:8443", "api.example", true},
+		{"api.example", "api.example", true},
+		{"api.example", "", false},
+	} {
+		if got := entryNames(c.entry, c.host); got != c.want {
+			t.Errorf("entryNames(%q, %q) = %v", c.entry, c.host, got)
+		}
+	}
+}
