@@ -57,13 +57,13 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 	if *ckptFile != "" {
 		f, err := os.Open(*ckptFile)
 		if err != nil {
-			fmt.Fprintln(stderr, "egressd audit verify:", err)
+			fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 			return exitUsage
 		}
 		opts.Checkpoints, err = audit.ReadCheckpoints(f)
 		f.Close()
 		if err != nil {
-			fmt.Fprintln(stderr, "egressd audit verify:", err)
+			fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 			return exitUsage
 		}
 	}
@@ -79,6 +79,11 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 	return exitFail
 }
 
+// maxChainsListed bounds the chains printed one per line: a service in a
+// restart loop leaves thousands of runs in one file. The last chain, where
+// a problem usually is, is always printed.
+const maxChainsListed = 20
+
 // printVerdict writes the verdict, one line per chain, and what it proves.
 // Chain ids and file names are escaped: a log's bytes are the writer's.
 func printVerdict(w io.Writer, v audit.Verdict) {
@@ -91,7 +96,13 @@ func printVerdict(w io.Writer, v audit.Verdict) {
 	} else {
 		fmt.Fprintf(w, "BROKEN: %s\nintact through seq %d (%d lines), %s\n", termsafe.String(v.Problem), v.IntactThrough, v.Lines, kind)
 	}
-	for _, c := range v.Chains {
+	for i, c := range v.Chains {
+		if i == maxChainsListed && len(v.Chains) > maxChainsListed+1 {
+			fmt.Fprintf(w, "  … and %d more chain(s)\n", len(v.Chains)-i-1)
+			c = v.Chains[len(v.Chains)-1]
+		} else if i > maxChainsListed {
+			break
+		}
 		end := "closed cleanly"
 		if c.End == "" {
 			end = "no clean-shutdown record in what was read"
@@ -118,7 +129,7 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 	}
 	recs, err := audit.ReadFiles(fs.Args())
 	if err != nil {
-		fmt.Fprintln(stderr, "egressd audit report:", err)
+		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
 		return exitFail
 	}
 	if len(manifests) == 0 {
@@ -162,7 +173,7 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "egressd audit report:", err)
+		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
 		return exitFail
 	}
 	return exitOK
@@ -223,7 +234,7 @@ func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
 	}
 	recs, err := audit.ReadFiles(fs.Args())
 	if err != nil {
-		fmt.Fprintln(stderr, "egressd audit suggest:", err)
+		fmt.Fprintln(stderr, "egressd audit suggest:", termsafe.String(err.Error()))
 		return exitFail
 	}
 	observed := audit.ObservedHosts(recs)
@@ -252,7 +263,7 @@ func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
 	}
 	out, err := allowlist.NetworkFragment(f, entries)
 	if err != nil {
-		fmt.Fprintln(stderr, "egressd audit suggest:", err)
+		fmt.Fprintln(stderr, "egressd audit suggest:", termsafe.String(err.Error()))
 		return exitFail
 	}
 	fmt.Fprintf(stdout, "%s\n", out)

@@ -104,3 +104,23 @@ func TestSuggestAppliesTheOperatorsWildcardDNSServices(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 }
+
+func TestVerifyOfAFileOfManyRunsPrintsABoundedListOfChains(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	for range 50 {
+		f, err := audit.OpenFile(path, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := audit.New(f, audit.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		f.Close()
+	}
+	out, code := verify(t, path)
+	if code != 0 || !strings.Contains(out, "in 50 chain(s)") || strings.Count(out, "\n  chain ") != 21 || !strings.Contains(out, "… and 29 more chain(s)") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
