@@ -8,9 +8,11 @@ import (
 )
 
 // foldClass is what a summary line stands for: refusals alike in every
-// field a reviewer groups by, except the target.
+// field a reviewer groups by, except the target. Only fields egressd or the
+// operator chose are in it (never the method or anything else the client
+// sends), so a client cannot open a new class, and a new line, per request.
 func foldClass(e Event) string {
-	return strings.Join([]string{string(e.Kind), e.Integration, strconv.FormatUint(e.Generation, 10), e.Decision, e.Reason, e.Method, e.Listener}, "|")
+	return strings.Join([]string{string(e.Kind), e.Integration, strconv.FormatUint(e.Generation, 10), e.Decision, e.Reason, e.Listener}, "|")
 }
 
 // foldTarget is what was asked for: the canonical host, or as sent when it

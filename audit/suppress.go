@@ -7,7 +7,7 @@ import (
 
 // Suppressor folds a flood of refusals into bounded summaries without
 // losing a distinct finding. Refusals are grouped into classes (the same
-// kind, integration, generation, decision, reason, method and listener);
+// kind, integration, generation, decision, reason and listener);
 // within one window of a class:
 //
 //   - each of the first maxVerbatim distinct targets is written at once as
@@ -154,7 +154,7 @@ func (w *foldWindow) summary() *Event {
 		return nil
 	}
 	e := w.proto
-	e.Time, e.Conn, e.HostRaw, e.Host, e.SNI, e.Addr, e.Port, e.Rule, e.Msg, e.CNAME = time.Time{}, "", "", "", "", "", 0, "", "", nil
+	e.Time, e.Conn, e.HostRaw, e.Host, e.SNI, e.Addr, e.Port, e.Rule, e.Msg, e.CNAME, e.Method = time.Time{}, "", "", "", "", "", 0, "", "", nil, ""
 	e.Suppressed, e.Unlisted = w.folded, w.unlisted
 	for _, t := range w.order {
 		if n := w.counts[t]; n > 0 {

@@ -198,3 +198,15 @@ func TestReportOfAFoldedFloodListsEveryRecordedTargetAndCountsTheRest(t *testing
 		t.Fatalf("%d refusals reported in %d rows, want %d: %v", total, len(rows), events, rows)
 	}
 }
+
+func TestRandomMethodsDoNotOpenAClassEach(t *testing.T) {
+	f := newFoldLog(t)
+	const events = 10000
+	for i := range events {
+		e := Event{Kind: Connect, Integration: "com.test.weather", Decision: "deny", Reason: "method_not_allowed", Method: "M" + strconv.Itoa(i), HostRaw: "/"}
+		f.s.Write(e)
+	}
+	if lines := f.lines(t); len(lines) > 2 || accounted(lines) != events {
+		t.Fatalf("%d lines for %d requests with distinct methods", len(lines), events)
+	}
+}

@@ -64,6 +64,9 @@ type Verdict struct {
 	Proves      string
 	Lines       int
 	Checkpoints int // checkpoints cross-checked
+	// Notes are findings that do not break the chain but limit what the
+	// checkpoints prove (a chain none of them covers).
+	Notes []string
 }
 
 // Verify checks every chain across files, in order. A file may hold
@@ -317,6 +320,13 @@ func (v *verifier) unmatchedCheckpoints() {
 	last := map[string]uint64{}
 	for _, c := range v.out.Chains {
 		last[c.ID] = c.Last
+	}
+	if len(v.checkpoints) > 0 {
+		for _, c := range v.out.Chains {
+			if len(v.checkpoints[c.ID]) == 0 {
+				v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s (%d lines) has no checkpoint in those given: the checkpoints prove nothing about it (its checkpoints were pruned or off, or the run was added)", c.ID, c.Lines))
+			}
+		}
 	}
 	ids := make([]string, 0, len(v.checkpoints))
 	for id := range v.checkpoints {

@@ -113,6 +113,9 @@ func printVerdict(w io.Writer, v audit.Verdict) {
 		}
 		fmt.Fprintf(w, "  chain %s: seq %d–%d, %d lines, %s, %s\n", termsafe.String(c.ID), c.First, c.Last, c.Lines, termsafe.String(key), end)
 	}
+	for _, n := range v.Notes {
+		fmt.Fprintf(w, "note: %s\n", termsafe.String(n))
+	}
 	fmt.Fprintf(w, "proves: %s\n", v.Proves)
 }
 

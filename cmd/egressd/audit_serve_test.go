@@ -131,6 +131,18 @@ func TestServeRestartedTwiceOnOneFileVerifiesAsThreeCleanChains(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "3 checkpoints cross-checked") {
 		t.Fatalf("three runs with their checkpoints: exit %d\n%s", code, out)
 	}
+	// A run added at the end (a whole chain written elsewhere) has no
+	// checkpoint in the journal: verify says so.
+	var extra strings.Builder // written to no file, so it names no run before it
+	l, _ := audit.New(&extra, audit.Options{})
+	l.Write(audit.Event{Kind: audit.Connect, Integration: "com.test.weather", Decision: "allow", Host: "api.weather.example"})
+	l.Close()
+	orig, _ := os.ReadFile(auditFile)
+	os.WriteFile(auditFile, append(append([]byte{}, orig...), extra.String()...), 0o600)
+	if out, code = verify(t, "--checkpoints", ckpt, auditFile); !strings.Contains(out, "has no checkpoint in those given") {
+		t.Fatalf("a run added at the end: exit %d\n%s", code, out)
+	}
+	os.WriteFile(auditFile, orig, 0o600)
 	// Removing the last run leaves nothing that links to it: only its
 	// checkpoints catch that.
 	writeLines(t, auditFile, withoutRun(readLines(t, auditFile), 3))
