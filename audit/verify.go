@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 )
 
@@ -26,13 +25,6 @@ type VerifyOptions struct {
 	// Checkpoints are {chain, seq, hash} records written to an independent
 	// sink; each is cross-checked against the log.
 	Checkpoints []CheckpointRecord
-}
-
-// CheckpointRecord is one checkpoint line.
-type CheckpointRecord struct {
-	Chain string `json:"chain"`
-	Seq   uint64 `json:"seq"`
-	Hash  string `json:"hash"`
 }
 
 // ChainVerdict is one chain (one writer process's run) found in the files.
@@ -313,41 +305,6 @@ func (v *verifier) hashMatches(line []byte, hash string) bool {
 	return hmac.Equal([]byte(hex.EncodeToString(h.Sum(nil))), []byte(hash))
 }
 
-// unmatchedCheckpoints fails on a checkpoint past the end of its chain (the
-// log was cut back, and its end forged) or for a chain the files do not
-// hold (the chain was replaced, or its files were not given).
-func (v *verifier) unmatchedCheckpoints() {
-	last := map[string]uint64{}
-	for _, c := range v.out.Chains {
-		last[c.ID] = c.Last
-	}
-	if len(v.checkpoints) > 0 {
-		for _, c := range v.out.Chains {
-			if len(v.checkpoints[c.ID]) == 0 {
-				v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s (%d lines) has no checkpoint in those given: the checkpoints prove nothing about it (its checkpoints were pruned or off, or the run was added)", c.ID, c.Lines))
-			}
-		}
-	}
-	ids := make([]string, 0, len(v.checkpoints))
-	for id := range v.checkpoints {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		var top uint64
-		for seq := range v.checkpoints[id] {
-			top = max(top, seq)
-		}
-		end, ok := last[id]
-		switch {
-		case !ok:
-			v.fail(v.lastFile, top, fmt.Sprintf("%d checkpoint(s) of chain %s (the last at seq %d) match no chain in the files given: that chain was replaced or removed, or its files were not given", len(v.checkpoints[id]), id, top))
-		case top > end:
-			v.fail(v.lastFile, top, fmt.Sprintf("a checkpoint of chain %s names seq %d but the chain ends at seq %d: the log was cut back (rolled back) after the checkpoint was written", id, top, end))
-		}
-	}
-}
-
 // msgField reads key=value out of a lifecycle record's msg.
 func msgField(msg, key string) string {
 	for _, kv := range strings.Fields(msg) {
@@ -362,61 +319,4 @@ func (v *verifier) fail(file string, seq uint64, what string) {
 	if v.out.Problem == "" {
 		v.out.Problem = fmt.Sprintf("%s: seq %d: %s", file, seq, what)
 	}
-}
-
-func (v *verifier) finish() Verdict {
-	out := v.out
-	out.Intact = out.Problem == ""
-	var unchecked []string
-	for _, c := range out.Chains {
-		if c.Keyed && v.opts.Key == nil {
-			unchecked = append(unchecked, c.ID+" (key id "+c.KeyID+")")
-		}
-	}
-	if out.Intact && len(unchecked) > 0 {
-		out.Intact = false
-		out.Problem = fmt.Sprintf("chain %s is keyed: pass its key to check the hashes; only seq and prev links were checked", strings.Join(unchecked, ", "))
-	}
-	out.Proves = v.proves(out, len(unchecked) > 0)
-	return out
-}
-
-// proves says what was established for the part that verified, never more
-// than the verdict.
-func (v *verifier) proves(out Verdict, unchecked bool) string {
-	keyed := v.opts.Key != nil
-	switch {
-	case unchecked:
-		return "nothing about the line contents: without the key only the seq and prev links were checked"
-	case !out.Intact && out.Lines == 0:
-		return "nothing: the problem is at the start"
-	case !out.Intact && keyed:
-		return fmt.Sprintf("only that the %d line(s) before the problem were not edited, deleted, reordered or added by anyone without the key; nothing about the rest", out.Lines)
-	case !out.Intact:
-		return fmt.Sprintf("only that the %d line(s) before the problem hold no accidental corruption (an unkeyed chain can be recomputed by whoever edits it); nothing about the rest", out.Lines)
-	case keyed:
-		return "no line was edited, deleted, reordered or added by anyone without the key, each run appended to a file follows the run before it, and every chain was closed cleanly. Whole runs at the end of the last file can be removed without trace unless checkpoints are given"
-	case out.Checkpoints > 0 || len(v.opts.Checkpoints) > 0:
-		return "no corruption; lines up to each cross-checked checkpoint are as they were when it was written, and no chain was cut back behind its last checkpoint. An unkeyed chain does not stop a deliberate rewrite after the last checkpoint"
-	}
-	return "no accidental corruption, deletion or reordering. An unkeyed chain can be recomputed by whoever edits it: use a key or checkpoints to detect that"
-}
-
-// ReadCheckpoints reads checkpoint lines (JSON objects with chain, seq and
-// hash) from r, ignoring every other line, so a whole stderr capture can be
-// given.
-func ReadCheckpoints(r io.Reader) ([]CheckpointRecord, error) {
-	var out []CheckpointRecord
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		var c struct {
-			Event string `json:"event"`
-			CheckpointRecord
-		}
-		if json.Unmarshal(sc.Bytes(), &c) == nil && c.Event == string(Checkpoint) && c.Hash != "" {
-			out = append(out, c.CheckpointRecord)
-		}
-	}
-	return out, sc.Err()
 }
