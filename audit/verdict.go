@@ -5,6 +5,8 @@ import (
 	"strings"
 )
 
+// finish turns what was read into the verdict: a keyed chain read without
+// its key is not intact, since only its links could be checked.
 func (v *verifier) finish() Verdict {
 	out := v.out
 	out.Intact = out.Problem == ""
