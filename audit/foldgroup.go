@@ -66,6 +66,19 @@ var addrGroups = []struct {
 	{"reserved", netip.MustParsePrefix("240.0.0.0/4")},
 }
 
+// groupBudget is how many targets of a group a window writes as lines
+// past the first maxVerbatim: metadata addresses are the finding that
+// matters most, other special ranges next.
+func groupBudget(group string, isName bool) int {
+	switch {
+	case isName, group == "address":
+		return 1
+	case strings.HasPrefix(group, "metadata:"):
+		return 8
+	}
+	return 4
+}
+
 // foldGroup names the group a target belongs to, for folding: an address
 // range from addrGroups (looked up in the target, then in the dialled
 // address), any other address, or a name's parent domain (its last two

@@ -7,23 +7,24 @@ import (
 
 // Suppressor folds a flood of refusals into bounded summaries without
 // losing a distinct finding. Refusals are grouped into classes (the same
-// kind, integration, generation, decision, reason and listener);
-// within one window of a class:
+// kind, integration, generation, decision, reason and listener); within one
+// window of a class:
 //
 //   - each of the first maxVerbatim distinct targets is written at once as
 //     its own line;
-//   - past that, the first target of each group (a metadata address, a
-//     private, loopback or link-local range, the parent domain of a name)
-//     is still written at once, so a 169.254.169.254 hidden in a flood of
-//     other addresses is never lost; name groups are capped at
-//     maxNameGroups per window, address groups are a fixed small set;
+//   - past that, targets are still written at once up to a budget per
+//     group (see groupBudget): 8 per cloud metadata address, 4 per other
+//     special address range (loopback, private, link-local, …), 1 per
+//     parent domain of a name (at most maxNameGroups of them) and 1 for
+//     other addresses. So an attempt at 169.254.169.254, however it is
+//     reached, is never lost in a flood of other targets;
 //   - everything else is counted, with a sample of maxSample targets.
 //
 // When the window ends one summary line carries "suppressed" (the events
 // not written as their own line), "folded" (each listed target with its
-// count) and "unlisted" (the events whose target is not listed). So a line
-// count per class per window is bounded whatever the flood, and every
-// event is accounted for: lines + the sum of suppressed = events.
+// count) and "unlisted" (the events whose target is not listed). The lines
+// per class and window are bounded whatever the flood, and every event is
+// accounted for: lines + the sum of suppressed = events.
 type Suppressor struct {
 	log    *Log
 	window time.Duration
@@ -36,7 +37,7 @@ type Suppressor struct {
 // Bounds per class and window.
 const (
 	maxVerbatim   = 4  // distinct targets written as their own line
-	maxNameGroups = 16 // parent domains written as their own line past that
+	maxNameGroups = 16 // parent domains that may have a line past that
 	maxSample     = 8  // further targets listed with counts in the summary
 	maxFolded     = 4096
 )
@@ -53,7 +54,7 @@ type foldWindow struct {
 	until      time.Time
 	counts     map[string]int64 // listed targets: folded events per target
 	order      []string         // listed targets, first seen first
-	groups     map[string]bool  // groups already written this window
+	groups     map[string]int   // lines written per group this window
 	lines      int              // targets written as their own line
 	sampled    int              // targets listed that were not written
 	nameGroups int
@@ -82,7 +83,7 @@ func (s *Suppressor) Write(e Event) error {
 		if len(s.classes) >= maxFolded {
 			s.flushLocked(now, true)
 		}
-		w = &foldWindow{proto: e, until: now.Add(s.window), counts: map[string]int64{}, groups: map[string]bool{}}
+		w = &foldWindow{proto: e, until: now.Add(s.window), counts: map[string]int64{}, groups: map[string]int{}}
 		s.classes[key] = w
 	}
 	write := w.admit(target, e.Addr)
@@ -104,15 +105,16 @@ func (w *foldWindow) admit(target, addr string) bool {
 		return false
 	}
 	group, isName := foldGroup(target, addr)
-	fresh := !w.groups[group] && (!isName || w.nameGroups < maxNameGroups)
-	if w.lines < maxVerbatim || fresh {
+	budget := groupBudget(group, isName)
+	if isName && w.groups[group] == 0 && w.nameGroups >= maxNameGroups {
+		budget = 0
+	}
+	if w.lines < maxVerbatim || w.groups[group] < budget {
 		w.lines++
-		if !w.groups[group] {
-			w.groups[group] = true
-			if isName {
-				w.nameGroups++
-			}
+		if isName && w.groups[group] == 0 {
+			w.nameGroups++
 		}
+		w.groups[group]++
 		w.counts[target] = 0
 		w.order = append(w.order, target)
 		return true

@@ -131,7 +131,7 @@ func TestFloodOfAddressesNeverHidesTheMetadataAddress(t *testing.T) {
 			t.Errorf("%s was lost in the flood", want)
 		}
 	}
-	if len(lines) > maxVerbatim+len(addrGroups)+1 || accounted(lines) != events {
+	if len(lines) > maxLinesPerWindow() || accounted(lines) != events {
 		t.Fatalf("%d lines standing for %d events", len(lines), accounted(lines))
 	}
 }
@@ -208,5 +208,65 @@ func TestRandomMethodsDoNotOpenAClassEach(t *testing.T) {
 	}
 	if lines := f.lines(t); len(lines) > 2 || accounted(lines) != events {
 		t.Fatalf("%d lines for %d requests with distinct methods", len(lines), events)
+	}
+}
+
+// maxLinesPerWindow is the most lines one class writes in one window: the
+// first targets, every group's budget, and the summary.
+func maxLinesPerWindow() int {
+	n := maxVerbatim + maxNameGroups*groupBudget("name:x", true) + groupBudget("address", false) + 1
+	seen := map[string]bool{}
+	for _, g := range addrGroups {
+		if !seen[g.name] {
+			seen[g.name] = true
+			n += groupBudget(g.name, false)
+		}
+	}
+	return n
+}
+
+func TestFloodAcrossEveryGroupAtOnceIsStillBounded(t *testing.T) {
+	f := newFoldLog(t)
+	const events = 100000
+	for i := range events {
+		port := strconv.Itoa(1024 + i%60000)
+		var target string
+		switch i % 8 {
+		case 0:
+			target = "10." + strconv.Itoa(i%250) + ".0.1:" + port
+		case 1:
+			target = "169.254." + strconv.Itoa(i%250) + ".1:" + port
+		case 2:
+			target = "127.0." + strconv.Itoa(i%250) + ".1:" + port
+		case 3:
+			target = addrGroups[i%6].prefix.Addr().String() + ":" + port
+		case 4:
+			target = "203.0.113." + strconv.Itoa(i%250) + ":" + port
+		case 5:
+			target = "100.64.0." + strconv.Itoa(i%250) + ":" + port
+		case 6:
+			target = "[fe80::" + strconv.FormatInt(int64(i), 16) + "]:" + port
+		default:
+			target = "a" + strconv.Itoa(i) + ".p" + strconv.Itoa(i) + ".example:" + port
+		}
+		f.s.Write(ipLiteral(target))
+	}
+	lines := f.lines(t)
+	t.Logf("%d events across every group in one window: %d lines (bound %d), %d bytes", events, len(lines), maxLinesPerWindow(), f.buf.Len())
+	if len(lines) > maxLinesPerWindow() || accounted(lines) != events {
+		t.Fatalf("%d lines standing for %d events", len(lines), accounted(lines))
+	}
+}
+
+func TestFoldedDomainFrontingKeepsEachSNIApart(t *testing.T) {
+	f := newFoldLog(t)
+	for i := range 20 {
+		f.s.Write(Event{Kind: Connect, Integration: "com.test.weather", Decision: "deny", Reason: "sni_mismatch", Host: "api.allowed.example", SNI: "front" + strconv.Itoa(i%2) + ".evil.example"})
+	}
+	f.s.Flush(true)
+	for _, want := range []string{`"sni":"front0.evil.example"`, `"sni":"front1.evil.example"`, `"target":"api.allowed.example (SNI front1.evil.example)","count":9`} {
+		if !strings.Contains(f.buf.String(), want) {
+			t.Errorf("%s not in:\n%s", want, f.buf.String())
+		}
 	}
 }
