@@ -55,16 +55,29 @@ func (v *verifier) unmatchedCheckpoints() {
 // given.
 func ReadCheckpoints(r io.Reader) ([]CheckpointRecord, error) {
 	var out []CheckpointRecord
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		var c struct {
-			Event string `json:"event"`
-			CheckpointRecord
+	br := bufio.NewReaderSize(r, 64<<10)
+	long := false // inside a line longer than the buffer: not a checkpoint
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long = true
+			continue
 		}
-		if json.Unmarshal(sc.Bytes(), &c) == nil && c.Event == string(Checkpoint) && c.Hash != "" {
-			out = append(out, c.CheckpointRecord)
+		if !long {
+			var c struct {
+				Event string `json:"event"`
+				CheckpointRecord
+			}
+			if json.Unmarshal(line, &c) == nil && c.Event == string(Checkpoint) && c.Hash != "" {
+				out = append(out, c.CheckpointRecord)
+			}
+		}
+		long = false
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
 		}
 	}
-	return out, sc.Err()
 }

@@ -130,17 +130,26 @@ type lineFields struct {
 	Hash   string  `json:"hash"`
 }
 
+// maxLine bounds a line verify reads: egressd caps every field, so its
+// longest line (a summary listing its targets) is tens of KiB; a longer one
+// is not egressd's and must not exhaust memory.
+const maxLine = 1 << 20
+
 const hashTail = len(`,"hash":"`) + 64 + len(`"}`)
 
 func (v *verifier) file(name string, r io.Reader, first bool) error {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(r, maxLine)
 	v.lastFile = name
 	for lineNo := 1; ; lineNo++ {
-		line, err := br.ReadBytes('\n')
+		line, err := br.ReadSlice('\n')
 		if len(line) == 0 && err == io.EOF {
 			if lineNo == 1 {
 				v.fail(name, v.seq, "file is empty: its genesis record is missing")
 			}
+			return nil
+		}
+		if err == bufio.ErrBufferFull {
+			v.fail(name, v.seq+1, fmt.Sprintf("a line longer than %d bytes: egressd never writes one", maxLine))
 			return nil
 		}
 		if err != nil && err != io.EOF {
