@@ -190,6 +190,13 @@ func loadNamedManifest(path string) (*allowlist.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Refuse a device before opening it (an open can act on some); the
+	// fstat below covers a swap between this look and the open.
+	if st, err := os.Stat(file); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", file, st.Mode().Type())
+	}
 	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, err
