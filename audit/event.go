@@ -32,6 +32,7 @@ type Event struct {
 	HostRaw            string // as sent; %q-escaped when written
 	Port               uint16
 	Rule               string
+	SNI                string   // the ClientHello's server_name, when it is not the host
 	Addr               string   // the dialled address, ip:port
 	CNAME              []string // the chain followed, owner first
 	Exemption          string
@@ -40,11 +41,13 @@ type Event struct {
 	BytesUp            int64
 	BytesDown          int64
 	DurationMS         int64
-	Suppressed         int64  // identical events folded into this one
-	Listener           string // lifecycle: the listener's real address
-	Action             string // lifecycle/policy: what happened (start, listening, drain, stop, loaded, …)
-	Pending            string // policy: version waiting for approval
-	Manifest           string // policy: the manifest path as configured
+	Suppressed         int64          // events folded into this summary, not written as lines
+	Folded             []FoldedTarget // a summary's listed targets, with counts
+	Unlisted           int64          // a summary's events whose target is not listed
+	Listener           string         // lifecycle: the listener's real address
+	Action             string         // lifecycle/policy: what happened (start, listening, drain, stop, loaded, …)
+	Pending            string         // policy: version waiting for approval
+	Manifest           string         // policy: the manifest path as configured
 	Msg                string
 	Err                string
 }

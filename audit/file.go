@@ -1,7 +1,11 @@
 package audit
 
 import (
+	"bytes"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"time"
 
@@ -17,6 +21,7 @@ type File struct {
 	maxSize int64
 	f       *os.File
 	size    int64
+	tail    string // the hash of the last line found in the file at open
 }
 
 // OpenFile opens path for appending, creating it with mode 0600, and takes
@@ -36,7 +41,42 @@ func OpenFile(path string, maxSize int64) (*File, error) {
 		f.Close()
 		return nil, err
 	}
-	return &File{path: path, maxSize: maxSize, f: f, size: st.Size()}, nil
+	return &File{path: path, maxSize: maxSize, f: f, size: st.Size(), tail: tailHash(path, st.Size())}, nil
+}
+
+// tailHash returns the hash of the last line already in the file at path
+// ("none" when it is empty), so a new chain appended to it names the run
+// before it: removing a whole run from between two others then breaks the
+// link, which a keyed chain's genesis makes unforgeable. A last line that
+// is not a chained line gives "unreadable".
+func tailHash(path string, size int64) string {
+	if size == 0 {
+		return "none"
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "unreadable"
+	}
+	defer f.Close()
+	const window = 64 << 10
+	off := max(0, size-window)
+	buf := make([]byte, size-off)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		return "unreadable"
+	}
+	line, ok := bytes.CutSuffix(buf, []byte("\n"))
+	if !ok || len(line) < hashTail {
+		return "unreadable"
+	}
+	tail := line[len(line)-hashTail:]
+	if !bytes.HasPrefix(tail, []byte(`,"hash":"`)) || !bytes.HasSuffix(tail, []byte(`"}`)) {
+		return "unreadable"
+	}
+	hash := string(tail[len(`,"hash":"`) : len(tail)-2])
+	if _, err := hex.DecodeString(hash); err != nil {
+		return "unreadable"
+	}
+	return hash
 }
 
 func (f *File) Write(p []byte) (int, error) {
@@ -59,7 +99,48 @@ func (f *File) Close() error {
 
 // Reopen opens the path anew, for logrotate's convention: it renames the
 // file and sends SIGUSR1, and egressd continues in a new file at the path.
-func (f *File) Reopen() (*File, error) { return OpenFile(f.path, f.maxSize) }
+// When the path still names the file already open (SIGUSR1 without a
+// rename, or logrotate's copytruncate), opening it again would conflict
+// with this process's own lock: the open file is shared instead, through a
+// duplicate descriptor that holds the same lock, and its size is read anew.
+func (f *File) Reopen() (*File, error) {
+	same, err := f.pathIsOpenFile()
+	if err != nil {
+		return nil, err
+	}
+	if !same {
+		return OpenFile(f.path, f.maxSize)
+	}
+	fd, err := unix.FcntlInt(f.f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("audit log %s: %w", f.path, err)
+	}
+	dup := os.NewFile(uintptr(fd), f.path)
+	st, err := dup.Stat()
+	if err != nil {
+		dup.Close()
+		return nil, err
+	}
+	return &File{path: f.path, maxSize: f.maxSize, f: dup, size: st.Size()}, nil
+}
+
+// pathIsOpenFile reports whether the path names the very file f has open.
+// A missing path is not an error: logrotate renamed it and Reopen creates
+// a new one.
+func (f *File) pathIsOpenFile() (bool, error) {
+	atPath, err := os.Stat(f.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	open, err := f.f.Stat()
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(atPath, open), nil
+}
 
 // Roll renames the file to PATH.YYYYMMDDTHHMMSS.NNNNNNNNNZ and opens a new
 // one at the path, for rotation by size.

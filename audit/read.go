@@ -5,31 +5,36 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 )
 
 // Record is one audit line read back: the fields reports use.
 type Record struct {
-	Time               time.Time `json:"time"`
-	Event              string    `json:"event"`
-	Integration        string    `json:"integration"`
-	IntegrationVersion string    `json:"integration_version"`
-	Generation         uint64    `json:"generation"`
-	Decision           string    `json:"decision"`
-	Reason             string    `json:"reason"`
-	Host               string    `json:"host"`
-	Port               uint16    `json:"port"`
-	Rule               string    `json:"rule"`
-	Exemption          string    `json:"exemption"`
-	Conn               string    `json:"conn"`
-	BytesUp            int64     `json:"bytes_up"`
-	BytesDown          int64     `json:"bytes_down"`
-	Suppressed         int64     `json:"suppressed"`
-	Action             string    `json:"action"`
-	Pending            string    `json:"pending"`
-	Manifest           string    `json:"manifest"`
-	Msg                string    `json:"msg"`
-	Err                string    `json:"error"`
+	Time               time.Time      `json:"time"`
+	Event              string         `json:"event"`
+	Integration        string         `json:"integration"`
+	IntegrationVersion string         `json:"integration_version"`
+	Generation         uint64         `json:"generation"`
+	Decision           string         `json:"decision"`
+	Reason             string         `json:"reason"`
+	Host               string         `json:"host"`
+	Port               uint16         `json:"port"`
+	Rule               string         `json:"rule"`
+	SNI                string         `json:"sni"`
+	Exemption          string         `json:"exemption"`
+	Conn               string         `json:"conn"`
+	BytesUp            int64          `json:"bytes_up"`
+	BytesDown          int64          `json:"bytes_down"`
+	HostRaw            string         `json:"host_raw"`
+	Suppressed         int64          `json:"suppressed"`
+	Folded             []FoldedTarget `json:"folded"`
+	Unlisted           int64          `json:"unlisted"`
+	Action             string         `json:"action"`
+	Pending            string         `json:"pending"`
+	Manifest           string         `json:"manifest"`
+	Msg                string         `json:"msg"`
+	Err                string         `json:"error"`
 }
 
 // count is how many decisions a line stands for: one, or, for a summary
@@ -39,6 +44,47 @@ func (r Record) count() int64 {
 		return r.Suppressed
 	}
 	return 1
+}
+
+// unfold turns a summary line into one record per target it lists, each
+// standing for that target's count, plus one for the events whose target
+// is not listed: a report groups them by target like any other line.
+func unfold(r Record) []Record {
+	if r.Suppressed <= 0 || (len(r.Folded) == 0 && r.Unlisted == 0) {
+		return []Record{r}
+	}
+	var out []Record
+	rest := r.Suppressed
+	for _, f := range r.Folded {
+		if f.Count <= 0 || f.Count > rest {
+			continue
+		}
+		t := r
+		t.Host, t.HostRaw, t.Suppressed, t.Folded, t.Unlisted = f.Target, "", f.Count, nil, 0
+		out = append(out, t)
+		rest -= f.Count
+	}
+	if rest > 0 {
+		t := r
+		t.Host, t.HostRaw, t.Suppressed, t.Folded, t.Unlisted = UnlistedTargets, "", rest, nil, 0
+		out = append(out, t)
+	}
+	return out
+}
+
+// UnlistedTargets stands, in a report, for the targets a summary line
+// counted without listing them (a flood of distinct names past its sample).
+const UnlistedTargets = "(other targets, counted, not listed)"
+
+// target is what a refusal asked for: the canonical host, or as sent.
+func (r Record) target() string {
+	if r.Host != "" && r.SNI != "" {
+		return withSNI(r.Host, r.SNI)
+	}
+	if r.Host != "" {
+		return r.Host
+	}
+	return r.HostRaw
 }
 
 // ReadFiles reads every line of the files, in order. A line that is not
@@ -85,10 +131,15 @@ var hostIsTheProblem = map[string]bool{
 func ObservedHosts(recs []Record) map[string][]string {
 	seen := map[string]map[string]bool{}
 	out := map[string][]string{}
+	var all []Record
 	for _, r := range recs {
-		if r.Event != string(Connect) || r.Host == "" {
+		all = append(all, unfold(r)...)
+	}
+	for _, r := range all {
+		if r.Event != string(Connect) || r.Host == "" || r.Host == UnlistedTargets {
 			continue
 		}
+		r.Host, _, _ = strings.Cut(r.Host, " (SNI ") // a folded target's host
 		if hostIsTheProblem[r.Reason] {
 			continue
 		}

@@ -10,35 +10,38 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/egressd/egressd/internal/termsafe"
 )
 
-// WriteText renders the report for a terminal.
+// WriteText renders the report for a terminal. Every string that came
+// from the log (hosts, versions, reasons, policy details) is escaped: a log
+// is written from what an integration and its manifest chose, and a control
+// sequence in it must be shown, never obeyed.
 func WriteText(w io.Writer, rep Report) error {
+	q := termsafe.String
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for _, ir := range rep.Integrations {
-		fmt.Fprintf(tw, "== %s (versions %s)\n", ir.ID, strings.Join(ir.Versions, ", "))
+		versions := make([]string, len(ir.Versions))
+		for i, v := range ir.Versions {
+			versions[i] = q(v)
+		}
+		fmt.Fprintf(tw, "== %s (versions %s)\n", q(ir.ID), strings.Join(versions, ", "))
 		fmt.Fprintf(tw, "span:\t%s – %s\n", ir.First.Format(time.RFC3339), ir.Last.Format(time.RFC3339))
 		fmt.Fprintln(tw, "\nreached:\thost\trule\tconnections\tbytes up\tbytes down")
 		for _, u := range ir.Reached {
-			fmt.Fprintf(tw, "\t%s\t%s\t%d\t%d\t%d\n", u.Host, u.Rule, u.Connections, u.BytesUp, u.BytesDown)
+			fmt.Fprintf(tw, "\t%s\t%s\t%d\t%d\t%d\n", q(u.Host), q(u.Rule), u.Connections, u.BytesUp, u.BytesDown)
 		}
 		if len(ir.WouldDeny) > 0 {
 			fmt.Fprintln(tw, "\nreached only because audit mode was on (would_deny):")
 			for _, u := range ir.WouldDeny {
-				fmt.Fprintf(tw, "\t%s\t\t%d\t%d\t%d\n", u.Host, u.Connections, u.BytesUp, u.BytesDown)
+				fmt.Fprintf(tw, "\t%s\t\t%d\t%d\t%d\n", q(u.Host), u.Connections, u.BytesUp, u.BytesDown)
 			}
 		}
-		switch {
-		case ir.Declared == nil:
-			fmt.Fprintln(tw, "\nunused entries:\t(manifest not found: pass --manifest)")
-		case len(ir.Unused) == 0:
-			fmt.Fprintln(tw, "\nunused entries:\tnone: every declared entry was used")
-		default:
-			fmt.Fprintf(tw, "\nunused entries:\t%s  (least privilege: remove them from the manifest)\n", strings.Join(ir.Unused, " "))
-		}
+		writeUnused(tw, ir)
 		fmt.Fprintln(tw, "\nrefused:\treason\thost\tcount\tfirst\tlast")
 		for _, f := range ir.Refused {
-			fmt.Fprintf(tw, "\t%s\t%s\t%d\t%s\t%s\n", f.Reason, f.Host, f.Count, f.First.Format(time.RFC3339), f.Last.Format(time.RFC3339))
+			fmt.Fprintf(tw, "\t%s\t%s\t%d\t%s\t%s\n", q(f.Reason), q(f.Host), f.Count, f.First.Format(time.RFC3339), f.Last.Format(time.RFC3339))
 		}
 		fmt.Fprintln(tw, "\npolicy:\ttime\tversion\tresult\tdetail")
 		for _, c := range ir.Policy {
@@ -46,11 +49,38 @@ func WriteText(w io.Writer, rep Report) error {
 			if c.Pending != "" {
 				detail = "pending " + c.Pending + " awaits approval"
 			}
-			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\n", c.Time.Format(time.RFC3339), c.Version, c.Action, detail)
+			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\n", c.Time.Format(time.RFC3339), q(c.Version), q(c.Action), q(detail))
 		}
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// writeUnused separates entries nothing asked for (remove them) from
+// entries asked for that never connected (look into why).
+func writeUnused(w io.Writer, ir IntegrationReport) {
+	q := termsafe.String
+	switch {
+	case ir.Declared == nil:
+		fmt.Fprintln(w, "\nunused entries:\t(manifest not found: pass --manifest)")
+		return
+	case len(ir.Unused) == 0:
+		fmt.Fprintln(w, "\nunused entries:\tnone: every declared entry was tried")
+	default:
+		unused := make([]string, len(ir.Unused))
+		for i, e := range ir.Unused {
+			unused[i] = q(e)
+		}
+		fmt.Fprintf(w, "\nunused entries:\t%s  (never tried; least privilege: remove them from the manifest)\n", strings.Join(unused, " "))
+	}
+	for _, t := range ir.TriedNeverConnected {
+		reasons := make([]string, 0, len(t.Reasons))
+		for r, n := range t.Reasons {
+			reasons = append(reasons, fmt.Sprintf("%s ×%d", q(r), n))
+		}
+		sort.Strings(reasons)
+		fmt.Fprintf(w, "tried, never connected:\t%s  (%d attempt(s): %s; every attempt failed, so this is not a removal finding)\n", q(t.Entry), t.Attempts, strings.Join(reasons, ", "))
+	}
 }
 
 //go:embed report.html.tmpl

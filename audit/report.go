@@ -2,6 +2,7 @@ package audit
 
 import (
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -24,13 +25,24 @@ type IntegrationReport struct {
 	Reached  []HostUse `json:"reached"`
 	// WouldDeny are hosts reached only because audit mode was on.
 	WouldDeny []HostUse `json:"would_deny"`
-	// Declared are the manifest's entries; Unused those no connection used:
-	// least-privilege findings.
-	Declared []string  `json:"declared,omitempty"`
-	Unused   []string  `json:"unused"`
-	Refused  []Refusal `json:"refused"`
-	Policy   []Change  `json:"policy"`
-	Timeline []Bucket  `json:"timeline"`
+	// Declared are the manifest's entries; Unused those nothing ever asked
+	// for (least-privilege findings: remove them); TriedNeverConnected those
+	// that were asked for but never connected (every attempt failed: DNS, a
+	// refused address, the dial), which is a problem to look into, not a
+	// removal.
+	Declared            []string     `json:"declared,omitempty"`
+	Unused              []string     `json:"unused"`
+	TriedNeverConnected []TriedEntry `json:"tried_never_connected"`
+	Refused             []Refusal    `json:"refused"`
+	Policy              []Change     `json:"policy"`
+	Timeline            []Bucket     `json:"timeline"`
+}
+
+// TriedEntry is a declared entry that was asked for and never connected.
+type TriedEntry struct {
+	Entry    string           `json:"entry"`
+	Attempts int64            `json:"attempts"`
+	Reasons  map[string]int64 `json:"reasons"`
 }
 
 // HostUse is one host's traffic.
@@ -77,7 +89,7 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 	get := func(id string) *IntegrationReport {
 		ir := byID[id]
 		if ir == nil {
-			ir = &IntegrationReport{ID: id, Reached: []HostUse{}, WouldDeny: []HostUse{}, Unused: []string{}, Refused: []Refusal{}, Policy: []Change{}}
+			ir = &IntegrationReport{ID: id, Reached: []HostUse{}, WouldDeny: []HostUse{}, Unused: []string{}, TriedNeverConnected: []TriedEntry{}, Refused: []Refusal{}, Policy: []Change{}}
 			byID[id] = ir
 		}
 		return ir
@@ -87,7 +99,12 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 	would := map[key]*HostUse{}
 	refused := map[[3]string]*Refusal{}
 	connHost := map[string]*HostUse{} // conn id -> its host's usage, for close events
+	var failed []Record               // refused attempts, to tell "tried" from "never tried"
+	var all []Record
 	for _, r := range recs {
+		all = append(all, unfold(r)...)
+	}
+	for _, r := range all {
 		if r.Integration == "" {
 			continue
 		}
@@ -123,10 +140,11 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 				u.Connections += n
 				connHost[r.Conn] = u
 			default:
-				k := [3]string{r.Integration, r.Reason, r.Host}
+				failed = append(failed, r)
+				k := [3]string{r.Integration, r.Reason, r.target()}
 				f := refused[k]
 				if f == nil {
-					f = &Refusal{Reason: r.Reason, Host: r.Host, First: r.Time}
+					f = &Refusal{Reason: r.Reason, Host: r.target(), First: r.Time}
 					refused[k] = f
 				}
 				f.Count += n
@@ -168,7 +186,12 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 				used[u.Rule] = true
 			}
 			for _, e := range entries {
-				if !used[e] {
+				if used[e] {
+					continue
+				}
+				if t := triedEntry(e, id, failed); t != nil {
+					ir.TriedNeverConnected = append(ir.TriedNeverConnected, *t)
+				} else {
 					ir.Unused = append(ir.Unused, e)
 				}
 			}
@@ -178,6 +201,42 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 	}
 	sort.Slice(rep.Integrations, func(i, j int) bool { return rep.Integrations[i].ID < rep.Integrations[j].ID })
 	return rep
+}
+
+// triedEntry gathers the refused attempts of integration id that asked for
+// entry: those whose rule is the entry (DNS, dial and TLS failures carry
+// it), or whose host the entry names (a refused address replaces the rule
+// with the range that refused it). Nil when nothing asked for it.
+func triedEntry(entry, id string, failed []Record) *TriedEntry {
+	var t *TriedEntry
+	for _, r := range failed {
+		if r.Integration != id || (r.Rule != entry && !entryNames(entry, r.Host)) {
+			continue
+		}
+		if t == nil {
+			t = &TriedEntry{Entry: entry, Reasons: map[string]int64{}}
+		}
+		t.Attempts += r.count()
+		t.Reasons[r.Reason] += r.count()
+	}
+	return t
+}
+
+// entryNames reports whether a manifest entry as written ("host",
+// "*.suffix", optionally with ":port") names host. It is for the report
+// only: the policy's own matching decides what is allowed.
+func entryNames(entry, host string) bool {
+	if host == "" {
+		return false
+	}
+	if i := strings.LastIndexByte(entry, ':'); i > 0 && !strings.Contains(entry[:i], ":") {
+		entry = entry[:i]
+	}
+	if suffix, ok := strings.CutPrefix(entry, "*"); ok { // exactly one more label
+		label, ok := strings.CutSuffix(host, suffix)
+		return ok && label != "" && !strings.Contains(label, ".")
+	}
+	return entry == host
 }
 
 func timeline(recs []Record, id string, first, last time.Time) []Bucket {

@@ -101,7 +101,7 @@ func TestHTMLReportInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
-	for _, want := range []string{"old.weather.example", "1 declared entry was never used", "not_allowlisted", "&lt;img src=x onerror=alert(1)&gt;.evil.example", "<svg"} {
+	for _, want := range []string{"old.weather.example", "1 declared entry was never tried", "not_allowlisted", "&lt;img src=x onerror=alert(1)&gt;.evil.example", "<svg"} {
 		if !strings.Contains(string(dom), want) {
 			t.Errorf("rendered page lacks %q", want)
 		}
@@ -119,5 +119,23 @@ func TestHTMLReportInChromium(t *testing.T) {
 	if dst := os.Getenv("EGRESSD_REPORT_SCREENSHOT"); dst != "" {
 		data, _ := os.ReadFile(shot)
 		os.WriteFile(dst, data, 0o644)
+	}
+}
+
+func TestTriedEntriesMatchAWildcardByExactlyOneLabel(t *testing.T) {
+	for _, c := range []struct {
+		entry, host string
+		want        bool
+	}{
+		{"*.cdn.example", "img.cdn.example", true},
+		{"*.cdn.example", "a.b.cdn.example", false},
+		{"*.cdn.example", "cdn.example", false},
+		{"api.example:8443", "api.example", true},
+		{"api.example", "api.example", true},
+		{"api.example", "", false},
+	} {
+		if got := entryNames(c.entry, c.host); got != c.want {
+			t.Errorf("entryNames(%q, %q) = %v", c.entry, c.host, got)
+		}
 	}
 }

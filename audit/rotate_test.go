@@ -3,6 +3,7 @@ package audit
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -45,6 +46,9 @@ func TestSizeRotationKeepsOneVerifiableChain(t *testing.T) {
 	if _, err := OpenFile(path, 0); err == nil || !strings.Contains(err.Error(), "in use by another egressd process") {
 		t.Fatalf("second writer: %v", err)
 	}
+	// The log holds the locked file: unreferenced, the collector would
+	// close it and drop the lock before the check above.
+	runtime.KeepAlive(log)
 	os.Remove(rolled[1])
 	if v, _ := Verify(append([]string{rolled[0]}, append(rolled[2:], path)...), VerifyOptions{}); v.Intact {
 		t.Fatal("a deleted middle file went unnoticed")

@@ -5,57 +5,129 @@ import (
 	"time"
 )
 
-// Suppressor folds repeated identical denials into one line: the first is
-// written at once, and the rest within the window are counted and written as
-// one event with "suppressed": N when the window ends. A flood of refused
-// connections costs the log one line per second per kind, not one per packet.
+// Suppressor folds a flood of refusals into bounded summaries without
+// losing a distinct finding. Refusals are grouped into classes (the same
+// kind, integration, generation, decision, reason and listener); within one
+// window of a class:
+//
+//   - each of the first maxVerbatim distinct targets is written at once as
+//     its own line;
+//   - past that, targets are still written at once up to a budget per
+//     group (see groupBudget): 8 per cloud metadata address, 4 per other
+//     special address range (loopback, private, link-local, …), 1 per
+//     parent domain of a name (at most maxNameGroups of them) and 1 for
+//     other addresses. So an attempt at 169.254.169.254, however it is
+//     reached, is never lost in a flood of other targets;
+//   - everything else is counted, with a sample of maxSample targets.
+//
+// When the window ends one summary line carries "suppressed" (the events
+// not written as their own line), "folded" (each listed target with its
+// count) and "unlisted" (the events whose target is not listed). The lines
+// per class and window are bounded whatever the flood, and every event is
+// accounted for: lines + the sum of suppressed = events.
 type Suppressor struct {
 	log    *Log
 	window time.Duration
 	now    func() time.Time
 
 	mu      sync.Mutex
-	pending map[string]*folded
+	classes map[string]*foldWindow
 }
 
-type folded struct {
-	proto Event
-	until time.Time
-	count int64
+// Bounds per class and window.
+const (
+	maxVerbatim   = 4  // distinct targets written as their own line
+	maxNameGroups = 16 // parent domains that may have a line past that
+	maxSample     = 8  // further targets listed with counts in the summary
+	maxFolded     = 4096
+)
+
+// FoldedTarget is one target in a summary line, with the number of its
+// events the summary stands for.
+type FoldedTarget struct {
+	Target string `json:"target"`
+	Count  int64  `json:"count"`
 }
 
-// maxFolded bounds the keys held; past it everything pending is flushed.
-const maxFolded = 4096
+type foldWindow struct {
+	proto      Event
+	until      time.Time
+	counts     map[string]int64 // listed targets: folded events per target
+	order      []string         // listed targets, first seen first
+	groups     map[string]int   // lines written per group this window
+	lines      int              // targets written as their own line
+	sampled    int              // targets listed that were not written
+	nameGroups int
+	folded     int64
+	unlisted   int64
+}
 
 // NewSuppressor folds over window (one second is a good default).
 func NewSuppressor(l *Log, window time.Duration) *Suppressor {
-	return &Suppressor{log: l, window: window, now: time.Now, pending: map[string]*folded{}}
+	return &Suppressor{log: l, window: window, now: time.Now, classes: map[string]*foldWindow{}}
 }
 
-// Write writes e, or counts it if an identical key was written within the
-// window. A counted event is not lost: it is in the next summary line.
-func (s *Suppressor) Write(key string, e Event) error {
+// Write writes e at once, or folds it into its class's summary. A folded
+// event is not lost: it is counted in the next summary line.
+func (s *Suppressor) Write(e Event) error {
 	now := s.now()
+	key, target := foldClass(e), foldTarget(e)
 	s.mu.Lock()
-	f, ok := s.pending[key]
-	if ok && now.Before(f.until) {
-		f.count++
-		s.mu.Unlock()
-		return s.log.Err()
-	}
+	w := s.classes[key]
 	var summary *Event
-	if ok && f.count > 0 {
-		summary = f.summary()
+	if w != nil && !now.Before(w.until) {
+		summary = w.summary()
+		w = nil
 	}
-	if len(s.pending) >= maxFolded {
-		s.flushLocked(now, true)
+	if w == nil {
+		if len(s.classes) >= maxFolded {
+			s.flushLocked(now, true)
+		}
+		w = &foldWindow{proto: e, until: now.Add(s.window), counts: map[string]int64{}, groups: map[string]int{}}
+		s.classes[key] = w
 	}
-	s.pending[key] = &folded{proto: e, until: now.Add(s.window)}
+	write := w.admit(target, e.Addr)
 	s.mu.Unlock()
 	if summary != nil {
 		s.log.Write(*summary)
 	}
+	if !write {
+		return s.log.Err()
+	}
 	return s.log.Write(e)
+}
+
+// admit decides whether e is written as its own line (true) or folded.
+func (w *foldWindow) admit(target, addr string) bool {
+	if _, listed := w.counts[target]; listed {
+		w.counts[target]++
+		w.folded++
+		return false
+	}
+	group, isName := foldGroup(target, addr)
+	budget := groupBudget(group, isName)
+	if isName && w.groups[group] == 0 && w.nameGroups >= maxNameGroups {
+		budget = 0
+	}
+	if w.lines < maxVerbatim || w.groups[group] < budget {
+		w.lines++
+		if isName && w.groups[group] == 0 {
+			w.nameGroups++
+		}
+		w.groups[group]++
+		w.counts[target] = 0
+		w.order = append(w.order, target)
+		return true
+	}
+	w.folded++
+	if w.sampled < maxSample {
+		w.sampled++
+		w.counts[target] = 1
+		w.order = append(w.order, target)
+	} else {
+		w.unlisted++
+	}
+	return false
 }
 
 // Flush writes the summaries of windows that have ended; all of them if
@@ -67,19 +139,29 @@ func (s *Suppressor) Flush(force bool) {
 }
 
 func (s *Suppressor) flushLocked(now time.Time, force bool) {
-	for k, f := range s.pending {
-		if !force && now.Before(f.until) {
+	for k, w := range s.classes {
+		if !force && now.Before(w.until) {
 			continue
 		}
-		if f.count > 0 {
-			s.log.Write(*f.summary())
+		if sum := w.summary(); sum != nil {
+			s.log.Write(*sum)
 		}
-		delete(s.pending, k)
+		delete(s.classes, k)
 	}
 }
 
-func (f *folded) summary() *Event {
-	e := f.proto
-	e.Time, e.Conn, e.HostRaw, e.Suppressed = time.Time{}, "", "", f.count
+// summary is the window's summary line, or nil when nothing was folded.
+func (w *foldWindow) summary() *Event {
+	if w.folded == 0 {
+		return nil
+	}
+	e := w.proto
+	e.Time, e.Conn, e.HostRaw, e.Host, e.SNI, e.Addr, e.Port, e.Rule, e.Msg, e.CNAME, e.Method = time.Time{}, "", "", "", "", "", 0, "", "", nil, ""
+	e.Suppressed, e.Unlisted = w.folded, w.unlisted
+	for _, t := range w.order {
+		if n := w.counts[t]; n > 0 {
+			e.Folded = append(e.Folded, FoldedTarget{Target: t, Count: n})
+		}
+	}
 	return &e
 }

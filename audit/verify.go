@@ -12,48 +12,73 @@ import (
 	"strings"
 )
 
+// MinKeyLen is the shortest HMAC key egressd accepts, writing or verifying:
+// a key the writer would refuse cannot have keyed a log.
+const MinKeyLen = 16
+
 // VerifyOptions configure Verify.
 type VerifyOptions struct {
-	// Key verifies an HMAC-keyed chain. Without it a keyed chain's hashes
-	// cannot be checked, and Verify says so.
+	// Key verifies HMAC-keyed chains. With a key every chain must be keyed;
+	// without one a keyed chain's hashes cannot be checked, and Verify says
+	// so.
 	Key []byte
-	// Checkpoints are {seq, hash} pairs written to an independent sink; each
-	// is cross-checked against the log.
+	// Checkpoints are {chain, seq, hash} records written to an independent
+	// sink; each is cross-checked against the log.
 	Checkpoints []CheckpointRecord
 }
 
-// CheckpointRecord is one checkpoint line.
-type CheckpointRecord struct {
-	Chain string `json:"chain"`
-	Seq   uint64 `json:"seq"`
-	Hash  string `json:"hash"`
+// ChainVerdict is one chain (one writer process's run) found in the files.
+type ChainVerdict struct {
+	ID    string
+	Keyed bool
+	KeyID string
+	First uint64 // the seq of its genesis
+	Last  uint64 // the last seq verified
+	Lines int
+	// End is how the chain ends in the files: "shutdown" (closed cleanly),
+	// or "" while it is still open (cut off, or a problem stopped reading).
+	End string
 }
 
 // Verdict is what Verify found.
 type Verdict struct {
 	Intact bool
-	// IntactThrough is the last seq verified before the first problem (or
-	// the last seq when intact).
+	// IntactThrough is the last seq verified before the first problem, in
+	// the chain where it is (or the last chain's last seq when intact).
 	IntactThrough uint64
 	// Problem names the first broken place: file, seq and what is wrong.
 	Problem string
-	Keyed   bool   // the chain is HMAC-keyed (from its genesis record)
-	KeyID   string // the key id the genesis record names
-	// Proves says plainly what the verification establishes.
+	Keyed   bool   // some chain is HMAC-keyed (from its genesis record)
+	KeyID   string // the key id of the first keyed chain
+	Chains  []ChainVerdict
+	// Proves says plainly what the verification establishes, for the part
+	// that verified.
 	Proves      string
 	Lines       int
 	Checkpoints int // checkpoints cross-checked
+	// Notes are findings that do not break the chain but limit what the
+	// checkpoints prove (a chain none of them covers).
+	Notes []string
 }
 
-// Verify checks the chain across files, in order: every line's hash over
-// its exact bytes, seq without gaps, each prev equal to the line before's
-// hash, a genesis record at the start of every file (linking to the last
-// hash of the file before), and a clean-shutdown record at the end (or a
-// rotation record followed by the next file).
+// Verify checks every chain across files, in order. A file may hold
+// several chains one after another (a writer restarted on the same path),
+// and a chain may span files (rotation). Within a chain: every line's hash
+// over its exact bytes, seq without gaps from 1, each prev equal to the
+// line before's hash, the same key throughout, and a clean-shutdown record
+// at its end (or a rotation record followed by the genesis that continues
+// it). Checkpoints are matched by chain id and seq; one past the end of
+// its chain is a rollback, one for a chain not in the files is reported.
 func Verify(files []string, opts VerifyOptions) (Verdict, error) {
-	v := &verifier{opts: opts, checkpoints: map[uint64]string{}}
+	if opts.Key != nil && len(opts.Key) < MinKeyLen {
+		return Verdict{}, fmt.Errorf("the key is %d bytes: egressd refuses keys under %d bytes, so no log was keyed with it", len(opts.Key), MinKeyLen)
+	}
+	v := &verifier{opts: opts, checkpoints: map[string]map[uint64]string{}}
 	for _, c := range opts.Checkpoints {
-		v.checkpoints[c.Seq] = c.Hash
+		if v.checkpoints[c.Chain] == nil {
+			v.checkpoints[c.Chain] = map[uint64]string{}
+		}
+		v.checkpoints[c.Chain][c.Seq] = c.Hash
 	}
 	for i, f := range files {
 		fh, err := os.Open(f)
@@ -69,26 +94,30 @@ func Verify(files []string, opts VerifyOptions) (Verdict, error) {
 			return v.finish(), nil
 		}
 	}
-	if v.out.Problem == "" && v.lastAction != "shutdown" {
-		switch v.lastAction {
-		case "rotate":
+	if c := v.cur; c != nil {
+		if v.lastAction == "rotate" {
 			v.fail(v.lastFile, v.seq, "the log was rotated after this line but the next file is missing")
-		default:
-			v.fail(v.lastFile, v.seq, fmt.Sprintf("truncated after seq %d: no clean-shutdown record and no continuation (or the writer is still running)", v.seq))
+		} else {
+			v.fail(v.lastFile, v.seq, fmt.Sprintf("chain %s is truncated after seq %d: no clean-shutdown record and no continuation (or the writer is still running)", c.ID, v.seq))
 		}
+	}
+	if v.out.Problem == "" {
+		v.unmatchedCheckpoints()
 	}
 	return v.finish(), nil
 }
 
 type verifier struct {
 	opts        VerifyOptions
-	checkpoints map[uint64]string
+	checkpoints map[string]map[uint64]string // chain id -> seq -> hash
 	out         Verdict
+	cur         *ChainVerdict // the chain being read; nil before the first and after a shutdown
 	seq         uint64
 	prev        string
 	lastAction  string
 	lastFile    string
-	keyKnown    bool
+	// lastChainFile is the file where the last closed chain ended.
+	lastChainFile string
 }
 
 // lineFields are the fields Verify reads from each line.
@@ -101,17 +130,26 @@ type lineFields struct {
 	Hash   string  `json:"hash"`
 }
 
+// maxLine bounds a line verify reads: egressd caps every field, so its
+// longest line (a summary listing its targets) is tens of KiB; a longer one
+// is not egressd's and must not exhaust memory.
+const maxLine = 1 << 20
+
 const hashTail = len(`,"hash":"`) + 64 + len(`"}`)
 
 func (v *verifier) file(name string, r io.Reader, first bool) error {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(r, maxLine)
 	v.lastFile = name
 	for lineNo := 1; ; lineNo++ {
-		line, err := br.ReadBytes('\n')
+		line, err := br.ReadSlice('\n')
 		if len(line) == 0 && err == io.EOF {
 			if lineNo == 1 {
 				v.fail(name, v.seq, "file is empty: its genesis record is missing")
 			}
+			return nil
+		}
+		if err == bufio.ErrBufferFull {
+			v.fail(name, v.seq+1, fmt.Sprintf("a line longer than %d bytes: egressd never writes one", maxLine))
 			return nil
 		}
 		if err != nil && err != io.EOF {
@@ -122,38 +160,34 @@ func (v *verifier) file(name string, r io.Reader, first bool) error {
 			return nil
 		}
 		line = line[:len(line)-1]
-		v.line(name, line, lineNo == 1, first)
+		v.line(name, line, lineNo == 1, first && lineNo == 1)
 		if v.out.Problem != "" {
 			return nil
 		}
 	}
 }
 
-func (v *verifier) line(file string, line []byte, firstInFile, firstFile bool) {
+func (v *verifier) line(file string, line []byte, firstInFile, firstOfAll bool) {
 	var f lineFields
 	if err := json.Unmarshal(line, &f); err != nil || f.Prev == nil || len(line) < hashTail || !bytes.HasPrefix(line[len(line)-hashTail:], []byte(`,"hash":"`)) {
 		v.fail(file, v.seq+1, "not a chained audit line (edited, or not an egressd audit log)")
 		return
 	}
-	if firstInFile {
-		if f.Action != "genesis" {
-			v.fail(file, f.Seq, "the file does not start with a genesis record")
+	isGenesis := f.Event == string(Lifecycle) && f.Action == "genesis"
+	switch {
+	case isGenesis:
+		if !v.genesis(file, f, firstOfAll) {
 			return
 		}
-		switch {
-		case firstFile && *f.Prev != "":
-			v.fail(file, f.Seq, "the chain continues from an earlier file that was not given: pass it too (if it was deleted, the log is incomplete)")
-			return
-		case firstFile:
-			v.seq, v.prev = f.Seq-1, ""
-		case v.lastAction != "rotate":
-			v.fail(file, f.Seq, "the file before this one did not end in a rotation record")
-			return
-		case *f.Prev != v.prev:
-			v.fail(file, f.Seq, "this file does not continue the one before it: a file in between is missing")
-			return
-		}
-		v.readGenesis(f.Msg)
+	case firstOfAll:
+		v.fail(file, f.Seq, "the first file does not begin at a genesis record: it is not the start of a chain (pass the files from the first one), or its beginning was cut off")
+		return
+	case firstInFile:
+		v.fail(file, f.Seq, "the file does not start with a genesis record: its beginning was cut off")
+		return
+	case v.cur == nil:
+		v.fail(file, f.Seq, "a line follows a clean-shutdown record without a new genesis: lines were appended to a closed chain")
+		return
 	}
 	switch {
 	case f.Seq != v.seq+1 && f.Seq <= v.seq:
@@ -166,80 +200,132 @@ func (v *verifier) line(file string, line []byte, firstInFile, firstFile bool) {
 		v.fail(file, f.Seq, "prev does not match the hash of the line before: a line was deleted, reordered or edited")
 		return
 	}
-	if v.keyKnown {
-		body := line[:len(line)-hashTail]
-		c := chain{key: v.opts.Key}
-		h := c.hasher()
-		h.Write(body)
-		if want := hex.EncodeToString(h.Sum(nil)); !hmac.Equal([]byte(want), []byte(f.Hash)) {
-			v.fail(file, f.Seq, "the line's bytes do not match its hash: the line was edited")
-			return
-		}
+	if (f.Action == "rotate" || f.Action == "shutdown") && f.Event == string(Lifecycle) && msgField(f.Msg, "chain") != v.cur.ID {
+		v.fail(file, f.Seq, fmt.Sprintf("a %s record of chain %s inside chain %s: lines of two chains were spliced", f.Action, msgField(f.Msg, "chain"), v.cur.ID))
+		return
 	}
-	if want, ok := v.checkpoints[f.Seq]; ok {
+	if !v.hashMatches(line, f.Hash) {
+		v.fail(file, f.Seq, "the line's bytes do not match its hash: the line was edited")
+		return
+	}
+	if want, ok := v.checkpoints[v.cur.ID][f.Seq]; ok {
 		v.out.Checkpoints++
 		if want != f.Hash {
-			v.fail(file, f.Seq, "the hash differs from the checkpoint recorded for this seq: the chain was rewritten")
+			v.fail(file, f.Seq, "the hash differs from the checkpoint recorded for this chain and seq: the chain was rewritten")
 			return
 		}
 	}
 	v.seq, v.prev, v.lastAction = f.Seq, f.Hash, f.Action
+	v.cur.Last = f.Seq
+	v.cur.Lines++
 	v.out.Lines++
 	v.out.IntactThrough = f.Seq
+	if f.Action == "shutdown" && f.Event == string(Lifecycle) {
+		v.cur.End = "shutdown"
+		v.cur = nil
+		v.lastChainFile = file
+	}
 }
 
-// readGenesis learns from a genesis record whether the chain is keyed.
-func (v *verifier) readGenesis(msg string) {
-	keyID := "none"
+// genesis checks a genesis record: it either starts a new chain at seq 1
+// (after a clean shutdown, or at the start of the first file) or continues
+// the open chain after its rotation record, with the same id and key.
+func (v *verifier) genesis(file string, f lineFields, firstOfAll bool) bool {
+	id, keyID := msgField(f.Msg, "chain"), msgField(f.Msg, "key_id")
+	if keyID == "" {
+		keyID = "none"
+	}
+	switch {
+	case v.cur != nil && v.lastAction == "rotate":
+		switch {
+		case *f.Prev != v.prev:
+			v.fail(file, f.Seq, "this genesis does not continue the file before it: a file in between is missing")
+		case id != v.cur.ID:
+			v.fail(file, f.Seq, fmt.Sprintf("chain %s was rotated but chain %s continues it: the rest of the chain was replaced", v.cur.ID, id))
+		case keyID != v.cur.KeyID:
+			v.fail(file, f.Seq, fmt.Sprintf("chain %s was keyed with key id %s and continues with key_id=%s: a chain keeps its key across files, so this is a break (a downgrade to recompute the rest)", v.cur.ID, v.cur.KeyID, keyID))
+		}
+		return v.out.Problem == ""
+	case v.cur != nil:
+		v.fail(file, f.Seq, fmt.Sprintf("chain %s ends at seq %d without a clean-shutdown record and a new chain starts here: the end of the earlier run was cut off (or it crashed)", v.cur.ID, v.seq))
+		return false
+	case firstOfAll && *f.Prev != "":
+		v.fail(file, f.Seq, "the chain continues from an earlier file that was not given: pass it too (if it was deleted, the log is incomplete)")
+		return false
+	case *f.Prev != "":
+		v.fail(file, f.Seq, "a genesis that continues an earlier file follows a chain that was closed cleanly: a file in between is missing")
+		return false
+	case f.Seq != 1:
+		v.fail(file, f.Seq, fmt.Sprintf("chain %s begins at seq %d with no earlier file: a chain begins at seq 1, so it was re-chained or its start is missing", id, f.Seq))
+		return false
+	}
+	if !v.followsRun(file, f, id) {
+		return false
+	}
+	keyed := keyID != "none"
+	if !keyed && v.opts.Key != nil {
+		v.fail(file, f.Seq, fmt.Sprintf("a key was given but chain %s is not keyed: an unkeyed chain can be recomputed by whoever edits it", id))
+		return false
+	}
+	v.out.Chains = append(v.out.Chains, ChainVerdict{ID: id, Keyed: keyed, KeyID: keyID, First: f.Seq})
+	v.cur = &v.out.Chains[len(v.out.Chains)-1]
+	v.seq, v.prev = 0, ""
+	if keyed && !v.out.Keyed {
+		v.out.Keyed, v.out.KeyID = true, keyID
+	}
+	return true
+}
+
+// followsRun checks a new chain's prev_run, the hash of the last line its
+// writer found in the file: the run before it in the same file must end
+// there. A genesis without prev_run (a log from before it was recorded, or
+// not a file) is not checked.
+func (v *verifier) followsRun(file string, f lineFields, id string) bool {
+	prevRun := msgField(f.Msg, "prev_run")
+	sameFile := len(v.out.Chains) > 0 && v.lastChainFile == file
+	switch {
+	case prevRun == "":
+		return true
+	case prevRun == "none" && sameFile:
+		v.fail(file, f.Seq, fmt.Sprintf("chain %s was started in an empty file, yet chain %s comes before it in this file: runs were spliced together", id, v.out.Chains[len(v.out.Chains)-1].ID))
+	case prevRun == "none":
+		return true
+	case !sameFile && (len(v.out.Chains) == 0 || prevRun != v.prev):
+		v.fail(file, f.Seq, fmt.Sprintf("chain %s was appended after an earlier run (ending in hash %s) that is not in the files given: a run was removed from the start of this file, or pass the earlier files", id, prevRun))
+	case prevRun != v.prev:
+		v.fail(file, f.Seq, fmt.Sprintf("chain %s was appended after a run ending in hash %s, but the run before it here ends in %s: a run in between was removed", id, prevRun, v.prev))
+	}
+	return v.out.Problem == ""
+}
+
+// hashMatches checks a line's hash over its bytes, unless the chain is
+// keyed and no key was given (then only links are checked, and finish
+// says so).
+func (v *verifier) hashMatches(line []byte, hash string) bool {
+	if v.cur.Keyed && v.opts.Key == nil {
+		return true
+	}
+	c := chain{}
+	if v.cur.Keyed {
+		c.key = v.opts.Key
+	}
+	h := c.hasher()
+	h.Write(line[:len(line)-hashTail])
+	return hmac.Equal([]byte(hex.EncodeToString(h.Sum(nil))), []byte(hash))
+}
+
+// msgField reads key=value out of a lifecycle record's msg.
+func msgField(msg, key string) string {
 	for _, kv := range strings.Fields(msg) {
-		if id, ok := strings.CutPrefix(kv, "key_id="); ok {
-			keyID = id
+		if val, ok := strings.CutPrefix(kv, key+"="); ok {
+			return val
 		}
 	}
-	v.out.Keyed = keyID != "none"
-	v.out.KeyID = keyID
-	v.keyKnown = !v.out.Keyed || v.opts.Key != nil
+	return ""
 }
 
 func (v *verifier) fail(file string, seq uint64, what string) {
 	if v.out.Problem == "" {
 		v.out.Problem = fmt.Sprintf("%s: seq %d: %s", file, seq, what)
 	}
-}
-
-func (v *verifier) finish() Verdict {
-	out := v.out
-	out.Intact = out.Problem == ""
-	switch {
-	case out.Keyed && v.opts.Key == nil:
-		out.Intact = false
-		if out.Problem == "" {
-			out.Problem = fmt.Sprintf("the chain is keyed (key id %s): pass its key to check the hashes; only seq and prev links were checked", out.KeyID)
-		}
-		out.Proves = "nothing about the line contents: without the key only the links were checked"
-	case out.Keyed:
-		out.Proves = "no line was edited, deleted, reordered or added by anyone without the key, and the log was closed cleanly"
-	case len(v.opts.Checkpoints) > 0:
-		out.Proves = "no corruption; lines up to each cross-checked checkpoint are as they were when the checkpoint was written. An unkeyed chain does not stop a deliberate rewrite after the last checkpoint"
-	default:
-		out.Proves = "no accidental corruption, deletion or reordering. An unkeyed chain can be recomputed by whoever edits it: use a key or checkpoints to detect that"
-	}
-	return out
-}
-
-// ReadCheckpoints reads checkpoint lines (JSON objects with seq and hash)
-// from r, ignoring every other line, so a whole stderr capture can be given.
-func ReadCheckpoints(r io.Reader) ([]CheckpointRecord, error) {
-	var out []CheckpointRecord
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		var c struct {
-			Event string `json:"event"`
-			CheckpointRecord
-		}
-		if json.Unmarshal(sc.Bytes(), &c) == nil && c.Event == string(Checkpoint) && c.Hash != "" {
-			out = append(out, c.CheckpointRecord)
-		}
-	}
-	return out, sc.Err()
 }

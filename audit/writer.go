@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -76,7 +77,12 @@ func New(out io.Writer, opts Options) (*Log, error) {
 	}
 	l.zl = zerolog.New(&l.buf)
 	l.host, _ = os.Hostname()
-	return l, l.Write(l.genesis(opts.Prev))
+	g := l.genesis(opts.Prev)
+	if f, ok := out.(*File); ok && opts.Prev == "" {
+		// A new run appended to a file names the run before it.
+		g.Msg += " prev_run=" + f.tail
+	}
+	return l, l.Write(g)
 }
 
 func (l *Log) genesis(prev string) Event {
@@ -223,6 +229,7 @@ func encode(zl zerolog.Logger, e Event) {
 		ev.Uint16("port", e.Port)
 	}
 	str("rule", e.Rule)
+	str("sni", e.SNI)
 	str("addr", e.Addr)
 	if len(e.CNAME) > 0 {
 		c := e.CNAME
@@ -239,6 +246,13 @@ func encode(zl zerolog.Logger, e Event) {
 	}
 	if e.Suppressed != 0 {
 		ev.Int64("suppressed", e.Suppressed)
+	}
+	if len(e.Folded) > 0 {
+		folded, _ := json.Marshal(e.Folded)
+		ev.RawJSON("folded", folded)
+	}
+	if e.Unlisted != 0 {
+		ev.Int64("unlisted", e.Unlisted)
 	}
 	str("listener", e.Listener)
 	str("action", e.Action)

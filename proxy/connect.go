@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -110,6 +109,9 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	raw, sni, err := ReadClientHello(br)
 	if reason := helloReason(err, sni, d.Host); reason != "" {
 		t.abort()
+		if reason == policy.SNIMismatch && sni != (allowlist.Name{}) {
+			ev.SNI = sni.String() // where the client really meant to go
+		}
 		s.refusedAfterConnect(&ev, reason, errString(err))
 		return
 	}
@@ -244,9 +246,9 @@ func (s *Server) recordDenial(ev audit.Event) {
 		s.opts.Audit.Write(ev)
 		return
 	}
-	// Only refusals alike in every field a reviewer groups by, generation
-	// included, are folded together.
-	s.opts.Suppress.Write(fmt.Sprint(ev.Integration, "|", ev.Generation, "|", ev.Reason, "|", ev.Host, "|", ev.Port, "|", ev.Kind), ev)
+	// The suppressor folds refusals alike in every field a reviewer groups
+	// by, generation included, and keeps every distinct finding.
+	s.opts.Suppress.Write(ev)
 }
 
 func (s *Server) recordClose(p *policy.Policy, t *tunnel, connect audit.Event, up, down int64) {

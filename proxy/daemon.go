@@ -144,7 +144,7 @@ func (d *Daemon) peerRefused(in policy.Integration, uid, gid uint32) {
 		ev.Integration, ev.IntegrationVersion, ev.Generation = p.Manifest.ID, p.Manifest.Version, p.Generation
 	}
 	if d.Suppress != nil {
-		d.Suppress.Write(fmt.Sprint(in.Listen, "|peer|", uid, "|", gid), ev)
+		d.Suppress.Write(ev)
 		return
 	}
 	d.Audit.Write(ev)

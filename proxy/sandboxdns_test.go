@@ -171,6 +171,7 @@ func TestSandboxDNSFloodOfRandomSubdomainsIsBounded(t *testing.T) {
 	names := NewSynthetic(1000, time.Minute)
 	server := startSandboxDNS(t, e, names)
 	refused := 0
+	start := time.Now()
 	for i := 0; i < 2000; i++ {
 		if r := ask(t, server, fmt.Sprintf("r%d.cdn.allowed.example", i), dns.TypeA); r.Rcode == dns.RcodeRefused {
 			refused++
@@ -182,14 +183,19 @@ func TestSandboxDNSFloodOfRandomSubdomainsIsBounded(t *testing.T) {
 	if n := len(names.byName); n > 150 {
 		t.Fatalf("synthetic table grew to %d names", n)
 	}
+	// A one-second fold window starts at most once per second of flood: the
+	// bound is per window (4 distinct names written, one summary), so a
+	// loaded machine that stretches the flood does not break it.
+	windows := int(time.Since(start)/time.Second) + 1
 	e.srv.opts.Suppress.Flush(true)
-	lines := 0
+	lines, stands := 0, int64(0)
 	for _, ev := range e.log.events(t) {
 		if ev["reason"] == "limit_exceeded" {
 			lines++
+			stands += foldedCount(ev)
 		}
 	}
-	if lines > 10 {
-		t.Fatalf("%d audit lines for the flood", lines)
+	if lines > 5*windows || stands != int64(refused) {
+		t.Fatalf("%d audit lines over %d window(s) standing for %d refusals; %d were refused", lines, windows, stands, refused)
 	}
 }

@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"syscall"
 
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/internal/termsafe"
+	"github.com/egressd/egressd/policy"
 )
 
 func runAudit(args []string, stdout, stderr io.Writer) int {
@@ -41,8 +45,11 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 	var opts audit.VerifyOptions
 	if *keyFile != "" {
 		key, err := os.ReadFile(*keyFile)
+		if err == nil && len(key) < audit.MinKeyLen {
+			err = fmt.Errorf("%s holds %d bytes: egressd refuses keys under %d bytes, so no log was keyed with it", *keyFile, len(key), audit.MinKeyLen)
+		}
 		if err != nil {
-			fmt.Fprintln(stderr, "egressd audit verify:", err)
+			fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 			return exitUsage
 		}
 		opts.Key = key
@@ -50,35 +57,66 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 	if *ckptFile != "" {
 		f, err := os.Open(*ckptFile)
 		if err != nil {
-			fmt.Fprintln(stderr, "egressd audit verify:", err)
+			fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 			return exitUsage
 		}
 		opts.Checkpoints, err = audit.ReadCheckpoints(f)
 		f.Close()
 		if err != nil {
-			fmt.Fprintln(stderr, "egressd audit verify:", err)
+			fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 			return exitUsage
 		}
 	}
 	v, err := audit.Verify(fs.Args(), opts)
 	if err != nil {
-		fmt.Fprintln(stderr, "egressd audit verify:", err)
+		fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 		return exitUsage
 	}
-	kind := "unkeyed (SHA-256)"
-	if v.Keyed {
-		kind = "keyed (HMAC-SHA-256, key id " + v.KeyID + ")"
-	}
-	if v.Intact {
-		fmt.Fprintf(stdout, "intact: %d lines through seq %d, %s, %d checkpoints cross-checked\n", v.Lines, v.IntactThrough, kind, v.Checkpoints)
-	} else {
-		fmt.Fprintf(stdout, "BROKEN: %s\nintact through seq %d (%d lines), %s\n", v.Problem, v.IntactThrough, v.Lines, kind)
-	}
-	fmt.Fprintf(stdout, "proves: %s\n", v.Proves)
+	printVerdict(stdout, v)
 	if v.Intact {
 		return exitOK
 	}
 	return exitFail
+}
+
+// maxChainsListed bounds the chains printed one per line: a service in a
+// restart loop leaves thousands of runs in one file. The last chain, where
+// a problem usually is, is always printed.
+const maxChainsListed = 20
+
+// printVerdict writes the verdict, one line per chain, and what it proves.
+// Chain ids and file names are escaped: a log's bytes are the writer's.
+func printVerdict(w io.Writer, v audit.Verdict) {
+	kind := "unkeyed (SHA-256)"
+	if v.Keyed {
+		kind = "keyed (HMAC-SHA-256, key id " + termsafe.String(v.KeyID) + ")"
+	}
+	if v.Intact {
+		fmt.Fprintf(w, "intact: %d lines through seq %d in %d chain(s), %s, %d checkpoints cross-checked\n", v.Lines, v.IntactThrough, len(v.Chains), kind, v.Checkpoints)
+	} else {
+		fmt.Fprintf(w, "BROKEN: %s\nintact through seq %d (%d lines), %s\n", termsafe.String(v.Problem), v.IntactThrough, v.Lines, kind)
+	}
+	for i, c := range v.Chains {
+		if i == maxChainsListed && len(v.Chains) > maxChainsListed+1 {
+			fmt.Fprintf(w, "  … and %d more chain(s)\n", len(v.Chains)-i-1)
+			c = v.Chains[len(v.Chains)-1]
+		} else if i > maxChainsListed {
+			break
+		}
+		end := "closed cleanly"
+		if c.End == "" {
+			end = "no clean-shutdown record in what was read"
+		}
+		key := "unkeyed"
+		if c.Keyed {
+			key = "key id " + c.KeyID
+		}
+		fmt.Fprintf(w, "  chain %s: seq %d–%d, %d lines, %s, %s\n", termsafe.String(c.ID), c.First, c.Last, c.Lines, termsafe.String(key), end)
+	}
+	for _, n := range v.Notes {
+		fmt.Fprintf(w, "note: %s\n", termsafe.String(n))
+	}
+	fmt.Fprintf(w, "proves: %s\n", v.Proves)
 }
 
 func runAuditReport(args []string, stdout, stderr io.Writer) int {
@@ -94,7 +132,7 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 	}
 	recs, err := audit.ReadFiles(fs.Args())
 	if err != nil {
-		fmt.Fprintln(stderr, "egressd audit report:", err)
+		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
 		return exitFail
 	}
 	if len(manifests) == 0 {
@@ -106,9 +144,13 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 	}
 	declared := map[string][]string{}
 	for _, path := range manifests {
-		m, _, _, err := allowlist.Load(path, nil)
+		m, err := loadNamedManifest(path)
 		if err != nil || m == nil {
-			fmt.Fprintf(stderr, "egressd audit report: warning: manifest %s not read; its unused entries are not reported\n", path)
+			why := "it has problems (egressd check says which)"
+			if err != nil {
+				why = err.Error()
+			}
+			fmt.Fprintf(stderr, "egressd audit report: warning: manifest %s not read (%s); its unused entries are not reported\n", termsafe.String(path), termsafe.String(why))
 			continue
 		}
 		for _, e := range m.Entries {
@@ -134,16 +176,61 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "egressd audit report:", err)
+		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
 		return exitFail
 	}
 	return exitOK
 }
 
+// loadNamedManifest reads a manifest whose path a log may have chosen: only
+// a regular file is read, opened without blocking (a FIFO or a device
+// never stalls the report), and at most maxNamedManifest bytes of it.
+func loadNamedManifest(path string) (*allowlist.Manifest, error) {
+	file, err := allowlist.Locate(path)
+	if err != nil {
+		return nil, err
+	}
+	// Refuse a device before opening it (an open can act on some); the
+	// fstat below covers a swap between this look and the open.
+	if st, err := os.Stat(file); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", file, st.Mode().Type())
+	}
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", file, st.Mode().Type())
+	}
+	if st.Size() > maxNamedManifest {
+		return nil, fmt.Errorf("%s is larger than %d bytes", file, maxNamedManifest)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxNamedManifest+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxNamedManifest {
+		return nil, fmt.Errorf("%s is larger than %d bytes", file, maxNamedManifest)
+	}
+	m, _ := allowlist.Parse(filepath.Base(file), data, nil)
+	return m, nil
+}
+
+// maxNamedManifest bounds a manifest the report reads, as serve does.
+const maxNamedManifest = 1 << 20
+
 func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("audit suggest", "usage: egressd audit suggest [--format voiceos|sollar] [--integration ID] FILE...\n\nPrints the minimal network permission covering what the log observed.", stderr)
+	fs := newFlagSet("audit suggest", "usage: egressd audit suggest [--format voiceos|sollar] [--integration ID] [--config FILE] FILE...\n\nPrints the minimal network permission covering what the log observed.", stderr)
 	format := fs.String("format", "voiceos", "voiceos (a permissions[] element) or sollar (the network member)")
 	integration := fs.String("integration", "", "the integration id, when the log holds several")
+	config := fs.String("config", "", "the operator config whose rules (wildcard_dns_services) apply, as check --config applies them")
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
 		if err == nil {
 			fs.Usage()
@@ -157,7 +244,7 @@ func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
 	}
 	recs, err := audit.ReadFiles(fs.Args())
 	if err != nil {
-		fmt.Fprintln(stderr, "egressd audit suggest:", err)
+		fmt.Fprintln(stderr, "egressd audit suggest:", termsafe.String(err.Error()))
 		return exitFail
 	}
 	observed := audit.ObservedHosts(recs)
@@ -171,13 +258,22 @@ func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
 			id = k
 		}
 	}
-	entries, skipped := allowlist.Suggest(observed[id], nil)
+	var rules *allowlist.Rules
+	if *config != "" {
+		cfg, err := policy.LoadConfig(*config)
+		if err != nil {
+			printConfigError(stderr, *config, err)
+			return exitUsage
+		}
+		rules = &cfg.Rules
+	}
+	entries, skipped := allowlist.Suggest(observed[id], rules)
 	for _, s := range skipped {
-		fmt.Fprintf(stderr, "egressd audit suggest: %s cannot be a manifest entry; left out\n", s)
+		fmt.Fprintf(stderr, "egressd audit suggest: %s cannot be a manifest entry; left out\n", termsafe.String(s))
 	}
 	out, err := allowlist.NetworkFragment(f, entries)
 	if err != nil {
-		fmt.Fprintln(stderr, "egressd audit suggest:", err)
+		fmt.Fprintln(stderr, "egressd audit suggest:", termsafe.String(err.Error()))
 		return exitFail
 	}
 	fmt.Fprintf(stdout, "%s\n", out)

@@ -115,6 +115,16 @@ func TestVerifyCatchesTampering(t *testing.T) {
 		{"delete_a_rotated_file", func(t *testing.T, files []string) []string {
 			return files[1:]
 		}, "the chain continues from an earlier file that was not given"},
+		{"cut_the_head", func(t *testing.T, files []string) []string {
+			lines := readLines(t, files[0])
+			writeLines(t, files[0], lines[2:])
+			return files
+		}, "the first file does not begin at a genesis record"},
+		{"splice_a_line_after_the_shutdown", func(t *testing.T, files []string) []string {
+			lines := readLines(t, files[1])
+			writeLines(t, files[1], append(lines, lines[len(lines)-2]))
+			return files
+		}, "lines were appended to a closed chain"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -162,7 +172,7 @@ func TestRecomputedUnkeyedChainIsCaughtOnlyByCheckpointsOrKey(t *testing.T) {
 	ckpt := filepath.Join(t.TempDir(), "stderr.log")
 	os.WriteFile(ckpt, []byte(stderr), 0o600)
 	out, code = verify(t, "--checkpoints", ckpt, files[0], files[1])
-	if code != 1 || !strings.Contains(out, "differs from the checkpoint recorded for this seq: the chain was rewritten") {
+	if code != 1 || !strings.Contains(out, "differs from the checkpoint recorded for this chain and seq: the chain was rewritten") {
 		t.Fatalf("checkpoints: exit %d:\n%s", code, out)
 	}
 }

@@ -1,0 +1,46 @@
+package audit
+
+import (
+	"fmt"
+	"strings"
+)
+
+// finish turns what was read into the verdict: a keyed chain read without
+// its key is not intact, since only its links could be checked.
+func (v *verifier) finish() Verdict {
+	out := v.out
+	out.Intact = out.Problem == ""
+	var unchecked []string
+	for _, c := range out.Chains {
+		if c.Keyed && v.opts.Key == nil {
+			unchecked = append(unchecked, c.ID+" (key id "+c.KeyID+")")
+		}
+	}
+	if out.Intact && len(unchecked) > 0 {
+		out.Intact = false
+		out.Problem = fmt.Sprintf("chain %s is keyed: pass its key to check the hashes; only seq and prev links were checked", strings.Join(unchecked, ", "))
+	}
+	out.Proves = v.proves(out, len(unchecked) > 0)
+	return out
+}
+
+// proves says what was established for the part that verified, never more
+// than the verdict.
+func (v *verifier) proves(out Verdict, unchecked bool) string {
+	keyed := v.opts.Key != nil
+	switch {
+	case unchecked:
+		return "nothing about the line contents: without the key only the seq and prev links were checked"
+	case !out.Intact && out.Lines == 0:
+		return "nothing: the problem is at the start"
+	case !out.Intact && keyed:
+		return fmt.Sprintf("only that the %d line(s) before the problem were not edited, deleted, reordered or added by anyone without the key; nothing about the rest", out.Lines)
+	case !out.Intact:
+		return fmt.Sprintf("only that the %d line(s) before the problem hold no accidental corruption (an unkeyed chain can be recomputed by whoever edits it); nothing about the rest", out.Lines)
+	case keyed:
+		return "no line was edited, deleted, reordered or added by anyone without the key, each run appended to a file follows the run before it, and every chain was closed cleanly. Whole runs at the end of the last file can be removed without trace unless checkpoints are given"
+	case out.Checkpoints > 0 || len(v.opts.Checkpoints) > 0:
+		return "no corruption; lines up to each cross-checked checkpoint are as they were when it was written, and no chain was cut back behind its last checkpoint. An unkeyed chain does not stop a deliberate rewrite after the last checkpoint"
+	}
+	return "no accidental corruption, deletion or reordering. An unkeyed chain can be recomputed by whoever edits it: use a key or checkpoints to detect that"
+}
