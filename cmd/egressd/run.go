@@ -134,6 +134,11 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !f.insecureEnvOnly {
+		if err := sandbox.RefuseHomeShim(command[0], path, os.Getenv("HOME"), os.Getenv("PATH")); err != nil {
+			return nil, err
+		}
+	}
 	r := &runSetup{policy: p, cfg: cfg, registry: registry}
 	hostUID, hostGID := os.Getuid(), os.Getgid()
 	if hostUID == 0 {
