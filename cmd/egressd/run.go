@@ -71,6 +71,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	defer r.close()
+	fmt.Fprintf(stderr, "egressd run: audit log %s\n", r.logPath)
 	if f.insecureEnvOnly {
 		return r.envOnly(stderr)
 	}
@@ -84,6 +85,7 @@ type runSetup struct {
 	registry *policy.Registry
 	log      *audit.Log
 	file     *audit.File
+	logPath  string
 	server   *proxy.Server
 	suppress *audit.Suppressor
 	spec     sandbox.Spec
@@ -230,7 +232,7 @@ func (r *runSetup) openAudit(f runFlags, stateDir, id string) error {
 		}
 	}
 	registry := r.registry
-	r.file = file
+	r.file, r.logPath = file, path
 	r.log, err = audit.New(file, audit.Options{Key: key, Generation: func() uint64 { return registry.Snapshot().Generation }})
 	return err
 }
