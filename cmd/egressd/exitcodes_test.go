@@ -76,11 +76,14 @@ func TestExitCodesOfEveryCommandAreTheDocumentedOnes(t *testing.T) {
 		{name: "audit verify intact", args: func() []string { return []string{"audit", "verify", runLog} }, code: 0, stdout: "intact"},
 		{name: "audit verify broken", args: args("audit", "verify", tampered), code: 1, stdout: "BROKEN"},
 		{name: "audit verify usage", args: args("audit", "verify"), code: 2},
+		{name: "audit verify unreadable", args: args("audit", "verify", unreadable), code: 2},
 		{name: "audit report", args: func() []string { return []string{"audit", "report", runLog} }, code: 0},
 		{name: "audit report unreadable", args: args("audit", "report", unreadable), code: 1},
 		{name: "audit report usage", args: args("audit", "report"), code: 2},
 		{name: "audit suggest", args: func() []string { return []string{"audit", "suggest", runLog} }, code: 0},
 		{name: "audit suggest usage", args: args("audit", "suggest"), code: 2},
+		{name: "audit suggest unreadable", args: args("audit", "suggest", unreadable), code: 1},
+		{name: "check missing file", args: args("check", filepath.Join(tmp, "no-such-manifest")), code: 1},
 	}
 	for _, cmd := range []string{"serve", "check", "explain", "approve", "run", "audit", "audit verify", "audit report", "audit suggest"} {
 		for _, help := range []string{"--help", "-h"} {
