@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -204,10 +203,11 @@ func TestRunDirectConnectionsAllFail(t *testing.T) {
 		t.Fatalf("a UDP datagram reached the host: %q", m)
 	default:
 	}
-	// The first refused address is written at once; the second, the same
-	// refusal, is folded into a summary line with its count.
+	// The first refused address is written at once; the second is folded
+	// into a summary line with its count, or, when the curls ran more than
+	// the fold window apart (a loaded machine), written on its own line.
 	log := e.auditLog()
-	if !strings.Contains(log, `"reason":"ip_literal","host_raw":"127.0.0.2:`+e.port+`"`) || !regexp.MustCompile(`"reason":"ip_literal".*"suppressed":1`).MatchString(log) {
+	if !strings.Contains(log, `"reason":"ip_literal","host_raw":"127.0.0.2:`+e.port+`"`) || refusalsCounted(log, "ip_literal") != 2 {
 		t.Errorf("captured connections to stray addresses not audited:\n%s", log)
 	}
 }

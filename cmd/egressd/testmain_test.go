@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -74,4 +75,21 @@ func TestBuiltBinaryFoldersAreRemovedAtExit(t *testing.T) {
 			t.Errorf("%s is left behind after the tests (%v)", d, err)
 		}
 	}
+}
+
+// refusalsCounted is how many refusals for reason an audit log stands for:
+// one per line, and a folded line's count.
+func refusalsCounted(log, reason string) int {
+	n := 0
+	for _, line := range strings.Split(log, "\n") {
+		var ev struct {
+			Reason     string `json:"reason"`
+			Suppressed int    `json:"suppressed"`
+		}
+		if json.Unmarshal([]byte(line), &ev) != nil || ev.Reason != reason {
+			continue
+		}
+		n += max(ev.Suppressed, 1)
+	}
+	return n
 }
