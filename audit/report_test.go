@@ -86,7 +86,7 @@ func TestHTMLReportInChromium(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("chromium is required in CI (.ci/run installs it)")
+			t.Fatal("chromium is required in CI (./scripts/test installs it)")
 		}
 		t.Skip("chromium not installed")
 	}

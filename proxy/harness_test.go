@@ -127,7 +127,15 @@ type env struct {
 	addr     string // proxy listener
 	origin   *proxytest.Origin
 	hosts    []string // the manifest's entries at start
+	fold     time.Duration
 }
+
+// foldWindow is newEnv's denial folding window, as serve's.
+const foldWindow = time.Second
+
+// withFoldWindow sets the denial folding window: a test that counts folded
+// lines sets one that its own pace cannot outlast, then flushes.
+func withFoldWindow(d time.Duration) envOption { return func(e *env) { e.fold = d } }
 
 type envOption func(*env)
 
@@ -142,7 +150,7 @@ func withConfig(f func(*policy.Config)) envOption { return func(e *env) { f(&e.c
 // resolved by a loopback DNS server, and allow_private 127.0.0.2/32 so the
 // origin is reachable.
 func newEnv(t testing.TB, opts ...envOption) *env {
-	e := &env{t: t, ca: proxytest.NewCA(t), dns: proxytest.StartDNS(t), log: newSyncBuffer(), dir: t.TempDir()}
+	e := &env{t: t, ca: proxytest.NewCA(t), dns: proxytest.StartDNS(t), log: newSyncBuffer(), dir: t.TempDir(), fold: foldWindow}
 	e.origin = proxytest.StartOrigin(t, e.ca, "127.0.0.2", "api.allowed.example", "*.cdn.allowed.example", "other.allowed.example", "evil.allowed.example")
 	e.hosts = []string{"api.allowed.example", "*.cdn.allowed.example", "other.allowed.example"}
 	e.cfg = policy.DefaultConfig()
@@ -168,7 +176,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	}
 	e.srv = New(Options{
 		Key: e.dir, Registry: e.registry, Resolver: NewResolver([]string{e.dns.Addr}, 2*time.Second),
-		Audit: e.audit, Suppress: audit.NewSuppressor(e.audit, time.Second),
+		Audit: e.audit, Suppress: audit.NewSuppressor(e.audit, e.fold),
 		Limits: e.cfg.Limits, Timeouts: e.cfg.Timeouts, OnAuditFailure: e.cfg.Audit.OnFailure,
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -15,12 +15,23 @@ import (
 	"github.com/egressd/egressd/policy"
 )
 
+const auditUsage = `usage: egressd audit verify|report|suggest [flags] FILE...
+
+  verify   prove an audit log is intact (exit 0 intact, 1 broken)
+  report   what each integration used, was refused, and does not need
+  suggest  the minimal network permission for what was observed
+
+Run "egressd audit COMMAND --help" for its flags.`
+
 func runAudit(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: egressd audit verify|report|suggest [flags] FILE...")
+		fmt.Fprintln(stderr, auditUsage)
 		return exitUsage
 	}
 	switch args[0] {
+	case "-h", "-help", "--help":
+		fmt.Fprintln(stderr, auditUsage) // run() hands stdout here when help is asked for
+		return exitUsage
 	case "verify":
 		return runAuditVerify(args[1:], stdout, stderr)
 	case "report":

@@ -17,7 +17,8 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	if *manifest == "" || fs.NArg() != 1 {
+	if missing := explainMissing(*manifest, fs.NArg()); missing != "" {
+		fmt.Fprintf(stderr, "egressd explain: %s\n\n", missing)
 		fs.Usage()
 		return exitUsage
 	}
@@ -107,4 +108,17 @@ func orNone(s string) string {
 		return "(nothing: no egress)"
 	}
 	return s
+}
+
+// explainMissing names what an explain command line lacks, or "".
+func explainMissing(manifest string, targets int) string {
+	switch {
+	case manifest == "":
+		return "--manifest PATH is missing: the integration's manifest file or folder, whose list decides"
+	case targets == 0:
+		return "HOST[:PORT] is missing: the CONNECT target to explain"
+	case targets > 1:
+		return "give one HOST[:PORT] (flags go before it)"
+	}
+	return ""
 }

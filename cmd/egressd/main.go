@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/egressd/egressd/sandbox"
 )
@@ -41,7 +42,11 @@ usage:
                                              the minimal network permission for what was observed
   egressd version                            print the version
 
-Run "egressd COMMAND -h" for a command's flags.
+Run "egressd COMMAND --help" (or "egressd help COMMAND") for a command's flags.
+
+exit status: 0 success; 1 the thing checked is bad (a manifest error, a denied
+target, a broken log) or egressd could not do its work; 2 usage, or a config
+or manifest it cannot load. "egressd run" exits with its program's status.
 `
 
 func main() {
@@ -60,6 +65,52 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cmd, rest := args[0], args[1:]
+	if cmd == "help" && len(rest) > 0 {
+		cmd, rest = rest[0], append(rest[1:], "--help")
+	}
+	if helpAsked(rest) && knownCommand(cmd) {
+		// A command's usage goes to stdout with exit 0 when asked for; the
+		// flag package alone would print it to stderr and exit 2.
+		dispatch(cmd, helpArgs(cmd, rest), stdout, stdout)
+		return exitOK
+	}
+	return dispatch(cmd, rest, stdout, stderr)
+}
+
+// helpAsked reports whether args ask for help: -h, -help or --help before
+// a "--" (after which the words are a program's).
+func helpAsked(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// helpArgs is what makes cmd print its usage and nothing else: "-h", after
+// the audit subcommand if one is named ("audit verify FILE --help").
+func helpArgs(cmd string, args []string) []string {
+	if cmd == "audit" && len(args) > 0 {
+		switch args[0] {
+		case "verify", "report", "suggest":
+			return []string{args[0], "-h"}
+		}
+	}
+	return []string{"-h"}
+}
+
+// knownCommand reports whether the usage lists cmd: a command added there
+// gets --help handling with it.
+func knownCommand(cmd string) bool {
+	return cmd != "version" && strings.Contains(usage, "\n  egressd "+cmd+" ")
+}
+
+// dispatch runs one subcommand.
+func dispatch(cmd string, rest []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "check":
 		return runCheck(rest, stdout, stderr)

@@ -71,6 +71,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	defer r.close()
+	fmt.Fprintf(stderr, "egressd run: audit log %s\n", r.logPath)
 	r.announcePolicy(stderr)
 	if f.insecureEnvOnly {
 		return r.envOnly(stderr)
@@ -86,6 +87,7 @@ type runSetup struct {
 	loaded   policy.Outcome // the manifest's load, for the policy event
 	log      *audit.Log
 	file     *audit.File
+	logPath  string
 	server   *proxy.Server
 	suppress *audit.Suppressor
 	spec     sandbox.Spec
@@ -136,6 +138,11 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 	path, err := resolveCommand(command[0], dir)
 	if err != nil {
 		return nil, err
+	}
+	if !f.insecureEnvOnly {
+		if err := sandbox.RefuseHomeShim(command[0], path, os.Getenv("HOME"), os.Getenv("PATH")); err != nil {
+			return nil, err
+		}
 	}
 	r := &runSetup{policy: p, cfg: cfg, registry: registry, loaded: loaded}
 	hostUID, hostGID := os.Getuid(), os.Getgid()
@@ -228,7 +235,7 @@ func (r *runSetup) openAudit(f runFlags, stateDir, id string) error {
 		}
 	}
 	registry := r.registry
-	r.file = file
+	r.file, r.logPath = file, path
 	r.log, err = audit.New(file, audit.Options{Key: key, Generation: func() uint64 { return registry.Snapshot().Generation }})
 	return err
 }

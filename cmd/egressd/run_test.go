@@ -29,7 +29,7 @@ var (
 // binary itself cannot stand in.
 func egressdBinary(t testing.TB) string {
 	releaseOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "egressd-bin-")
+		dir, err := os.MkdirTemp("", binDirPrefix())
 		if err != nil {
 			releaseErr = err
 			return
@@ -363,15 +363,15 @@ func TestRunUsesTheManifestRuntimeAndRefusesRemote(t *testing.T) {
 }
 
 // TestRunRealMCPServer drives a stdio MCP server built on the official SDK
-// (installed by .ci/run) through egressd run: it answers initialize and
+// (installed by ./scripts/test) through egressd run: it answers initialize and
 // tools/list, its tool reaches the allowed host, and a denied one fails.
 func TestRunRealMCPServer(t *testing.T) {
 	fixture, _ := filepath.Abs("testdata/mcp-sdk")
 	if _, err := os.Stat(filepath.Join(fixture, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("the MCP SDK is not installed; .ci/run runs npm install in cmd/egressd/testdata/mcp-sdk")
+			t.Fatal("the MCP SDK is not installed; ./scripts/test installs it (npm ci in cmd/egressd/testdata/mcp-sdk)")
 		}
-		t.Skip("run npm install in cmd/egressd/testdata/mcp-sdk")
+		t.Skip("the MCP SDK is not installed: run ./scripts/test-prerequisites, or npm ci in cmd/egressd/testdata/mcp-sdk")
 	}
 	e := newSandboxEnv(t)
 	e.dir = fixture
@@ -470,6 +470,9 @@ func TestRunExampleIntegration(t *testing.T) {
 // the same enforcement.
 func TestRunAsNonRootUser(t *testing.T) {
 	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("this test creates a user: it needs root, as ./scripts/test says")
+		}
 		t.Skip("this test creates a user; it needs root (CI runs as root)")
 	}
 	for _, tool := range []string{"useradd", "setpriv"} {

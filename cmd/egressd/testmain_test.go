@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestMain removes the egressd binary the run tests build (22 MB) when the
+// tests end, and first the ones left by test processes that were killed
+// before they could: each build folder names the process that made it.
+func TestMain(m *testing.M) {
+	removeOrphanBinDirs()
+	code := m.Run()
+	if releaseBin != "" {
+		os.RemoveAll(filepath.Dir(releaseBin))
+	}
+	os.Exit(code)
+}
+
+// binDirPrefix is the temporary folder pattern for the built binary:
+// egressd-bin-PID-RANDOM.
+func binDirPrefix() string { return fmt.Sprintf("egressd-bin-%d-", os.Getpid()) }
+
+// removeOrphanBinDirs removes build folders whose process is gone.
+func removeOrphanBinDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "egressd-bin-*-*"))
+	for _, d := range dirs {
+		pid, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(d), "egressd-bin-"), "-")
+		if n, err := strconv.Atoi(pid); !ok || err != nil || n <= 0 {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + pid); os.IsNotExist(err) {
+			os.RemoveAll(d)
+		}
+	}
+}
+
+// TestBuiltBinaryFoldersAreRemovedAtExit runs this test binary as a child
+// that stands in for a build (it sets the binary's path as egressdBinary
+// does, without the 20-second build), and checks that the child's build
+// folder, and one left by a killed process, are gone when it exits.
+func TestBuiltBinaryFoldersAreRemovedAtExit(t *testing.T) {
+	if dir := os.Getenv("EGRESSD_TEST_FAKE_BUILD"); dir != "" {
+		releaseBin = filepath.Join(dir, "egressd")
+		os.WriteFile(releaseBin, []byte("stands in for the build"), 0o755)
+		return
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	orphan, err := os.MkdirTemp("", fmt.Sprintf("egressd-bin-%d-", dead.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(orphan)
+	child := exec.Command(os.Args[0], "-test.run=^TestBuiltBinaryFoldersAreRemovedAtExit$", "-test.count=1")
+	own, err := os.MkdirTemp("", "egressd-bin-child-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(own)
+	child.Env = append(os.Environ(), "EGRESSD_TEST_FAKE_BUILD="+own)
+	if out, err := child.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	for _, d := range []string{own, orphan} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s is left behind after the tests (%v)", d, err)
+		}
+	}
+}
