@@ -19,7 +19,7 @@ func TestDocumentedConfigParses(t *testing.T) {
 	if len(c.Integrations) != 2 || c.Integrations[0].Listen != "127.0.0.1:3128" || c.Timeouts.Dial != 10*time.Second || c.Audit.Path != "-" {
 		t.Fatalf("got %+v", c)
 	}
-	if d := DefaultConfig(); c.Limits != d.Limits || c.Timeouts != d.Timeouts {
+	if d := DefaultConfig(); c.Limits != d.Limits || c.Timeouts != d.Timeouts || c.Sandbox != d.Sandbox {
 		t.Fatal("the documented defaults differ from DefaultConfig")
 	}
 }
@@ -40,6 +40,7 @@ func TestConfigProblems(t *testing.T) {
 		{"bad_on_failure", "audit:\n  on_failure: ignore\n", `audit.on_failure: must be "deny" or "continue" ("ignore")`},
 		{"bad_port", "integrations:\n  - manifest: x\n    listen: 127.0.0.1:1\n    allow_ports: [70000]\n", `integrations[0].allow_ports[0]: must be a port from 1 to 65535 (70000)`},
 		{"missing_listen", "integrations:\n  - manifest: x\n", `integrations[0].listen: is required: "127.0.0.1:PORT" or "unix:/path.sock"`},
+		{"unlimited_sandbox_bound", "sandbox_limits:\n  processes: 0\n", `sandbox_limits.processes: must be at least 1 (0)`},
 		{"bad_resolver", "resolvers: [dns.example]\n", `resolvers[0]: must be an address and port like "127.0.0.53:53" ("dns.example")`},
 	}
 	for _, tc := range cases {

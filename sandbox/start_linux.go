@@ -34,6 +34,7 @@ type Sandbox struct {
 	ctl  control
 	live *os.File
 	done chan int
+	exit exitReport
 }
 
 // ErrNamespaces means the kernel refused to create the namespaces.
@@ -82,7 +83,7 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
 		cmd.SysProcAttr.GidMappingsEnableSetgroups = true
 	}
-	sb := &Sandbox{cmd: cmd, ctl: control{f: parentCtl}, live: liveW, done: make(chan int, 1)}
+	sb := &Sandbox{cmd: cmd, ctl: control{f: parentCtl}, live: liveW, done: make(chan int, 1), exit: newExitReport()}
 	started := make(chan error, 1)
 	// Pdeathsig fires when the thread that forked the child exits
 	// (golang/go#27505), so that thread stays locked for the child's life.
@@ -94,6 +95,7 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 		}
 		started <- nil
 		sb.done <- exitCode(cmd.Wait())
+		close(sb.exit.gone)
 	}()
 	err = <-started
 	childCtl.Close()
@@ -203,8 +205,13 @@ func (sb *Sandbox) Run() error {
 	return nil
 }
 
-// Wait returns the target's exit status: its code, or 128+signal.
-func (sb *Sandbox) Wait() int { return <-sb.done }
+// Wait returns the target's exit status: its code, or 128+signal. After
+// it, InitDied says whether that status is really the init's own.
+func (sb *Sandbox) Wait() int {
+	code := <-sb.done
+	sb.readExit()
+	return code
+}
 
 // Signal forwards sig to the init, which passes it to the target's session.
 func (sb *Sandbox) Signal(sig os.Signal) error { return sb.cmd.Process.Signal(sig) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"time"
 )
 
 // ErrUnsupported: egressd run needs Linux namespaces. It never runs the
@@ -35,8 +36,17 @@ func Start(Spec, Options) (*Sandbox, error) { return nil, ErrUnsupported }
 // InitMain always fails here.
 func InitMain() int { return 125 }
 
-func (*Sandbox) Run() error             { return ErrUnsupported }
-func (*Sandbox) Wait() int              { return 125 }
-func (*Sandbox) Signal(os.Signal) error { return ErrUnsupported }
-func (*Sandbox) Kill()                  {}
-func (*Sandbox) Close()                 {}
+func (*Sandbox) Run() error                    { return ErrUnsupported }
+func (*Sandbox) Wait() int                     { return 125 }
+func (*Sandbox) Signal(os.Signal) error        { return ErrUnsupported }
+func (*Sandbox) Kill()                         {}
+func (*Sandbox) Close()                        {}
+func (*Sandbox) Stop(os.Signal, time.Duration) {}
+func (*Sandbox) InitDied() bool                { return false }
+func (*Sandbox) Escalated() bool               { return false }
+
+// ClaimStateFolder always fails here.
+func ClaimStateFolder(string, string) (string, int, error) { return "", 0, ErrUnsupported }
+
+// TidyStateFolder always fails here.
+func TidyStateFolder(string, int, int) error { return ErrUnsupported }

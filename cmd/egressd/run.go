@@ -22,11 +22,6 @@ import (
 	"github.com/miekg/dns"
 )
 
-// sandboxUIDBase is where root's per-sandbox host uids start: the sandbox
-// of egressd process PID runs as host uid sandboxUIDBase+PID, unique while
-// it runs and owned by no real user.
-const sandboxUIDBase = 2_000_000_000
-
 type runFlags struct {
 	serveFlags
 	auditKey        string
@@ -83,7 +78,7 @@ type runSetup struct {
 	cfg      policy.Config
 	registry *policy.Registry
 	log      *audit.Log
-	file     *audit.File
+	sink     *auditSink
 	server   *proxy.Server
 	suppress *audit.Suppressor
 	spec     sandbox.Spec
@@ -135,18 +130,18 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 		return nil, err
 	}
 	r := &runSetup{policy: p, cfg: cfg, registry: registry}
-	hostUID, hostGID := os.Getuid(), os.Getgid()
-	if hostUID == 0 {
-		hostUID, hostGID = sandboxUIDBase+os.Getpid(), sandboxUIDBase+os.Getpid()
+	integrationState, stateUID, err := sandbox.ClaimStateFolder(filepath.Join(stateDir, "sandbox"), p.Manifest.ID)
+	if err != nil {
+		return nil, fmt.Errorf("state folder: %w", err)
 	}
-	r.opts = sandbox.Options{HostUID: hostUID, HostGID: hostGID}
-	integrationState := filepath.Join(stateDir, "sandbox", p.Manifest.ID)
-	if err := os.MkdirAll(integrationState, 0o700); err != nil {
+	hostUID, hostGID, owner := os.Getuid(), os.Getgid(), -1
+	if hostUID == 0 {
+		hostUID, hostGID, owner = stateUID, stateUID, stateUID
+	}
+	if err := sandbox.TidyStateFolder(integrationState, owner, owner); err != nil {
 		return nil, err
 	}
-	if os.Getuid() == 0 {
-		os.Chown(integrationState, hostUID, hostGID)
-	}
+	r.opts = sandbox.Options{HostUID: hostUID, HostGID: hostGID}
 	ports := []uint16{policy.DefaultPort}
 	ports = append(ports, cfg.Integrations[0].Exemptions.AllowPorts...)
 	readOnly := []string{dir}
@@ -159,6 +154,7 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 		ReadOnly:     readOnly,
 		StateDir:     integrationState,
 		CapturePorts: ports,
+		Limits:       cfg.Sandbox,
 	}
 	if f.auditKey == "" {
 		f.auditKey = cfg.Audit.KeyFile
@@ -213,7 +209,7 @@ func (r *runSetup) openAudit(f runFlags, stateDir, id string) error {
 		}
 		path = filepath.Join(stateDir, "audit", id+"."+strconv.Itoa(os.Getpid())+".log")
 	}
-	file, err := audit.OpenFile(path, 0)
+	file, err := audit.OpenFile(path, int64(r.cfg.Audit.MaxSizeMB)<<20)
 	if err != nil {
 		return err
 	}
@@ -225,7 +221,7 @@ func (r *runSetup) openAudit(f runFlags, stateDir, id string) error {
 		}
 	}
 	registry := r.registry
-	r.file = file
+	r.sink = &auditSink{out: file, file: file}
 	r.log, err = audit.New(file, audit.Options{Key: key, Generation: func() uint64 { return registry.Snapshot().Generation }})
 	return err
 }
@@ -234,8 +230,8 @@ func (r *runSetup) close() {
 	if r.log != nil {
 		r.log.Close()
 	}
-	if r.file != nil {
-		r.file.Close()
+	if r.sink != nil {
+		r.sink.close()
 	}
 }
 
@@ -249,7 +245,9 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 		return exitFail
 	}
 	defer sb.Close()
-	stop := forwardSignals(sb.Signal) // before the target can print "ready"
+	grace := r.cfg.Timeouts.StopGrace
+	stop := forwardSignals(func(s os.Signal) error { sb.Stop(s, grace); return nil }) // before the target can print "ready"
+	stopAudit := r.maintainAudit(stderr)
 	names := proxy.NewSynthetic(1<<16-2, 5*time.Minute)
 	go r.server.Serve(sb.Proxy)
 	for _, ln := range sb.Capture {
@@ -274,6 +272,10 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 		Msg: "sandboxed: " + r.spec.Command})
 	code := sb.Wait()
 	stop()
+	stopAudit()
+	if err := sandbox.TidyStateFolder(r.spec.StateDir, -1, -1); err != nil {
+		fmt.Fprintln(stderr, "egressd run: state folder:", err)
+	}
 	for _, s := range dnsServers {
 		s.Shutdown()
 	}
@@ -281,7 +283,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	defer cancel()
 	r.server.Shutdown(ctx)
 	r.suppress.Flush(true)
-	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "stop", Integration: p.Manifest.ID, Msg: "exit status " + strconv.Itoa(code)})
+	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "stop", Integration: p.Manifest.ID, Msg: exitMessage(sb, code, grace)})
 	return code
 }
 

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/egressd/egressd/sandbox"
+)
+
+// exitMessage says how the sandbox ended, for the audit log's stop event:
+// the program's status, or plainly that egressd killed it after its grace
+// period, or that the sandbox's init itself died (and the status is its own).
+func exitMessage(sb *sandbox.Sandbox, code int, grace time.Duration) string {
+	switch {
+	case sb.Escalated():
+		return fmt.Sprintf("killed: still running %s after the forwarded signal (timeouts.stop_grace); exit status %d", grace, code)
+	case sb.InitDied():
+		return fmt.Sprintf("the sandbox's init died (exit status %d); the program was killed with it", code)
+	}
+	return fmt.Sprintf("exit status %d", code)
+}
+
+// maintainAudit rolls run's audit file at audit.max_size_mb and reopens it
+// on SIGUSR1 (logrotate's postrotate), as serve does, until stop is called.
+func (r *runSetup) maintainAudit(stderr io.Writer) (stop func()) {
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	roll := time.NewTicker(time.Second)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-roll.C:
+				if err := r.log.RollIfFull(); err != nil {
+					fmt.Fprintln(stderr, "egressd: audit rotation:", err)
+				}
+			case <-usr1:
+				if err := r.sink.reopen(r.log); err != nil {
+					fmt.Fprintln(stderr, "egressd: audit reopen:", err)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(usr1)
+		roll.Stop()
+		close(done)
+		<-finished
+	}
+}
