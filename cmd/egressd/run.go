@@ -83,6 +83,7 @@ type runSetup struct {
 	suppress *audit.Suppressor
 	spec     sandbox.Spec
 	opts     sandbox.Options
+	env      envReport
 }
 
 // prepareRun reads the manifest once, before the program starts, applies
@@ -148,9 +149,11 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 	if rtDir := filepath.Dir(path); !underSystemDirs(rtDir) && rtDir != dir {
 		readOnly = append(readOnly, rtDir)
 	}
+	passthrough := append(append([]string{}, cfg.EnvPassthrough...), f.envPassthrough...)
+	r.env = newEnvReport(os.Environ(), p.Manifest.EnvKeys, passthrough)
 	r.spec = sandbox.Spec{
 		Command: path, Args: command, Dir: dir,
-		Env:          sandbox.BuildEnv(os.Environ(), p.Manifest.EnvKeys, append(cfg.EnvPassthrough, f.envPassthrough...)),
+		Env:          sandbox.BuildEnv(os.Environ(), p.Manifest.EnvKeys, passthrough),
 		ReadOnly:     readOnly,
 		StateDir:     integrationState,
 		CapturePorts: ports,
@@ -262,6 +265,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 		fmt.Fprintf(stderr, "egressd: warning: exemption in force for %s: %s\n", p.Manifest.ID, name)
 		r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "exemption", Integration: p.Manifest.ID, Exemption: name})
 	}
+	r.env.report(stderr, r.log, p.Manifest.ID)
 	if err := sb.Run(); err != nil {
 		sb.Kill()
 		fmt.Fprintln(stderr, "egressd run:", err)
