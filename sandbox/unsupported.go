@@ -50,3 +50,12 @@ func ClaimStateFolder(string, string) (string, int, error) { return "", 0, ErrUn
 
 // TidyStateFolder always fails here.
 func TidyStateFolder(string, int, int) error { return ErrUnsupported }
+
+// Terminal is not saved here.
+type Terminal struct{}
+
+// SaveTerminal returns nil here.
+func SaveTerminal() *Terminal { return nil }
+
+// Restore does nothing here.
+func (*Terminal) Restore() error { return nil }

@@ -241,6 +241,8 @@ func (r *runSetup) close() {
 // sandboxed runs the program in the sandbox and returns its exit status.
 func (r *runSetup) sandboxed(stderr io.Writer) int {
 	p := r.policy
+	term := sandbox.SaveTerminal() // the program shares it and may leave it broken
+	defer term.Restore()
 	sb, err := sandbox.Start(r.spec, r.opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd run:", err)
@@ -275,6 +277,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "start", Integration: p.Manifest.ID, IntegrationVersion: p.Manifest.Version,
 		Msg: "sandboxed: " + r.spec.Command})
 	code := sb.Wait()
+	term.Restore() // before egressd writes to a terminal whose output the program may have stopped
 	stop()
 	stopAudit()
 	if err := sandbox.TidyStateFolder(r.spec.StateDir, -1, -1); err != nil {
