@@ -76,6 +76,7 @@ type fileSandbox struct {
 	TmpMB       *int `yaml:"tmp_mb"`
 	HomeMB      *int `yaml:"home_mb"`
 	TmpfsInodes *int `yaml:"tmpfs_inodes"`
+	StateMB     *int `yaml:"state_mb"`
 }
 
 type fileDeny struct {
@@ -388,6 +389,7 @@ func applySandboxLimits(l *sandbox.Limits, f *fileSandbox, ps *problems) {
 		"processes": {&l.Processes, f.Processes}, "open_files": {&l.OpenFiles, f.OpenFiles},
 		"memory_mb": {&l.MemoryMB, f.MemoryMB}, "file_size_mb": {&l.FileSizeMB, f.FileSizeMB},
 		"tmp_mb": {&l.TmpMB, f.TmpMB}, "home_mb": {&l.HomeMB, f.HomeMB}, "tmpfs_inodes": {&l.TmpfsInodes, f.TmpfsInodes},
+		"state_mb": {&l.StateMB, f.StateMB},
 	} {
 		switch {
 		case v.src == nil:

@@ -24,16 +24,20 @@ type Limits struct {
 	// TmpMB and HomeMB size the /tmp and HOME tmpfs; TmpfsInodes caps the
 	// files in each.
 	TmpMB, HomeMB, TmpfsInodes int
+	// StateMB is checked, not enforced by the kernel: a run does not start
+	// while the state folder holds more. Within a run only FileSizeMB
+	// bounds what the program writes there, per file.
+	StateMB int
 }
 
 // DefaultLimits are the bounds when the operator sets none.
-var DefaultLimits = Limits{Processes: 256, OpenFiles: 1024, MemoryMB: 1024, FileSizeMB: 256, TmpMB: 64, HomeMB: 64, TmpfsInodes: 16384}
+var DefaultLimits = Limits{Processes: 256, OpenFiles: 1024, MemoryMB: 1024, FileSizeMB: 256, TmpMB: 64, HomeMB: 64, TmpfsInodes: 16384, StateMB: 1024}
 
 // check refuses a Limits with any bound unset: a zero would mean "no
 // bound" to some of the calls below, and nothing fails open.
 func (l Limits) check() error {
 	for name, v := range map[string]int{"processes": l.Processes, "open files": l.OpenFiles, "memory": l.MemoryMB,
-		"file size": l.FileSizeMB, "/tmp size": l.TmpMB, "HOME size": l.HomeMB, "tmpfs inodes": l.TmpfsInodes} {
+		"file size": l.FileSizeMB, "/tmp size": l.TmpMB, "HOME size": l.HomeMB, "tmpfs inodes": l.TmpfsInodes, "state size": l.StateMB} {
 		if v < 1 {
 			return fmt.Errorf("limit on %s is %d: every bound must be at least 1", name, v)
 		}
@@ -44,4 +48,15 @@ func (l Limits) check() error {
 // tmpfsOptions are the mount options of a writable tmpfs of sizeMB.
 func (l Limits) tmpfsOptions(sizeMB int) string {
 	return fmt.Sprintf("mode=0777,size=%dm,nr_inodes=%d", sizeMB, l.TmpfsInodes)
+}
+
+// CheckState refuses to start a run while the state folder holds more than
+// StateMB: what an earlier run left is bounded across runs, though not
+// within one.
+func (l Limits) CheckState(use StateUse) error {
+	if use.Bytes > int64(l.StateMB)<<20 {
+		return fmt.Errorf("the state folder holds %d MB in %d files, over sandbox_limits.state_mb (%d MB): "+
+			"the operator must clear it, or raise the bound, before the integration runs again", use.Bytes>>20, use.Files, l.StateMB)
+	}
+	return nil
 }

@@ -106,28 +106,37 @@ func sharedOwner(owners map[string]int, id string) bool {
 	return false
 }
 
+// StateUse is what a state folder holds on the host disk.
+type StateUse struct {
+	Bytes int64 // allocated blocks, not apparent sizes: a sparse file costs what it holds
+	Files int
+}
+
 // TidyStateFolder makes every entry of dir owned by uid:gid (when uid is
 // not -1) and clears setuid and setgid bits, without following a symlink
 // anywhere: each step is relative to an open directory fd, so a program
 // that swaps a folder for a symlink to /etc mid-walk redirects nothing.
 // egressd runs it before each run (files of an earlier run become writable
-// again) and after (the program leaves no setuid file on the host).
-func TidyStateFolder(dir string, uid, gid int) error {
+// again) and after (the program leaves no setuid file on the host). It
+// returns what the folder holds.
+func TidyStateFolder(dir string, uid, gid int) (StateUse, error) {
+	var use StateUse
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("state folder %s: %w", dir, err)
+		return use, fmt.Errorf("state folder %s: %w", dir, err)
 	}
 	if uid != -1 {
 		if err := unix.Fchown(fd, uid, gid); err != nil {
 			unix.Close(fd)
-			return err
+			return use, err
 		}
 	}
-	return tidy(fd, uid, gid, 0)
+	err = tidy(fd, uid, gid, 0, &use)
+	return use, err
 }
 
 // tidy walks the directory fd, which it closes.
-func tidy(fd, uid, gid, depth int) error {
+func tidy(fd, uid, gid, depth int, use *StateUse) error {
 	d := os.NewFile(uintptr(fd), "state")
 	defer d.Close()
 	if depth > maxStateDepth {
@@ -142,6 +151,8 @@ func tidy(fd, uid, gid, depth int) error {
 		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return err
 		}
+		use.Bytes += st.Blocks * 512
+		use.Files++
 		if uid != -1 && (int(st.Uid) != uid || int(st.Gid) != gid) {
 			if err := unix.Fchownat(fd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 				return err
@@ -153,7 +164,7 @@ func tidy(fd, uid, gid, depth int) error {
 			if err != nil {
 				return err
 			}
-			if err := tidy(sub, uid, gid, depth+1); err != nil {
+			if err := tidy(sub, uid, gid, depth+1, use); err != nil {
 				return err
 			}
 		case unix.S_IFREG:

@@ -48,8 +48,14 @@ func (*Sandbox) Escalated() bool               { return false }
 // ClaimStateFolder always fails here.
 func ClaimStateFolder(string, string) (string, int, error) { return "", 0, ErrUnsupported }
 
+// StateUse is what a state folder holds.
+type StateUse struct {
+	Bytes int64
+	Files int
+}
+
 // TidyStateFolder always fails here.
-func TidyStateFolder(string, int, int) error { return ErrUnsupported }
+func TidyStateFolder(string, int, int) (StateUse, error) { return StateUse{}, ErrUnsupported }
 
 // Terminal is not saved here.
 type Terminal struct{}

@@ -139,7 +139,11 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 	if hostUID == 0 {
 		hostUID, hostGID, owner = stateUID, stateUID, stateUID
 	}
-	if err := sandbox.TidyStateFolder(integrationState, owner, owner); err != nil {
+	use, err := sandbox.TidyStateFolder(integrationState, owner, owner)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Sandbox.CheckState(use); err != nil {
 		return nil, err
 	}
 	r.opts = sandbox.Options{HostUID: hostUID, HostGID: hostGID}
@@ -280,9 +284,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	term.Restore() // before egressd writes to a terminal whose output the program may have stopped
 	stop()
 	stopAudit()
-	if err := sandbox.TidyStateFolder(r.spec.StateDir, -1, -1); err != nil {
-		fmt.Fprintln(stderr, "egressd run: state folder:", err)
-	}
+	r.reportState(stderr)
 	for _, s := range dnsServers {
 		s.Shutdown()
 	}

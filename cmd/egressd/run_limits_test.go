@@ -46,6 +46,7 @@ const smallLimits = `sandbox_limits:
   tmp_mb: 4
   home_mb: 4
   tmpfs_inodes: 100
+  state_mb: 16
 `
 
 // TestRunBombsHitTheirBoundsNotTheHost runs one bounded bomb per bound. Each
@@ -276,4 +277,21 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestRunStateFolderOverItsBoundStopsTheNextRun: one run wrote 1 GB into the
+// state folder, which stayed on the host. Each file is bounded by
+// file_size_mb within a run; the total is checked: over state_mb, egressd
+// warns and the next run does not start until the operator clears it.
+func TestRunStateFolderOverItsBoundStopsTheNextRun(t *testing.T) {
+	e := newSandboxEnv(t)
+	fill := `for i in 1 2 3; do head -c 7m /dev/urandom > /var/lib/integration/f$i; done; echo wrote`
+	out, errs, code := runCmd(t, e.configured(smallLimits, fill))
+	if code != 0 || out != "wrote\n" || !strings.Contains(errs, "over sandbox_limits.state_mb (16 MB)") {
+		t.Fatalf("run 1: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	out, errs, code = runCmd(t, e.configured(smallLimits, `echo ran`))
+	if code == 0 || out != "" || !strings.Contains(errs, "the state folder holds 21 MB in 3 files, over sandbox_limits.state_mb (16 MB)") {
+		t.Fatalf("run 2: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
 }

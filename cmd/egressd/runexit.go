@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/egressd/egressd/audit"
 	"github.com/egressd/egressd/sandbox"
 )
 
@@ -55,4 +56,23 @@ func (r *runSetup) maintainAudit(stderr io.Writer) (stop func()) {
 		close(done)
 		<-finished
 	}
+}
+
+// reportState tidies the state folder after the run (no setuid file stays)
+// and records what it holds; over the bound, the next run will not start,
+// and egressd says so now.
+func (r *runSetup) reportState(stderr io.Writer) {
+	id := r.policy.Manifest.ID
+	use, err := sandbox.TidyStateFolder(r.spec.StateDir, -1, -1)
+	if err != nil {
+		fmt.Fprintln(stderr, "egressd run: state folder:", err)
+		r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "state", Integration: id, Err: audit.Cap(err.Error(), 1000)})
+		return
+	}
+	msg := fmt.Sprintf("state folder holds %d KB in %d files", use.Bytes>>10, use.Files)
+	if err := r.cfg.Sandbox.CheckState(use); err != nil {
+		msg = err.Error()
+		fmt.Fprintln(stderr, "egressd: warning:", msg)
+	}
+	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "state", Integration: id, Msg: msg})
 }
