@@ -24,8 +24,9 @@ type Limits struct {
 	// TmpMB and HomeMB size the /tmp and HOME tmpfs; TmpfsInodes caps the
 	// files in each.
 	TmpMB, HomeMB, TmpfsInodes int
-	// StateMB is checked, not enforced by the kernel: a run does not start
-	// while the state folder holds more. Within a run only FileSizeMB
+	// StateMB sizes root's state image (MountStateImage); the kernel holds
+	// it. A normal user's state folder is only checked (CheckState): a run
+	// does not start while it holds more, and within a run only FileSizeMB
 	// bounds what the program writes there, per file.
 	StateMB int
 }

@@ -20,6 +20,10 @@ type Options struct {
 	// root, pass a unique unprivileged uid per sandbox (never a shared
 	// 65534). As a normal user, pass your own ids: a single-id map.
 	HostUID, HostGID int
+	// StateMount, when set (root only), is a detached mount bound at
+	// StateDir instead of the folder Spec.StateDir names: the state image
+	// MountStateImage made. Start passes it on; the caller closes it.
+	StateMount *os.File
 }
 
 // Sandbox is a running sandboxed process tree and the listeners created
@@ -111,14 +115,23 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 	var fds []int
 	if os.Geteuid() == 0 {
 		paths = append(append([]string{}, spec.ReadOnly...), spec.StateDir)
-		if fds, err = cloneMounts(paths); err != nil {
+		clone := paths
+		if opts.StateMount != nil {
+			clone = spec.ReadOnly
+		}
+		if fds, err = cloneMounts(clone); err != nil {
 			sb.Kill()
 			return nil, err
+		}
+		if opts.StateMount != nil {
+			fds = append(fds, int(opts.StateMount.Fd())) // sent, not closed here: the caller's
 		}
 	}
 	err = sb.ctl.send(message{Spec: &spec, Paths: paths}, fds...)
 	for _, fd := range fds {
-		unix.Close(fd)
+		if opts.StateMount == nil || fd != int(opts.StateMount.Fd()) {
+			unix.Close(fd)
+		}
 	}
 	if err != nil {
 		sb.Kill()

@@ -20,7 +20,10 @@ var ErrNamespaces = ErrUnsupported
 const InitArg = "__egressd-sandbox-init"
 
 // Options are the supervisor's choices for one sandbox.
-type Options struct{ HostUID, HostGID int }
+type Options struct {
+	HostUID, HostGID int
+	StateMount       *os.File
+}
 
 // Sandbox is not available on this system.
 type Sandbox struct {
@@ -65,3 +68,6 @@ func SaveTerminal() *Terminal { return nil }
 
 // Restore does nothing here.
 func (*Terminal) Restore() error { return nil }
+
+// MountStateImage always fails here.
+func MountStateImage(string, int, int, string) (*os.File, error) { return nil, ErrUnsupported }

@@ -143,10 +143,17 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.Sandbox.CheckState(use); err != nil {
+	r.opts = sandbox.Options{HostUID: hostUID, HostGID: hostGID}
+	if os.Getuid() == 0 {
+		// The kernel bounds the state: an ext4 image of state_mb, seeded
+		// once from the folder earlier versions used.
+		image := integrationState + ".ext4"
+		if r.opts.StateMount, err = sandbox.MountStateImage(image, cfg.Sandbox.StateMB, stateUID, integrationState); err != nil {
+			return nil, fmt.Errorf("state image %s: %w", image, err)
+		}
+	} else if err := cfg.Sandbox.CheckState(use); err != nil {
 		return nil, err
 	}
-	r.opts = sandbox.Options{HostUID: hostUID, HostGID: hostGID}
 	ports := []uint16{policy.DefaultPort}
 	ports = append(ports, cfg.Integrations[0].Exemptions.AllowPorts...)
 	readOnly := []string{dir}
@@ -248,6 +255,9 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	term := sandbox.SaveTerminal() // the program shares it and may leave it broken
 	defer term.Restore()
 	sb, err := sandbox.Start(r.spec, r.opts)
+	if r.opts.StateMount != nil {
+		r.opts.StateMount.Close() // the sandbox holds its own reference now
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd run:", err)
 		r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "sandbox_refused", Integration: p.Manifest.ID, Err: audit.Cap(err.Error(), 1000)})

@@ -99,9 +99,11 @@ func TestRunBombsHitTheirBoundsNotTheHost(t *testing.T) {
 			}},
 		{"state_folder_file", `head -c 64m /dev/zero > /var/lib/integration/big; echo state=$?`,
 			func(t *testing.T, out, errs string, code int) {
-				st, err := os.Stat(filepath.Join(e.state, "sandbox", "com.test.sandboxed", "big"))
-				if err != nil || st.Size() > 8<<20 || strings.Contains(out, "state=0") {
-					t.Errorf("stdout %q, stderr %q, file %v %v", out, errs, st, err)
+				if strings.Contains(out, "state=0") || !strings.Contains(errs, "File size limit exceeded") {
+					t.Errorf("stdout %q, stderr %q", out, errs)
+				}
+				if host := e.stateOnHost(t); host > 16<<20 {
+					t.Errorf("the state takes %d bytes on the host disk", host)
 				}
 			}},
 		{"open_files", `/usr/bin/python3 -c 'import os; fds = [os.open("/dev/null", 0) for _ in range(1000)]; print("opened")'`,
@@ -236,7 +238,15 @@ func TestRunStateFolderStaysWritableAcrossRootRuns(t *testing.T) {
 		t.Skip("the per-integration uid is root's")
 	}
 	e := newSandboxEnv(t)
-	script := `cd /var/lib/integration && mkdir -p sub && echo x >> counter && echo x >> sub/counter && wc -l < counter`
+	// A folder an earlier version left, owned by that run's per-process uid:
+	// its content moves into the integration's state, writable.
+	legacy := filepath.Join(e.state, "sandbox", "com.test.sandboxed")
+	os.MkdirAll(legacy, 0o700)
+	os.WriteFile(filepath.Join(legacy, "legacy"), []byte("old\n"), 0o600)
+	for _, p := range []string{legacy, filepath.Join(legacy, "legacy")} {
+		os.Chown(p, 2_000_000_000+os.Getpid()+1, 2_000_000_000+os.Getpid()+1)
+	}
+	script := `cd /var/lib/integration && echo x >> legacy && mkdir -p sub && echo x >> counter && echo x >> sub/counter && wc -l < counter`
 	for run := 1; run <= 2; run++ {
 		out, errs, code := e.run(script)
 		if code != 0 || strings.TrimSpace(out) != strconv.Itoa(run) {
@@ -265,8 +275,11 @@ func TestRunStateFolderIsNosuidNodevAndKeepsNoSetuidFile(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	st, err := os.Stat(filepath.Join(e.state, "sandbox", "com.test.sandboxed", "suid"))
-	if err != nil || st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
-		t.Fatalf("after the run: %v %v", st.Mode(), err)
+	switch {
+	case os.Geteuid() == 0 && !os.IsNotExist(err): // root: the file is inside the image, never on the host's tree
+		t.Fatalf("after the run, on the host: %v", err)
+	case os.Geteuid() != 0 && (err != nil || st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0):
+		t.Fatalf("after the run: %v %v", st, err)
 	}
 }
 
@@ -279,14 +292,40 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// TestRunStateFolderOverItsBoundStopsTheNextRun: one run wrote 1 GB into the
-// state folder, which stayed on the host. Each file is bounded by
-// file_size_mb within a run; the total is checked: over state_mb, egressd
-// warns and the next run does not start until the operator clears it.
-func TestRunStateFolderOverItsBoundStopsTheNextRun(t *testing.T) {
+// stateOnHost is what the integration's state takes on the host disk: its
+// image (root) or its folder (a normal user), in allocated bytes.
+func (e *sandboxEnv) stateOnHost(t *testing.T) int64 {
+	var total int64
+	base := filepath.Join(e.state, "sandbox", "com.test.sandboxed")
+	for _, p := range []string{base + ".ext4", base} {
+		filepath.Walk(p, func(_ string, fi os.FileInfo, err error) error {
+			if err == nil {
+				total += fi.Sys().(*syscall.Stat_t).Blocks * 512
+			}
+			return nil
+		})
+	}
+	return total
+}
+
+// TestRunStateFolderCannotOutgrowItsBound: one run wrote 1 GB into the state
+// folder, which stayed on the host. As root the state is an ext4 image of
+// state_mb: the program gets ENOSPC. As a normal user (no loop device) each
+// file is bounded by file_size_mb and the total is checked: over state_mb,
+// egressd warns and the next run does not start.
+func TestRunStateFolderCannotOutgrowItsBound(t *testing.T) {
 	e := newSandboxEnv(t)
 	fill := `for i in 1 2 3; do head -c 7m /dev/urandom > /var/lib/integration/f$i; done; echo wrote`
 	out, errs, code := runCmd(t, e.configured(smallLimits, fill))
+	if os.Geteuid() == 0 {
+		if code != 0 || out != "wrote\n" || !strings.Contains(errs, "No space left on device") {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+		}
+		if host := e.stateOnHost(t); host > 16<<20 {
+			t.Fatalf("the state takes %d bytes on the host disk, over 16 MB", host)
+		}
+		return
+	}
 	if code != 0 || out != "wrote\n" || !strings.Contains(errs, "over sandbox_limits.state_mb (16 MB)") {
 		t.Fatalf("run 1: exit %d, stdout %q, stderr %q", code, out, errs)
 	}

@@ -62,6 +62,9 @@ func (r *runSetup) maintainAudit(stderr io.Writer) (stop func()) {
 // and records what it holds; over the bound, the next run will not start,
 // and egressd says so now.
 func (r *runSetup) reportState(stderr io.Writer) {
+	if r.opts.StateMount != nil {
+		return // root: the state is an image of state_mb, bounded by the kernel
+	}
 	id := r.policy.Manifest.ID
 	use, err := sandbox.TidyStateFolder(r.spec.StateDir, -1, -1)
 	if err != nil {
