@@ -290,6 +290,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	}
 	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "start", Integration: p.Manifest.ID, IntegrationVersion: p.Manifest.Version,
 		Msg: "sandboxed: " + r.spec.Command})
+	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "limits", Integration: p.Manifest.ID, Msg: limitsMessage(r.spec.Limits, r.opts.StateMount != nil)})
 	code := sb.Wait()
 	term.Restore() // before egressd writes to a terminal whose output the program may have stopped
 	stop()
@@ -331,6 +332,8 @@ func (r *runSetup) envOnly(stderr io.Writer) int {
 	}
 	cmd := exec.Command(r.spec.Command, r.spec.Args[1:]...)
 	cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = r.spec.Dir, env, os.Stdin, os.Stdout, os.Stderr
+	term := sandbox.SaveTerminal()
+	defer term.Restore()
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(stderr, "egressd run:", err)
 		return exitFail

@@ -119,6 +119,9 @@ func TestRunBombsHitTheirBoundsNotTheHost(t *testing.T) {
 			tc.check(t, out, errs, code)
 		})
 	}
+	if log := e.auditLog(); !strings.Contains(log, `"action":"limits","msg":"processes 48, open files 64 per process, memory 128 MB per process`) {
+		t.Errorf("the audit log does not state the bounds in force:\n%s", log)
+	}
 }
 
 func TestRunHostnameIsTheSandboxs(t *testing.T) {
@@ -193,7 +196,10 @@ func TestRunAuditSaysWhenTheInitDied(t *testing.T) {
 	if _, err := stdout.Read(buf); err != nil {
 		t.Fatal(err)
 	}
-	for !strings.Contains(e.auditLog(), `"action":"start"`) { // the supervisor knows the program runs
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(e.auditLog(), `"action":"start"`); { // the supervisor knows the program runs
+		if time.Now().After(deadline) {
+			t.Fatalf("no start event:\n%s", e.auditLog())
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	children, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/task/" + strconv.Itoa(cmd.Process.Pid) + "/children")

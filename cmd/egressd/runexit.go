@@ -79,3 +79,13 @@ func (r *runSetup) reportState(stderr io.Writer) {
 	}
 	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "state", Integration: id, Msg: msg})
 }
+
+// limitsMessage states the bounds in force, for the audit log at start.
+func limitsMessage(l sandbox.Limits, stateImage bool) string {
+	state := fmt.Sprintf("state folder %d MB (checked)", l.StateMB)
+	if stateImage {
+		state = fmt.Sprintf("state image %d MB", l.StateMB)
+	}
+	return fmt.Sprintf("processes %d, open files %d per process, memory %d MB per process (RLIMIT_DATA), file size %d MB, /tmp %d MB, HOME %d MB, %d inodes each, %s",
+		l.Processes, l.OpenFiles, l.MemoryMB, l.FileSizeMB, l.TmpMB, l.HomeMB, l.TmpfsInodes, state)
+}
