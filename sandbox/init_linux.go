@@ -217,12 +217,12 @@ func startTarget(spec Spec) (int, error) {
 			done <- result{err: step("landlock", err)}
 			return
 		}
-		if err := installSeccomp(); err != nil {
-			done <- result{err: step("seccomp", err)}
+		if err := setRlimits(spec.Limits); err != nil { // before seccomp, which may deny prlimit
+			done <- result{err: step("limits", err)}
 			return
 		}
-		if err := setRlimits(spec.Limits); err != nil {
-			done <- result{err: step("limits", err)}
+		if err := installSeccomp(); err != nil {
+			done <- result{err: step("seccomp", err)}
 			return
 		}
 		cmd := &exec.Cmd{Path: spec.Command, Args: spec.Args, Dir: spec.Dir, Env: spec.Env,

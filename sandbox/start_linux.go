@@ -17,8 +17,9 @@ import (
 // Options are the supervisor's choices for one sandbox.
 type Options struct {
 	// HostUID and HostGID are the host ids the sandbox's root maps to. As
-	// root, pass a unique unprivileged uid per sandbox (never a shared
-	// 65534). As a normal user, pass your own ids: a single-id map.
+	// root, pass the integration's own unprivileged uid (ClaimStateFolder),
+	// never a shared 65534. As a normal user, pass your own ids: a
+	// single-id map.
 	HostUID, HostGID int
 	// StateMount, when set (root only), is a detached mount bound at
 	// StateDir instead of the folder Spec.StateDir names: the state image

@@ -144,7 +144,7 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 		return nil, err
 	}
 	r.opts = sandbox.Options{HostUID: hostUID, HostGID: hostGID}
-	if os.Getuid() == 0 {
+	if os.Getuid() == 0 && !f.insecureEnvOnly {
 		// The kernel bounds the state: an ext4 image of state_mb, seeded
 		// once from the folder earlier versions used.
 		image := integrationState + ".ext4"
