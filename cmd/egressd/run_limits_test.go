@@ -244,13 +244,17 @@ func TestRunStateFolderStaysWritableAcrossRootRuns(t *testing.T) {
 		t.Skip("the per-integration uid is root's")
 	}
 	e := newSandboxEnv(t)
-	// A folder an earlier version left, owned by that run's per-process uid:
-	// its content moves into the integration's state, writable.
+	// Folders an earlier version left, owned by per-process uids, which two
+	// integrations could share: this one's content moves into its state,
+	// writable, under a uid no other integration has.
 	legacy := filepath.Join(e.state, "sandbox", "com.test.sandboxed")
+	other := filepath.Join(e.state, "sandbox", "com.test.other")
 	os.MkdirAll(legacy, 0o700)
+	os.MkdirAll(other, 0o700)
 	os.WriteFile(filepath.Join(legacy, "legacy"), []byte("old\n"), 0o600)
-	for _, p := range []string{legacy, filepath.Join(legacy, "legacy")} {
-		os.Chown(p, 2_000_000_000+os.Getpid()+1, 2_000_000_000+os.Getpid()+1)
+	oldUID := 2_000_000_000 + os.Getpid()
+	for _, p := range []string{legacy, filepath.Join(legacy, "legacy"), other} {
+		os.Chown(p, oldUID, oldUID)
 	}
 	script := `cd /var/lib/integration && echo x >> legacy && mkdir -p sub && echo x >> counter && echo x >> sub/counter && wc -l < counter`
 	for run := 1; run <= 2; run++ {
@@ -259,13 +263,9 @@ func TestRunStateFolderStaysWritableAcrossRootRuns(t *testing.T) {
 			t.Fatalf("run %d: exit %d, stdout %q, stderr %q", run, code, out, errs)
 		}
 	}
-	other := filepath.Join(e.state, "sandbox", "com.test.other")
-	os.MkdirAll(other, 0o700)
-	os.Chown(other, 2_000_000_000+os.Getpid(), 0) // a folder an earlier version owned by pid
-	mine, _ := os.Stat(filepath.Join(e.state, "sandbox", "com.test.sandboxed"))
-	theirs, _ := os.Stat(other)
-	if mine.Sys().(*syscall.Stat_t).Uid == theirs.Sys().(*syscall.Stat_t).Uid {
-		t.Fatal("two integrations share a uid")
+	mine, _ := os.Stat(legacy)
+	if uid := mine.Sys().(*syscall.Stat_t).Uid; uid == uint32(oldUID) || uid < 2_000_000_000 {
+		t.Fatalf("the integration runs as uid %d, shared with another integration or not a sandbox uid", uid)
 	}
 }
 
