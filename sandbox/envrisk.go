@@ -39,7 +39,7 @@ var loaderNames = map[string]bool{
 	"HOSTALIASES": true, "RESOLV_HOST_CONF": true, "GLIBC_TUNABLES": true, "JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true,
 	"JDK_JAVA_OPTIONS": true, "CLASSPATH": true, "LUA_PATH": true, "LUA_CPATH": true, "PHPRC": true, "TCLLIBPATH": true,
 	"OPENSSL_CONF": true, "OPENSSL_ENGINES": true, "SSL_CERT_FILE": true, "SSL_CERT_DIR": true, "CURL_CA_BUNDLE": true,
-	"REQUESTS_CA_BUNDLE": true, "GOFLAGS": true, "HOME": true, "PATH": true, "TMPDIR": true,
+	"REQUESTS_CA_BUNDLE": true, "GOFLAGS": true, "TMPDIR": true,
 }
 
 // loaderPrefixes are families of such variables.
