@@ -37,16 +37,22 @@ func MountStateImage(path string, sizeMB, uid int, seed string) (*os.File, error
 	if err := makeStateImage(path, sizeMB, uid, seed); err != nil {
 		return nil, err
 	}
+	// The lock makes "find the image's loop device, or attach one" atomic
+	// among egressd processes. It is on the folder, not the image: a loop
+	// device keeps the image's open file, and a lock on it, for its life.
+	lock, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", filepath.Dir(path), err)
+	}
 	img, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer img.Close()
-	// The lock makes "find the image's loop device, or attach one" atomic
-	// among egressd processes.
-	if err := unix.Flock(int(img.Fd()), unix.LOCK_EX); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
 	loop, err := imageLoop(img)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
@@ -338,5 +339,39 @@ func TestRunStateFolderCannotOutgrowItsBound(t *testing.T) {
 	out, errs, code = runCmd(t, e.configured(smallLimits, `echo ran`))
 	if code == 0 || out != "" || !strings.Contains(errs, "the state folder holds 21 MB in 3 files, over sandbox_limits.state_mb (16 MB)") {
 		t.Fatalf("run 2: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// TestRunConcurrentRunsOfOneIntegrationShareItsState: two runs of one
+// integration at once (an MCP host may start two) must both start and see
+// one state, never mount the same filesystem twice.
+func TestRunConcurrentRunsOfOneIntegrationShareItsState(t *testing.T) {
+	e := newSandboxEnv(t)
+	first := e.command(`echo one > /var/lib/integration/one; echo ready; i=0; ` +
+		`while [ ! -e /var/lib/integration/two ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; echo first sees: $(ls /var/lib/integration)`)
+	stdout, _ := first.StdoutPipe()
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer first.Process.Kill()
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != "ready" {
+		t.Fatalf("first run: %q", lines.Text())
+	}
+	second := e.command(`echo second sees: $(ls /var/lib/integration); echo two > /var/lib/integration/two`)
+	for i, a := range second.Args {
+		if a == e.audit {
+			second.Args[i] = e.audit + ".second" // one audit file per process
+		}
+	}
+	out, errs, code := runCmd(t, second)
+	if code != 0 || !strings.Contains(out, "second sees: lost+found one") && !strings.Contains(out, "second sees: one") {
+		t.Fatalf("second run: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if !lines.Scan() || !strings.Contains(lines.Text(), "one two") {
+		t.Fatalf("first run: %q", lines.Text())
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatal(err)
 	}
 }
