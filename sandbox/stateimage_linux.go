@@ -34,6 +34,9 @@ const maxLoopAttempts = 8
 // of an integration share one ext4 superblock and never mount the same
 // filesystem twice.
 func MountStateImage(path string, sizeMB, uid int, seed string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
 	if err := makeStateImage(path, sizeMB, uid, seed); err != nil {
 		return nil, err
 	}

@@ -147,7 +147,7 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 	if os.Getuid() == 0 && !f.insecureEnvOnly {
 		// The kernel bounds the state: an ext4 image of state_mb, seeded
 		// once from the folder earlier versions used.
-		image := integrationState + ".ext4"
+		image := filepath.Join(stateDir, "sandbox-images", p.Manifest.ID+".ext4") // not beside the folders: an id may end in .ext4
 		if r.opts.StateMount, err = sandbox.MountStateImage(image, cfg.Sandbox.StateMB, stateUID, integrationState); err != nil {
 			return nil, fmt.Errorf("state image %s: %w", image, err)
 		}
