@@ -113,7 +113,7 @@ func imageLoop(img *os.File) (*os.File, error) {
 	}
 	devices, _ := filepath.Glob("/dev/loop[0-9]*")
 	for _, d := range devices {
-		loop, err := os.OpenFile(d, os.O_RDWR|unix.O_CLOEXEC, 0)
+		loop, err := os.OpenFile(d, os.O_RDONLY|unix.O_CLOEXEC, 0) // read-only: only held, never written
 		if err != nil {
 			continue
 		}
