@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/sandbox"
 	"github.com/gobwas/glob"
 )
 
@@ -22,6 +23,9 @@ type Config struct {
 	Limits    Limits
 	Timeouts  Timeouts
 	Deny      OperatorDeny
+	// Sandbox bounds what the program "egressd run" starts can take from
+	// the host: processes, memory, descriptors, file size, tmpfs sizes.
+	Sandbox sandbox.Limits
 	// NAT64 prefixes, beyond DefaultNAT64, whose addresses are judged by the
 	// IPv4 address where RFC 6052 puts it for the prefix's length.
 	NAT64 []netip.Prefix
@@ -117,6 +121,7 @@ type Timeouts struct {
 	Idle          time.Duration // a tunnel with no bytes either way
 	Lifetime      time.Duration // a tunnel's whole life; 0 means unlimited
 	Drain         time.Duration // graceful shutdown
+	StopGrace     time.Duration // egressd run: from the forwarded signal to SIGKILL
 }
 
 // OperatorDeny narrows every integration: host globs and address ranges.
@@ -219,7 +224,9 @@ func DefaultConfig() Config {
 			DNS:           5 * time.Second,
 			Idle:          5 * time.Minute,
 			Drain:         25 * time.Second,
+			StopGrace:     10 * time.Second,
 		},
+		Sandbox: sandbox.DefaultLimits,
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/egressd/egressd/internal/safefile"
+	"github.com/egressd/egressd/sandbox"
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
@@ -29,6 +30,7 @@ type fileConfig struct {
 	Audit               fileAudit         `yaml:"audit"`
 	Limits              *fileLimits       `yaml:"limits"`
 	Timeouts            *fileTimeouts     `yaml:"timeouts"`
+	SandboxLimits       *fileSandbox      `yaml:"sandbox_limits"`
 	Deny                fileDeny          `yaml:"deny"`
 	NAT64Prefixes       []string          `yaml:"nat64_prefixes"`
 	WildcardDNSServices []string          `yaml:"wildcard_dns_services"`
@@ -64,6 +66,19 @@ type fileTimeouts struct {
 	Idle          *time.Duration `yaml:"idle"`
 	Lifetime      *time.Duration `yaml:"lifetime"`
 	Drain         *time.Duration `yaml:"drain"`
+	StopGrace     *time.Duration `yaml:"stop_grace"`
+}
+
+// fileSandbox is sandbox_limits: what one "egressd run" sandbox may take.
+type fileSandbox struct {
+	Processes   *int `yaml:"processes"`
+	OpenFiles   *int `yaml:"open_files"`
+	MemoryMB    *int `yaml:"memory_mb"`
+	FileSizeMB  *int `yaml:"file_size_mb"`
+	TmpMB       *int `yaml:"tmp_mb"`
+	HomeMB      *int `yaml:"home_mb"`
+	TmpfsInodes *int `yaml:"tmpfs_inodes"`
+	StateMB     *int `yaml:"state_mb"`
 }
 
 type fileDeny struct {
@@ -202,6 +217,7 @@ func ParseConfig(data []byte) (Config, error) {
 	}
 	applyLimits(&c.Limits, fc.Limits, &ps)
 	applyTimeouts(&c.Timeouts, fc.Timeouts, &ps)
+	applySandboxLimits(&c.Sandbox, fc.SandboxLimits, &ps)
 	for i, h := range fc.Deny.Hosts {
 		g, err := CompileHostGlob(h)
 		ps.addErr(fmt.Sprintf("deny.hosts[%d]", i), err)
@@ -374,6 +390,29 @@ func applyTimeouts(t *Timeouts, f *fileTimeouts, ps *problems) {
 	set("idle", &t.Idle, f.Idle, 0)
 	set("lifetime", &t.Lifetime, f.Lifetime, 0)
 	set("drain", &t.Drain, f.Drain, 0)
+	set("stop_grace", &t.StopGrace, f.StopGrace, 0)
+}
+
+// applySandboxLimits sets each bound the operator gives. Every bound must be
+// at least 1: there is no "unlimited", since nothing fails open.
+func applySandboxLimits(l *sandbox.Limits, f *fileSandbox, ps *problems) {
+	if f == nil {
+		return
+	}
+	for key, v := range map[string]struct{ dst, src *int }{
+		"processes": {&l.Processes, f.Processes}, "open_files": {&l.OpenFiles, f.OpenFiles},
+		"memory_mb": {&l.MemoryMB, f.MemoryMB}, "file_size_mb": {&l.FileSizeMB, f.FileSizeMB},
+		"tmp_mb": {&l.TmpMB, f.TmpMB}, "home_mb": {&l.HomeMB, f.HomeMB}, "tmpfs_inodes": {&l.TmpfsInodes, f.TmpfsInodes},
+		"state_mb": {&l.StateMB, f.StateMB},
+	} {
+		switch {
+		case v.src == nil:
+		case *v.src < 1:
+			ps.add("sandbox_limits."+key, fmt.Sprintf("must be at least 1 (%d)", *v.src))
+		default:
+			*v.dst = *v.src
+		}
+	}
 }
 
 func parsePrefixes(at string, ss []string, ps *problems) []netip.Prefix {

@@ -19,7 +19,7 @@ func TestDocumentedConfigParses(t *testing.T) {
 	if len(c.Integrations) != 2 || c.Integrations[0].Listen != "127.0.0.1:3128" || c.Timeouts.Dial != 10*time.Second || c.Audit.Path != "-" {
 		t.Fatalf("got %+v", c)
 	}
-	if d := DefaultConfig(); c.Limits != d.Limits || c.Timeouts != d.Timeouts {
+	if d := DefaultConfig(); c.Limits != d.Limits || c.Timeouts != d.Timeouts || c.Sandbox != d.Sandbox {
 		t.Fatal("the documented defaults differ from DefaultConfig")
 	}
 }
@@ -43,6 +43,7 @@ func TestConfigProblems(t *testing.T) {
 		{"nat64_prefix_length_rfc6052_does_not_define", "nat64_prefixes: [\"2a0b:4f00::/36\"]\n", `nat64_prefixes[0]: must be an IPv6 prefix of /32, /40, /48, /56, /64 or /96, the lengths RFC 6052 defines ("2a0b:4f00::/36")`},
 		{"nat64_prefix_ipv4", "nat64_prefixes: [\"10.0.0.0/8\"]\n", `nat64_prefixes[0]: must be an IPv6 prefix of /32, /40, /48, /56, /64 or /96, the lengths RFC 6052 defines ("10.0.0.0/8")`},
 		{"admin_serve_cannot_listen_on", "admin: localhost\n", `admin: must be an address and port like "127.0.0.1:9090" ("localhost")`},
+		{"unlimited_sandbox_bound", "sandbox_limits:\n  processes: 0\n", `sandbox_limits.processes: must be at least 1 (0)`},
 		{"bad_resolver", "resolvers: [dns.example]\n", `resolvers[0]: must be an address and port like "127.0.0.53:53" ("dns.example")`},
 	}
 	for _, tc := range cases {

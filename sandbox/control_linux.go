@@ -15,6 +15,7 @@ type message struct {
 	Listeners []string `json:"listeners,omitempty"` // init → supervisor, with the fds
 	Go        bool     `json:"go,omitempty"`        // supervisor → init: serving; start the target
 	Started   int      `json:"started,omitempty"`   // init → supervisor: the target's pid inside
+	Exited    *int     `json:"exited,omitempty"`    // init → supervisor, last: the target's exit status
 	Step      string   `json:"step,omitempty"`      // init → supervisor: the step that failed
 	Error     string   `json:"error,omitempty"`
 }

@@ -21,3 +21,24 @@ func TestBuildEnvKeepsOnlyTheAllowlist(t *testing.T) {
 		}
 	}
 }
+
+// TestDeclaredKeysNamingOtherCredentialsOrTheLoaderAreHeldBack: a third-party
+// manifest that declares AWS_SECRET_ACCESS_KEY or LD_PRELOAD got the
+// launcher's value. Only the operator can let such a key cross.
+func TestDeclaredKeysNamingOtherCredentialsOrTheLoaderAreHeldBack(t *testing.T) {
+	launcher := []string{"AWS_SECRET_ACCESS_KEY=aws", "GITHUB_TOKEN=gh", "SSH_AUTH_SOCK=/tmp/agent", "ANTHROPIC_API_KEY=a",
+		"OPENAI_API_KEY=o", "LD_PRELOAD=/evil.so", "NODE_OPTIONS=--require=/evil.js", "PYTHONSTARTUP=/evil.py", "BASH_ENV=/evil.sh",
+		"COFFEE_API_KEY=ok"}
+	declared := []string{"AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "SSH_AUTH_SOCK", "ANTHROPIC_API_KEY", "OPENAI_API_KEY",
+		"LD_PRELOAD", "NODE_OPTIONS", "PYTHONSTARTUP", "BASH_ENV", "COFFEE_API_KEY"}
+	env := strings.Join(BuildEnv(launcher, declared, []string{"GITHUB_TOKEN"}), "\n")
+	for _, k := range declared {
+		crossed := strings.Contains(env, k+"=")
+		if want := k == "COFFEE_API_KEY" || k == "GITHUB_TOKEN"; crossed != want {
+			t.Errorf("%s crossed=%v, want %v (held back: %q)", k, crossed, want, HeldBack(k))
+		}
+	}
+	if got := strings.Join(Crossed(launcher, declared, []string{"GITHUB_TOKEN"}), ","); got != "COFFEE_API_KEY,GITHUB_TOKEN" {
+		t.Errorf("crossed names %q", got)
+	}
+}

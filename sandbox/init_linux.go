@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -96,17 +95,21 @@ func InitMain() int {
 	if err := writeFile("/proc/sys/user/max_user_namespaces", "0"); err != nil {
 		return fail(step("user.max_user_namespaces=0", err))
 	}
+	if err := unix.Sethostname([]byte(Hostname)); err != nil {
+		return fail(step("hostname", err))
+	}
 	go watchLiveness()
 	// Listen for SIGCHLD before the target exists, so a target that exits
 	// at once is not missed.
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGCHLD)
+	sigs := catchSignals()
 	target, err := startTarget(spec)
 	if err != nil {
 		return fail(err)
 	}
 	ctl.send(message{Started: target})
-	return superviseTarget(target, sigs)
+	code := superviseTarget(target, sigs)
+	ctl.send(message{Exited: &code}) // without it, the supervisor knows the init itself died
+	return code
 }
 
 // bringUpLoopback sets lo up and turns IPv6 off: the namespace has no other
@@ -214,6 +217,10 @@ func startTarget(spec Spec) (int, error) {
 			done <- result{err: step("landlock", err)}
 			return
 		}
+		if err := setRlimits(spec.Limits); err != nil { // before seccomp, which may deny prlimit
+			done <- result{err: step("limits", err)}
+			return
+		}
 		if err := installSeccomp(); err != nil {
 			done <- result{err: step("seccomp", err)}
 			return
@@ -234,12 +241,12 @@ func startTarget(spec Spec) (int, error) {
 
 // superviseTarget forwards SIGINT, SIGTERM and SIGHUP to the target's
 // session, reaps every orphan, and returns the target's exit status.
-func superviseTarget(target int, sigs <-chan os.Signal) int {
+func superviseTarget(target int, sigs initSignals) int {
 	sig := os.Signal(unix.SIGCHLD) // reap once first: the target may be gone already
 	for {
 		if sig != unix.SIGCHLD {
 			unix.Kill(-target, sig.(syscall.Signal)) // its session's process group
-			sig = <-sigs
+			sig = sigs.next()
 			continue
 		}
 		for {
@@ -258,7 +265,7 @@ func superviseTarget(target int, sigs <-chan os.Signal) int {
 			unix.Kill(-1, unix.SIGKILL) // nothing outlives the target
 			return code
 		}
-		sig = <-sigs
+		sig = sigs.next()
 	}
 }
 

@@ -68,8 +68,8 @@ func buildRoot(spec Spec) error {
 	}
 	// The tmpfs folders first: an integration folder under /tmp is bound
 	// on top of the sandbox's own /tmp, not hidden by it.
-	for _, d := range []string{"/tmp", Home} {
-		if err := mkdirMount(root, d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0777,size=256m"); err != nil {
+	for d, sizeMB := range map[string]int{"/tmp": spec.Limits.TmpMB, Home: spec.Limits.HomeMB} {
+		if err := mkdirMount(root, d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, spec.Limits.tmpfsOptions(sizeMB)); err != nil {
 			return step("tmpfs "+d, err)
 		}
 	}
@@ -80,6 +80,9 @@ func buildRoot(spec Spec) error {
 	}
 	if err := bind(root, spec.StateDir, StateDir, false); err != nil {
 		return step("bind state folder", err)
+	}
+	if err := remountNoSuidNoDev(filepath.Join(root, StateDir)); err != nil {
+		return step("state folder nosuid,nodev", err)
 	}
 	if err := buildDev(root); err != nil {
 		return err
@@ -248,7 +251,7 @@ func remountReadOnly(dir string) error {
 
 // buildDev makes a /dev with the harmless devices only: no tty, no disks.
 func buildDev(root string) error {
-	if err := mkdirMount(root, "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
+	if err := mkdirMount(root, "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64"); err != nil {
 		return step("tmpfs /dev", err)
 	}
 	for _, d := range devices {

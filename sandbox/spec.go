@@ -16,6 +16,8 @@ type Spec struct {
 	// CapturePorts get transparent capture listeners: 443 and each
 	// exempted port.
 	CapturePorts []uint16
+	// Limits bound what the program can consume; every field must be set.
+	Limits Limits
 }
 
 // Fixed places inside the sandbox.
@@ -24,6 +26,7 @@ const (
 	DNSAddr   = "127.0.0.53:53"
 	Home      = "/home/sandbox"
 	StateDir  = "/var/lib/integration"
+	Hostname  = "sandbox"
 )
 
 // Listener names in the fd-passing message.

@@ -17,9 +17,14 @@ import (
 // Options are the supervisor's choices for one sandbox.
 type Options struct {
 	// HostUID and HostGID are the host ids the sandbox's root maps to. As
-	// root, pass a unique unprivileged uid per sandbox (never a shared
-	// 65534). As a normal user, pass your own ids: a single-id map.
+	// root, pass the integration's own unprivileged uid (ClaimStateFolder),
+	// never a shared 65534. As a normal user, pass your own ids: a
+	// single-id map.
 	HostUID, HostGID int
+	// StateMount, when set (root only), is a detached mount bound at
+	// StateDir instead of the folder Spec.StateDir names: the state image
+	// MountStateImage made. Start passes it on; the caller closes it.
+	StateMount *os.File
 }
 
 // Sandbox is a running sandboxed process tree and the listeners created
@@ -34,6 +39,7 @@ type Sandbox struct {
 	ctl  control
 	live *os.File
 	done chan int
+	exit exitReport
 }
 
 // ErrNamespaces means the kernel refused to create the namespaces.
@@ -82,7 +88,7 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
 		cmd.SysProcAttr.GidMappingsEnableSetgroups = true
 	}
-	sb := &Sandbox{cmd: cmd, ctl: control{f: parentCtl}, live: liveW, done: make(chan int, 1)}
+	sb := &Sandbox{cmd: cmd, ctl: control{f: parentCtl}, live: liveW, done: make(chan int, 1), exit: newExitReport()}
 	started := make(chan error, 1)
 	// Pdeathsig fires when the thread that forked the child exits
 	// (golang/go#27505), so that thread stays locked for the child's life.
@@ -94,6 +100,7 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 		}
 		started <- nil
 		sb.done <- exitCode(cmd.Wait())
+		close(sb.exit.gone)
 	}()
 	err = <-started
 	childCtl.Close()
@@ -109,14 +116,23 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 	var fds []int
 	if os.Geteuid() == 0 {
 		paths = append(append([]string{}, spec.ReadOnly...), spec.StateDir)
-		if fds, err = cloneMounts(paths); err != nil {
+		clone := paths
+		if opts.StateMount != nil {
+			clone = spec.ReadOnly
+		}
+		if fds, err = cloneMounts(clone); err != nil {
 			sb.Kill()
 			return nil, err
+		}
+		if opts.StateMount != nil {
+			fds = append(fds, int(opts.StateMount.Fd())) // sent, not closed here: the caller's
 		}
 	}
 	err = sb.ctl.send(message{Spec: &spec, Paths: paths}, fds...)
 	for _, fd := range fds {
-		unix.Close(fd)
+		if opts.StateMount == nil || fd != int(opts.StateMount.Fd()) {
+			unix.Close(fd)
+		}
 	}
 	if err != nil {
 		sb.Kill()
@@ -203,8 +219,13 @@ func (sb *Sandbox) Run() error {
 	return nil
 }
 
-// Wait returns the target's exit status: its code, or 128+signal.
-func (sb *Sandbox) Wait() int { return <-sb.done }
+// Wait returns the target's exit status: its code, or 128+signal. After
+// it, InitDied says whether that status is really the init's own.
+func (sb *Sandbox) Wait() int {
+	code := <-sb.done
+	sb.readExit()
+	return code
+}
 
 // Signal forwards sig to the init, which passes it to the target's session.
 func (sb *Sandbox) Signal(sig os.Signal) error { return sb.cmd.Process.Signal(sig) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"time"
 )
 
 // ErrUnsupported: egressd run needs Linux namespaces. It never runs the
@@ -19,7 +20,10 @@ var ErrNamespaces = ErrUnsupported
 const InitArg = "__egressd-sandbox-init"
 
 // Options are the supervisor's choices for one sandbox.
-type Options struct{ HostUID, HostGID int }
+type Options struct {
+	HostUID, HostGID int
+	StateMount       *os.File
+}
 
 // Sandbox is not available on this system.
 type Sandbox struct {
@@ -35,8 +39,35 @@ func Start(Spec, Options) (*Sandbox, error) { return nil, ErrUnsupported }
 // InitMain always fails here.
 func InitMain() int { return 125 }
 
-func (*Sandbox) Run() error             { return ErrUnsupported }
-func (*Sandbox) Wait() int              { return 125 }
-func (*Sandbox) Signal(os.Signal) error { return ErrUnsupported }
-func (*Sandbox) Kill()                  {}
-func (*Sandbox) Close()                 {}
+func (*Sandbox) Run() error                    { return ErrUnsupported }
+func (*Sandbox) Wait() int                     { return 125 }
+func (*Sandbox) Signal(os.Signal) error        { return ErrUnsupported }
+func (*Sandbox) Kill()                         {}
+func (*Sandbox) Close()                        {}
+func (*Sandbox) Stop(os.Signal, time.Duration) {}
+func (*Sandbox) InitDied() bool                { return false }
+func (*Sandbox) Escalated() bool               { return false }
+
+// ClaimStateFolder always fails here.
+func ClaimStateFolder(string, string) (string, int, error) { return "", 0, ErrUnsupported }
+
+// StateUse is what a state folder holds.
+type StateUse struct {
+	Bytes int64
+	Files int
+}
+
+// TidyStateFolder always fails here.
+func TidyStateFolder(string, int, int) (StateUse, error) { return StateUse{}, ErrUnsupported }
+
+// Terminal is not saved here.
+type Terminal struct{}
+
+// SaveTerminal returns nil here.
+func SaveTerminal() *Terminal { return nil }
+
+// Restore does nothing here.
+func (*Terminal) Restore() error { return nil }
+
+// MountStateImage always fails here.
+func MountStateImage(string, int, int, string) (*os.File, error) { return nil, ErrUnsupported }

@@ -10,6 +10,7 @@ import (
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/policy"
+	"github.com/egressd/egressd/sandbox"
 )
 
 // checkReport is one manifest's result, as --json prints it.
@@ -123,6 +124,11 @@ func checkOne(path string, rules *allowlist.Rules) checkReport {
 	}
 	if m == nil {
 		return r
+	}
+	for _, k := range m.EnvKeys {
+		if why := sandbox.HeldBack(k); why != "" {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("declares the variable %s, %s: egressd run passes it only if the operator names it (--env %s, env_passthrough)", k, why, k))
+		}
 	}
 	r.Valid, r.ID, r.Version, r.Format, r.Digest = true, m.ID, m.Version, m.Format.String(), m.Digest()
 	r.Entries = []string{}

@@ -22,11 +22,6 @@ import (
 	"github.com/miekg/dns"
 )
 
-// sandboxUIDBase is where root's per-sandbox host uids start: the sandbox
-// of egressd process PID runs as host uid sandboxUIDBase+PID, unique while
-// it runs and owned by no real user.
-const sandboxUIDBase = 2_000_000_000
-
 type runFlags struct {
 	serveFlags
 	auditKey        string
@@ -86,12 +81,13 @@ type runSetup struct {
 	registry *policy.Registry
 	loaded   policy.Outcome // the manifest's load, for the policy event
 	log      *audit.Log
-	file     *audit.File
+	sink     *auditSink
 	logPath  string
 	server   *proxy.Server
 	suppress *audit.Suppressor
 	spec     sandbox.Spec
 	opts     sandbox.Options
+	env      envReport
 }
 
 // prepareRun reads the manifest once, before the program starts, applies
@@ -145,17 +141,28 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 		}
 	}
 	r := &runSetup{policy: p, cfg: cfg, registry: registry, loaded: loaded}
-	hostUID, hostGID := os.Getuid(), os.Getgid()
-	if hostUID == 0 {
-		hostUID, hostGID = sandboxUIDBase+os.Getpid(), sandboxUIDBase+os.Getpid()
+	integrationState, stateUID, err := sandbox.ClaimStateFolder(filepath.Join(stateDir, "sandbox"), p.Manifest.ID)
+	if err != nil {
+		return nil, fmt.Errorf("state folder: %w", err)
 	}
-	r.opts = sandbox.Options{HostUID: hostUID, HostGID: hostGID}
-	integrationState := filepath.Join(stateDir, "sandbox", p.Manifest.ID)
-	if err := os.MkdirAll(integrationState, 0o700); err != nil {
+	hostUID, hostGID, owner := os.Getuid(), os.Getgid(), -1
+	if hostUID == 0 {
+		hostUID, hostGID, owner = stateUID, stateUID, stateUID
+	}
+	use, err := sandbox.TidyStateFolder(integrationState, owner, owner)
+	if err != nil {
 		return nil, err
 	}
-	if os.Getuid() == 0 {
-		os.Chown(integrationState, hostUID, hostGID)
+	r.opts = sandbox.Options{HostUID: hostUID, HostGID: hostGID}
+	if os.Getuid() == 0 && !f.insecureEnvOnly {
+		// The kernel bounds the state: an ext4 image of state_mb, seeded
+		// once from the folder earlier versions used.
+		image := filepath.Join(stateDir, "sandbox-images", p.Manifest.ID+".ext4") // not beside the folders: an id may end in .ext4
+		if r.opts.StateMount, err = sandbox.MountStateImage(image, cfg.Sandbox.StateMB, stateUID, integrationState); err != nil {
+			return nil, fmt.Errorf("state image %s: %w", image, err)
+		}
+	} else if err := cfg.Sandbox.CheckState(use); err != nil {
+		return nil, err
 	}
 	ports := []uint16{policy.DefaultPort}
 	ports = append(ports, cfg.Integrations[0].Exemptions.AllowPorts...)
@@ -163,12 +170,15 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 	if rtDir := filepath.Dir(path); !underSystemDirs(rtDir) && rtDir != dir {
 		readOnly = append(readOnly, rtDir)
 	}
+	passthrough := append(append([]string{}, cfg.EnvPassthrough...), f.envPassthrough...)
+	r.env = newEnvReport(os.Environ(), p.Manifest.EnvKeys, passthrough)
 	r.spec = sandbox.Spec{
 		Command: path, Args: command, Dir: dir,
-		Env:          sandbox.BuildEnv(os.Environ(), p.Manifest.EnvKeys, append(cfg.EnvPassthrough, f.envPassthrough...)),
+		Env:          sandbox.BuildEnv(os.Environ(), p.Manifest.EnvKeys, passthrough),
 		ReadOnly:     readOnly,
 		StateDir:     integrationState,
 		CapturePorts: ports,
+		Limits:       cfg.Sandbox,
 	}
 	if f.auditKey == "" {
 		f.auditKey = cfg.Audit.KeyFile
@@ -223,7 +233,7 @@ func (r *runSetup) openAudit(f runFlags, stateDir, id string) error {
 		}
 		path = filepath.Join(stateDir, "audit", id+"."+strconv.Itoa(os.Getpid())+".log")
 	}
-	file, err := audit.OpenFile(path, 0)
+	file, err := audit.OpenFile(path, int64(r.cfg.Audit.MaxSizeMB)<<20)
 	if err != nil {
 		return err
 	}
@@ -235,7 +245,7 @@ func (r *runSetup) openAudit(f runFlags, stateDir, id string) error {
 		}
 	}
 	registry := r.registry
-	r.file, r.logPath = file, path
+	r.sink, r.logPath = &auditSink{out: file, file: file}, path
 	r.log, err = audit.New(file, audit.Options{Key: key, Generation: func() uint64 { return registry.Snapshot().Generation }})
 	return err
 }
@@ -244,22 +254,29 @@ func (r *runSetup) close() {
 	if r.log != nil {
 		r.log.Close()
 	}
-	if r.file != nil {
-		r.file.Close()
+	if r.sink != nil {
+		r.sink.close()
 	}
 }
 
 // sandboxed runs the program in the sandbox and returns its exit status.
 func (r *runSetup) sandboxed(stderr io.Writer) int {
 	p := r.policy
+	term := sandbox.SaveTerminal() // the program shares it and may leave it broken
+	defer term.Restore()
 	sb, err := sandbox.Start(r.spec, r.opts)
+	if r.opts.StateMount != nil {
+		r.opts.StateMount.Close() // the sandbox holds its own reference now
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd run:", err)
 		r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "sandbox_refused", Integration: p.Manifest.ID, Err: audit.Cap(err.Error(), 1000)})
 		return exitFail
 	}
 	defer sb.Close()
-	stop := forwardSignals(sb.Signal) // before the target can print "ready"
+	grace := r.cfg.Timeouts.StopGrace
+	stop := forwardSignals(func(s os.Signal) error { sb.Stop(s, grace); return nil }) // before the target can print "ready"
+	stopAudit := r.maintainAudit(stderr)
 	names := proxy.NewSynthetic(1<<16-2, 5*time.Minute)
 	go r.server.Serve(sb.Proxy)
 	for _, ln := range sb.Capture {
@@ -274,6 +291,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 		fmt.Fprintf(stderr, "egressd: warning: exemption in force for %s: %s\n", p.Manifest.ID, name)
 		r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "exemption", Integration: p.Manifest.ID, Exemption: name})
 	}
+	r.env.report(stderr, r.log, p.Manifest.ID)
 	if err := sb.Run(); err != nil {
 		sb.Kill()
 		fmt.Fprintln(stderr, "egressd run:", err)
@@ -282,8 +300,12 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	}
 	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "start", Integration: p.Manifest.ID, IntegrationVersion: p.Manifest.Version,
 		Msg: "sandboxed: " + r.spec.Command})
+	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "limits", Integration: p.Manifest.ID, Msg: limitsMessage(r.spec.Limits, r.opts.StateMount != nil)})
 	code := sb.Wait()
+	term.Restore() // before egressd writes to a terminal whose output the program may have stopped
 	stop()
+	stopAudit()
+	r.reportState(stderr)
 	for _, s := range dnsServers {
 		s.Shutdown()
 	}
@@ -291,7 +313,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	defer cancel()
 	r.server.Shutdown(ctx)
 	r.suppress.Flush(true)
-	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "stop", Integration: p.Manifest.ID, Msg: "exit status " + strconv.Itoa(code)})
+	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "stop", Integration: p.Manifest.ID, Msg: exitMessage(sb, code, grace)})
 	return code
 }
 
@@ -320,6 +342,8 @@ func (r *runSetup) envOnly(stderr io.Writer) int {
 	}
 	cmd := exec.Command(r.spec.Command, r.spec.Args[1:]...)
 	cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = r.spec.Dir, env, os.Stdin, os.Stdout, os.Stderr
+	term := sandbox.SaveTerminal()
+	defer term.Restore()
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(stderr, "egressd run:", err)
 		return exitFail

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunManifestCannotChooseAnotherServicesCredentials: a VoiceOS manifest
+// that declares AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN, SSH_AUTH_SOCK or
+// LD_PRELOAD received the launcher's values, check said nothing, and the
+// audit log never named what crossed.
+func TestRunManifestCannotChooseAnotherServicesCredentials(t *testing.T) {
+	e := newSandboxEnv(t)
+	manifest := filepath.Join(e.dir, "voiceos.integration.json")
+	os.WriteFile(manifest, []byte(`{"schemaVersion":1,"id":"com.test.sandboxed","version":"1.0.0",
+	"runtime":{"kind":"local-mcp","command":"sh","args":[]},
+	"auth":{"kind":"apiKey","fields":[{"key":"DECLARED_SECRET","label":"k"},{"key":"AWS_SECRET_ACCESS_KEY","label":"a"},
+	{"key":"GITHUB_TOKEN","label":"g"},{"key":"SSH_AUTH_SOCK","label":"s"}]},
+	"preferences":[{"name":"LD_PRELOAD","label":"l"},{"name":"NODE_OPTIONS","label":"n"}],
+	"permissions":[{"kind":"network","domains":["api.allowed.example"]}]}`), 0o644)
+	cmd := e.command(`for k in DECLARED_SECRET AWS_SECRET_ACCESS_KEY GITHUB_TOKEN SSH_AUTH_SOCK LD_PRELOAD NODE_OPTIONS; do eval "echo $k=\${$k:-absent}"; done`)
+	cmd.Args = append(cmd.Args[:2], append([]string{"--env", "GITHUB_TOKEN"}, cmd.Args[2:]...)...)
+	cmd.Env = append(cmd.Env, "GITHUB_TOKEN=gh-value", "SSH_AUTH_SOCK=/tmp/agent.sock", "LD_PRELOAD=/nonexistent/evil.so", "NODE_OPTIONS=--require=/evil.js")
+	out, errs, code := runCmd(t, cmd)
+	want := "DECLARED_SECRET=declared-value\nAWS_SECRET_ACCESS_KEY=absent\nGITHUB_TOKEN=gh-value\nSSH_AUTH_SOCK=absent\nLD_PRELOAD=absent\nNODE_OPTIONS=absent\n"
+	if code != 0 || out != want {
+		t.Fatalf("exit %d\nstdout %q\nwant   %q\nstderr %s", code, out, want, errs)
+	}
+	for _, k := range []string{"AWS_SECRET_ACCESS_KEY", "SSH_AUTH_SOCK", "LD_PRELOAD", "NODE_OPTIONS"} {
+		if !strings.Contains(errs, "declares "+k+":") {
+			t.Errorf("no warning for %s:\n%s", k, errs)
+		}
+	}
+	log := e.auditLog()
+	if !strings.Contains(log, `"action":"env","msg":"crossed: DECLARED_SECRET,GITHUB_TOKEN,`) || strings.Contains(log, "declared-value") || strings.Contains(log, "gh-value") {
+		t.Fatalf("audit log:\n%s", log)
+	}
+	checkOut, _, _ := runCLI(t, "check", manifest)
+	for _, k := range []string{"AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "SSH_AUTH_SOCK", "LD_PRELOAD", "NODE_OPTIONS"} {
+		if !strings.Contains(checkOut, "warning: declares the variable "+k+",") {
+			t.Errorf("check does not warn about %s:\n%s", k, checkOut)
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPTY opens a pseudo-terminal pair through /dev/ptmx.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skip("no /dev/ptmx:", err)
+	}
+	t.Cleanup(func() { master.Close() })
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetUint32(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { slave.Close() })
+	return master, slave
+}
+
+// TestRunProgramCannotLeaveTheTerminalBroken: run from a terminal, the
+// program turned echo off, resized the window, set the n_null line
+// discipline and stopped output, and the user's terminal stayed dead after
+// egressd exited. Whether the kernel lets each call through (a seccomp
+// filter may refuse some), the terminal must work after egressd exits.
+func TestRunProgramCannotLeaveTheTerminalBroken(t *testing.T) {
+	e := newSandboxEnv(t)
+	master, slave := openPTY(t)
+	sfd := int(slave.Fd())
+	if err := unix.IoctlSetWinsize(sfd, unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 120}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := unix.IoctlGetTermios(sfd, unix.TCGETS)
+	if err != nil || before.Lflag&unix.ECHO == 0 {
+		t.Fatalf("fresh pty: %+v %v", before, err)
+	}
+	var shown bytes.Buffer
+	drained := make(chan struct{})
+	go func() { io.Copy(&shown, master); close(drained) }() // never let the pty's buffer fill
+	cmd := e.command(`stty -echo -icanon rows 2 cols 3; echo modes_changed; ` +
+		`perl -e 'my $d = pack("i", 27); my $off = 0; ioctl(STDIN, 0x5423, $d) or print "setd: $!\n"; ioctl(STDOUT, 0x540A, $off) or print "xonc: $!\n"'`)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	if err := cmd.Run(); err != nil {
+		slave.Close()
+		<-drained
+		t.Fatalf("egressd: %v\n%s", err, shown.String())
+	}
+	if ld, err := unix.IoctlGetInt(sfd, unix.TIOCGETD); err != nil || ld != 0 {
+		t.Errorf("line discipline %d after exit (%v), want n_tty", ld, err)
+	}
+	after, err := unix.IoctlGetTermios(sfd, unix.TCGETS)
+	if err != nil || *after != *before {
+		t.Errorf("termios after exit:\n%+v\nwant\n%+v (%v)", after, before, err)
+	}
+	if ws, err := unix.IoctlGetWinsize(sfd, unix.TIOCGWINSZ); err != nil || ws.Row != 40 || ws.Col != 120 {
+		t.Errorf("window %+v after exit (%v), want 40x120", ws, err)
+	}
+	// Output flows: a line written to the terminal reaches its reader.
+	slave.SetWriteDeadline(time.Now().Add(10 * time.Second)) // bounds a failure only
+	if _, err := slave.WriteString("terminal works\n"); err != nil {
+		t.Fatalf("write to the terminal after exit: %v", err)
+	}
+	slave.Close()
+	<-drained
+	if !strings.Contains(shown.String(), "modes_changed") || !strings.Contains(shown.String(), "terminal works") {
+		t.Fatalf("terminal showed %q", shown.String())
+	}
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/sandbox"
+)
+
+// maxHeldBackLines bounds the warnings one run writes about held-back keys.
+const maxHeldBackLines = 32
+
+// envReport is what "egressd run" says about the program's environment:
+// the declared keys it held back, and the names of the launcher variables
+// that crossed. Never a value.
+type envReport struct {
+	heldBack []string // "NAME: why"
+	crossed  []string
+}
+
+func newEnvReport(launcher, declared, passthrough []string) envReport {
+	named := map[string]bool{}
+	for _, k := range passthrough {
+		named[k] = true
+	}
+	var r envReport
+	for _, k := range declared {
+		if why := sandbox.HeldBack(k); why != "" && !named[k] {
+			r.heldBack = append(r.heldBack, k+": "+why)
+		}
+	}
+	r.crossed = sandbox.Crossed(launcher, declared, passthrough)
+	return r
+}
+
+// report warns about each held-back key on stderr and in the audit log, and
+// records the crossed names at start.
+func (r envReport) report(stderr io.Writer, log *audit.Log, id string) {
+	held := r.heldBack
+	if len(held) > maxHeldBackLines { // the manifest chooses how many keys it declares
+		rest := fmt.Sprintf("and %d more declared keys held back", len(held)-maxHeldBackLines)
+		fmt.Fprintln(stderr, "egressd: warning:", rest)
+		log.Write(audit.Event{Kind: audit.Lifecycle, Action: "env_held_back", Integration: id, Msg: rest})
+		held = held[:maxHeldBackLines]
+	}
+	for _, h := range held {
+		name, _, _ := strings.Cut(h, ":")
+		msg := fmt.Sprintf("the manifest declares %s; not passed (pass --env %s or list it in env_passthrough to allow it)", h, name)
+		fmt.Fprintln(stderr, "egressd: warning:", msg)
+		log.Write(audit.Event{Kind: audit.Lifecycle, Action: "env_held_back", Integration: id, Msg: msg})
+	}
+	log.Write(audit.Event{Kind: audit.Lifecycle, Action: "env", Integration: id, Msg: "crossed: " + strings.Join(r.crossed, ",")})
+}

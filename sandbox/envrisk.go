@@ -1,0 +1,67 @@
+package sandbox
+
+import "strings"
+
+// A manifest is third-party input: the keys it declares choose which of the
+// launcher's variables its program receives. Some names are never the
+// integration's own to ask for: credentials of other services, and
+// variables that change what the dynamic loader or an interpreter loads.
+// Such a declared key crosses only if the operator names it too (--env,
+// env_passthrough).
+
+// credentialNames are well-known variables that hold another service's
+// secret, or a door to one (an agent socket, a credentials folder).
+var credentialNames = map[string]bool{
+	"GITHUB_TOKEN": true, "GH_TOKEN": true, "GH_ENTERPRISE_TOKEN": true, "GITHUB_ENTERPRISE_TOKEN": true,
+	"GITLAB_TOKEN": true, "CI_JOB_TOKEN": true, "ACTIONS_RUNTIME_TOKEN": true, "ACTIONS_ID_TOKEN_REQUEST_TOKEN": true,
+	"NPM_TOKEN": true, "NODE_AUTH_TOKEN": true, "PYPI_TOKEN": true, "TWINE_PASSWORD": true, "CARGO_REGISTRY_TOKEN": true,
+	"SSH_AUTH_SOCK": true, "SSH_AGENT_PID": true, "GPG_AGENT_INFO": true, "KRB5CCNAME": true, "NETRC": true,
+	"ANTHROPIC_API_KEY": true, "OPENAI_API_KEY": true, "GEMINI_API_KEY": true, "GOOGLE_API_KEY": true,
+	"HF_TOKEN": true, "HUGGING_FACE_HUB_TOKEN": true, "MISTRAL_API_KEY": true, "COHERE_API_KEY": true,
+	"GOOGLE_APPLICATION_CREDENTIALS": true, "KUBECONFIG": true, "VAULT_TOKEN": true, "CONSUL_HTTP_TOKEN": true,
+	"DIGITALOCEAN_TOKEN": true, "HEROKU_API_KEY": true, "CLOUDFLARE_API_TOKEN": true, "SENTRY_AUTH_TOKEN": true,
+	"SLACK_TOKEN": true, "SLACK_BOT_TOKEN": true, "STRIPE_API_KEY": true, "TWILIO_AUTH_TOKEN": true,
+	"OP_SERVICE_ACCOUNT_TOKEN": true, "DOCKER_AUTH_CONFIG": true, "DOCKER_HOST": true, "DOCKER_CONFIG": true,
+	"PGPASSWORD": true, "MYSQL_PWD": true, "DATABASE_URL": true, "REDIS_URL": true,
+	"DBUS_SESSION_BUS_ADDRESS": true, "XDG_RUNTIME_DIR": true, "CREDENTIALS_DIRECTORY": true, "NOTIFY_SOCKET": true,
+	"GIT_ASKPASS": true, "SSH_ASKPASS": true, "SUDO_ASKPASS": true,
+}
+
+// credentialPrefixes are families of another service's credentials.
+var credentialPrefixes = []string{"AWS_", "AZURE_", "ARM_", "GCLOUD_", "CLOUDSDK_", "GOOGLE_CLOUD_", "ALIBABA_CLOUD_", "OCI_CLI_"}
+
+// loaderNames change what the loader or an interpreter reads or trusts.
+var loaderNames = map[string]bool{
+	"NODE_OPTIONS": true, "NODE_PATH": true, "NODE_EXTRA_CA_CERTS": true, "NODE_TLS_REJECT_UNAUTHORIZED": true,
+	"NODE_REPL_EXTERNAL_MODULE": true, "ELECTRON_RUN_AS_NODE": true, "BASH_ENV": true, "ENV": true, "SHELLOPTS": true,
+	"BASHOPTS": true, "PS4": true, "PROMPT_COMMAND": true, "IFS": true, "CDPATH": true, "PERL5LIB": true, "PERL5OPT": true,
+	"PERLLIB": true, "RUBYOPT": true, "RUBYLIB": true, "GCONV_PATH": true, "LOCPATH": true, "NLSPATH": true,
+	"HOSTALIASES": true, "RESOLV_HOST_CONF": true, "GLIBC_TUNABLES": true, "JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true,
+	"JDK_JAVA_OPTIONS": true, "CLASSPATH": true, "LUA_PATH": true, "LUA_CPATH": true, "PHPRC": true, "TCLLIBPATH": true,
+	"OPENSSL_CONF": true, "OPENSSL_ENGINES": true, "SSL_CERT_FILE": true, "SSL_CERT_DIR": true, "CURL_CA_BUNDLE": true,
+	"REQUESTS_CA_BUNDLE": true, "GOFLAGS": true, "TMPDIR": true,
+}
+
+// loaderPrefixes are families of such variables.
+var loaderPrefixes = []string{"LD_", "DYLD_", "PYTHON", "GIT_", "MALLOC_", "NPM_CONFIG_", "npm_config_"}
+
+// HeldBack says why a key a manifest declares is not passed unless the
+// operator names it too, or "" when it may cross.
+func HeldBack(key string) string {
+	switch {
+	case credentialNames[key] || hasAnyPrefix(key, credentialPrefixes):
+		return "a well-known credential of another service"
+	case loaderNames[key] || hasAnyPrefix(key, loaderPrefixes):
+		return "a variable that changes what the loader or an interpreter loads or trusts"
+	}
+	return ""
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}

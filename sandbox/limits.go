@@ -1,0 +1,63 @@
+package sandbox
+
+import "fmt"
+
+// Limits bound what one sandbox can take from its host. The kernel holds
+// each one: rlimits the init sets before the target starts (inherited by
+// every descendant, and not raisable without CAP_SYS_RESOURCE in the
+// initial user namespace), and sizes of the tmpfs mounts.
+type Limits struct {
+	// Processes is RLIMIT_NPROC. The kernel counts it per user namespace
+	// and uid (ucounts), so it caps the tasks (processes and threads) of
+	// this sandbox, the init's own threads included, whatever host uid it
+	// maps to.
+	Processes int
+	// OpenFiles is RLIMIT_NOFILE: descriptors per process.
+	OpenFiles int
+	// MemoryMB is RLIMIT_DATA: private writable memory (heap, anonymous
+	// mappings) per process. RLIMIT_AS would break runtimes that reserve
+	// large address ranges they never touch (V8, WebAssembly).
+	MemoryMB int
+	// FileSizeMB is RLIMIT_FSIZE: the largest file any process writes, in
+	// the state folder or a tmpfs.
+	FileSizeMB int
+	// TmpMB and HomeMB size the /tmp and HOME tmpfs; TmpfsInodes caps the
+	// files in each.
+	TmpMB, HomeMB, TmpfsInodes int
+	// StateMB sizes root's state image (MountStateImage); the kernel holds
+	// it. A normal user's state folder is only checked (CheckState): a run
+	// does not start while it holds more, and within a run only FileSizeMB
+	// bounds what the program writes there, per file.
+	StateMB int
+}
+
+// DefaultLimits are the bounds when the operator sets none.
+var DefaultLimits = Limits{Processes: 256, OpenFiles: 1024, MemoryMB: 1024, FileSizeMB: 256, TmpMB: 64, HomeMB: 64, TmpfsInodes: 16384, StateMB: 1024}
+
+// check refuses a Limits with any bound unset: a zero would mean "no
+// bound" to some of the calls below, and nothing fails open.
+func (l Limits) check() error {
+	for name, v := range map[string]int{"processes": l.Processes, "open files": l.OpenFiles, "memory": l.MemoryMB,
+		"file size": l.FileSizeMB, "/tmp size": l.TmpMB, "HOME size": l.HomeMB, "tmpfs inodes": l.TmpfsInodes, "state size": l.StateMB} {
+		if v < 1 {
+			return fmt.Errorf("limit on %s is %d: every bound must be at least 1", name, v)
+		}
+	}
+	return nil
+}
+
+// tmpfsOptions are the mount options of a writable tmpfs of sizeMB.
+func (l Limits) tmpfsOptions(sizeMB int) string {
+	return fmt.Sprintf("mode=0777,size=%dm,nr_inodes=%d", sizeMB, l.TmpfsInodes)
+}
+
+// CheckState refuses to start a run while the state folder holds more than
+// StateMB: what an earlier run left is bounded across runs, though not
+// within one.
+func (l Limits) CheckState(use StateUse) error {
+	if use.Bytes > int64(l.StateMB)<<20 {
+		return fmt.Errorf("the state folder holds %d MB in %d files, over sandbox_limits.state_mb (%d MB): "+
+			"the operator must clear it, or raise the bound, before the integration runs again", use.Bytes>>20, use.Files, l.StateMB)
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Constants of linux/loop.h and linux/mount.h that x/sys does not name.
+const (
+	loFlagsAutoclear = 4
+	fsopenCloexec    = 1
+	fsmountCloexec   = 1
+)
+
+// maxLoopAttempts bounds the retries when another process takes the loop
+// device LOOP_CTL_GET_FREE offered.
+const maxLoopAttempts = 8
+
+// MountStateImage returns a detached mount (nosuid, nodev) of the
+// integration's state: an ext4 filesystem in the image file path, of
+// sizeMB, whose root uid owns. The kernel holds the bound: the program gets
+// ENOSPC when the filesystem is full, and nothing it writes reaches the host
+// disk beyond the image. A missing image is made with mkfs.ext4, seeded with
+// the contents of seed (the folder earlier versions used), so state moves
+// into it once. Root only: it needs a loop device.
+//
+// Every mount of one image goes through one loop device, so concurrent runs
+// of an integration share one ext4 superblock and never mount the same
+// filesystem twice.
+func MountStateImage(path string, sizeMB, uid int, seed string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	if err := makeStateImage(path, sizeMB, uid, seed); err != nil {
+		return nil, err
+	}
+	// The lock makes "find the image's loop device, or attach one" atomic
+	// among egressd processes. It is on the folder, not the image: a loop
+	// device keeps the image's open file, and a lock on it, for its life.
+	lock, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", filepath.Dir(path), err)
+	}
+	img, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer img.Close()
+	loop, err := imageLoop(img)
+	if err != nil {
+		return nil, err
+	}
+	defer loop.Close() // held open until mounted: an open loop device is never auto-cleared
+	return mountExt4(loop.Name())
+}
+
+// makeStateImage creates the image, if missing, under a temporary name and
+// renames it into place, so a half-made image is never used.
+func makeStateImage(path string, sizeMB, uid int, seed string) error {
+	if _, err := os.Lstat(path); err == nil || !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	mkfs, err := exec.LookPath("mkfs.ext4")
+	if err != nil {
+		for _, p := range []string{"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"} {
+			if _, serr := os.Stat(p); serr == nil {
+				mkfs, err = p, nil
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("the state folder's size bound needs mkfs.ext4 (e2fsprogs): %w", err)
+	}
+	tmp := path + ".new"
+	os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	err = f.Truncate(int64(sizeMB) << 20)
+	f.Close()
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	args := []string{"-q", "-F", "-m", "0", "-E", fmt.Sprintf("root_owner=%d:%d", uid, uid)}
+	if entries, err := os.ReadDir(seed); err == nil && len(entries) > 0 {
+		args = append(args, "-d", seed)
+	}
+	if out, err := exec.Command(mkfs, append(args, tmp)...).CombinedOutput(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("mkfs.ext4 %s: %v: %s", tmp, err, out)
+	}
+	return os.Rename(tmp, path)
+}
+
+// imageLoop returns an open loop device backed by img: the one already
+// attached to it, or a new one (auto-cleared once nothing holds it).
+func imageLoop(img *os.File) (*os.File, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(img.Fd()), &st); err != nil {
+		return nil, err
+	}
+	devices, _ := filepath.Glob("/dev/loop[0-9]*")
+	for _, d := range devices {
+		loop, err := os.OpenFile(d, os.O_RDONLY|unix.O_CLOEXEC, 0) // read-only: only held, never written
+		if err != nil {
+			continue
+		}
+		info, err := unix.IoctlLoopGetStatus64(int(loop.Fd()))
+		if err == nil && info.Device == st.Dev && info.Inode == st.Ino {
+			return loop, nil
+		}
+		loop.Close()
+	}
+	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("the state folder's size bound needs a loop device: %w", err)
+	}
+	defer ctl.Close()
+	for attempt := 0; attempt < maxLoopAttempts; attempt++ {
+		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
+		if err != nil {
+			return nil, fmt.Errorf("loop-control: %w", err)
+		}
+		loop, err := os.OpenFile("/dev/loop"+strconv.Itoa(n), os.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, err
+		}
+		cfg := unix.LoopConfig{Fd: uint32(img.Fd()), Info: unix.LoopInfo64{Flags: loFlagsAutoclear}}
+		err = unix.IoctlLoopConfigure(int(loop.Fd()), &cfg)
+		if err == nil {
+			return loop, nil
+		}
+		loop.Close()
+		if !errors.Is(err, unix.EBUSY) {
+			return nil, fmt.Errorf("attach %s: %w", loop.Name(), err)
+		}
+	}
+	return nil, errors.New("no free loop device")
+}
+
+// mountExt4 mounts the device as a detached mount (fsopen, fsmount): it
+// exists nowhere in the host's tree, only in the sandbox it is passed to.
+func mountExt4(device string) (*os.File, error) {
+	fs, err := unix.Fsopen("ext4", fsopenCloexec)
+	if err != nil {
+		return nil, fmt.Errorf("fsopen ext4: %w", err)
+	}
+	defer unix.Close(fs)
+	if err := unix.FsconfigSetString(fs, "source", device); err != nil {
+		return nil, fmt.Errorf("mount %s: %w", device, err)
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return nil, fmt.Errorf("mount %s: %w", device, err)
+	}
+	mnt, err := unix.Fsmount(fs, fsmountCloexec, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", device, err)
+	}
+	return os.NewFile(uintptr(mnt), "state"), nil
+}
