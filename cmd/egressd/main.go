@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/egressd/egressd/sandbox"
+	"github.com/egressd/egressd/sandbox/selftest"
 )
 
 // Exit codes shared by every subcommand.
@@ -29,6 +30,8 @@ usage:
                                              show the decision for one target, without resolving it
   egressd run [--manifest PATH | DIR] [flags] [-- COMMAND ARGS...]
                                              run an integration's program sandboxed: the proxy is its only way out
+  egressd selftest [--json] [--config FILE] [--insecure-env-only]
+                                             prove on this host what the sandbox holds: the escape battery
   egressd approve [--state DIR] ID VERSION   approve a manifest version that widens its list
   egressd audit verify [--key FILE] [--checkpoints FILE] FILE...
                                              prove an audit log is intact
@@ -46,6 +49,9 @@ func main() {
 	// it must not go near flag parsing or anything else first.
 	if len(os.Args) > 1 && os.Args[1] == sandbox.InitArg {
 		os.Exit(sandbox.InitMain())
+	}
+	if len(os.Args) > 1 && os.Args[1] == selftest.ProbeArg {
+		os.Exit(selftest.ProbeMain(os.Args[2:]))
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -70,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runAudit(rest, stdout, stderr)
 	case "run":
 		return runRun(rest, stdout, stderr)
+	case "selftest":
+		return runSelftest(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "egressd", Version())
 		return exitOK

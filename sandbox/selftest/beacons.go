@@ -1,0 +1,248 @@
+package selftest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
+)
+
+// IntegrationID is the built-in probe integration's id.
+const IntegrationID = "dev.egressd.selftest"
+
+// canaryEnv is a launcher variable no manifest declares.
+const canaryEnv = "EGRESSD_SELFTEST_CANARY_TOKEN"
+
+// Beacons are the outer half: things on the host a sandboxed program must
+// not reach, each of which notes whether it was reached.
+type Beacons struct {
+	Config Config
+	// DNSAddr is an upstream DNS server that records every name it is
+	// asked; "egressd selftest" makes the proxy use it, so a name that
+	// reaches upstream is seen.
+	DNSAddr string
+	Dir     string // the run's folder: integration, state, audit log, sockets
+
+	listeners []net.Listener
+	dns       []*dns.Server
+	leaked    int
+	usr2      chan os.Signal
+	signals   atomic.Int32
+	reached   sync.Map // beacon name -> true
+	names     sync.Map // names asked upstream that carry the nonce
+	wg        sync.WaitGroup
+}
+
+// StartBeacons lays out dir (which must be empty and reachable by the
+// sandbox's user) and starts every beacon.
+func StartBeacons(dir string, targets Targets, hostDNS []string) (_ *Beacons, err error) {
+	nonce := make([]byte, 8)
+	rand.Read(nonce)
+	b := &Beacons{Dir: dir, leaked: -1}
+	n := "st" + hex.EncodeToString(nonce)
+	home, _ := os.UserHomeDir()
+	host, _ := os.Hostname()
+	b.Config = Config{Nonce: n, Targets: targets, HostDNS: hostDNS, CanaryEnv: canaryEnv, HostHome: home, HostName: host,
+		AuditLog: filepath.Join(dir, "audit.log"), HostMarker: "egressd-selftest-host-" + n}
+	defer func() {
+		if err != nil {
+			b.Close()
+		}
+	}()
+	if err := os.WriteFile(filepath.Join(dir, b.Config.HostMarker), []byte(n), 0o644); err != nil {
+		return nil, err
+	}
+	other := filepath.Join(dir, "state", "sandbox", "com.other.integration")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		return nil, err
+	}
+	b.Config.OtherState = filepath.Join(other, "secret")
+	if err := os.WriteFile(b.Config.OtherState, []byte("other integration's secret "+n), 0o644); err != nil {
+		return nil, err
+	}
+	greeting := "egressd-selftest-beacon " + n + "\n"
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	b.serve("host-loopback-service", tcp, greeting)
+	b.Config.Loopback = tcp.Addr().String()
+	sock := filepath.Join(dir, "host.sock")
+	ul, err := net.Listen("unix", sock)
+	if err != nil {
+		return nil, err
+	}
+	os.Chmod(sock, 0o777) // any uid could connect, if it could see it
+	b.serve("host-unix-socket-path", ul, greeting)
+	b.Config.UnixPath = sock
+	b.Config.UnixAbs = "egressd-selftest-" + n
+	al, err := net.Listen("unix", "@"+b.Config.UnixAbs)
+	if err != nil {
+		return nil, err
+	}
+	b.serve("host-unix-socket-abstract", al, greeting)
+	if err := b.startDNS(); err != nil {
+		return nil, err
+	}
+	if err := b.leak(filepath.Join(dir, "leaked")); err != nil {
+		return nil, err
+	}
+	b.usr2 = make(chan os.Signal, 16)
+	signal.Notify(b.usr2, unix.SIGUSR2)
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		for range b.usr2 {
+			b.signals.Add(1)
+		}
+	}()
+	os.Setenv(canaryEnv, "canary-"+n)
+	return b, nil
+}
+
+// serve greets each connection with the nonce and notes the reach.
+func (b *Beacons) serve(name string, ln net.Listener, greeting string) {
+	b.listeners = append(b.listeners, ln)
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b.reached.Store(name, true)
+			c.Write([]byte(greeting))
+			c.Close()
+		}
+	}()
+}
+
+// startDNS answers every name with MarkerAddr and notes those that carry
+// the nonce.
+func (b *Beacons) startDNS() error {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	b.DNSAddr = pc.LocalAddr().String()
+	h := dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(q)
+		for _, qq := range q.Question {
+			name := strings.ToLower(qq.Name)
+			if strings.Contains(name, b.Config.Nonce) {
+				b.names.Store(strings.TrimSuffix(name, "."), true)
+			}
+			if qq.Qtype == dns.TypeA {
+				rr, _ := dns.NewRR(fmt.Sprintf("%s 5 IN A %s", qq.Name, MarkerAddr))
+				m.Answer = append(m.Answer, rr)
+			}
+		}
+		w.WriteMsg(m)
+	})
+	s := &dns.Server{PacketConn: pc, Handler: h}
+	b.dns = append(b.dns, s)
+	started := make(chan struct{})
+	s.NotifyStartedFunc = func() { close(started) }
+	go s.ActivateAndServe()
+	<-started
+	return nil
+}
+
+// leak opens a file holding the nonce at a high descriptor number without
+// close-on-exec, as a careless launcher would.
+func (b *Beacons) leak(path string) error {
+	if err := os.WriteFile(path, []byte("leaked "+b.Config.Nonce), 0o644); err != nil {
+		return err
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if b.leaked, err = unix.FcntlInt(uintptr(fd), unix.F_DUPFD, 200); err != nil {
+		return err
+	}
+	b.Config.LeakedFDs = []int{b.leaked}
+	return nil
+}
+
+// Close stops every beacon.
+func (b *Beacons) Close() {
+	for _, ln := range b.listeners {
+		ln.Close()
+	}
+	for _, s := range b.dns {
+		s.Shutdown()
+	}
+	if b.usr2 != nil {
+		signal.Stop(b.usr2)
+		close(b.usr2)
+	}
+	if b.leaked >= 0 {
+		unix.Close(b.leaked)
+	}
+	os.Unsetenv(canaryEnv)
+	b.wg.Wait()
+}
+
+// Judge reads the inner half's results and adds what the beacons saw: a
+// beacon reached, a name seen upstream, a signal received is OPEN whatever
+// the program believed. Missing results are OPEN, never closed.
+func (b *Beacons) Judge(resultPath string, exitCode int) ([]Result, Bounds) {
+	var in inner
+	data, err := os.ReadFile(resultPath)
+	if err == nil {
+		err = json.Unmarshal(data, &in)
+	}
+	if err != nil {
+		return []Result{{Name: "battery", Layer: "-", Result: Open,
+			Detail: fmt.Sprintf("the probes wrote no results (exit status %d): %v; nothing can be said to be closed", exitCode, err)}}, in.Bounds
+	}
+	if !in.Done {
+		in.Probes = append(in.Probes, Result{Name: "signal-init-sigquit", Layer: LayerPID, Result: Open,
+			Detail: fmt.Sprintf("the sandbox died when the program sent its init SIGQUIT (exit status %d)", exitCode)})
+	}
+	for i := range in.Probes {
+		p := &in.Probes[i]
+		if _, ok := b.reached.Load(p.Name); ok {
+			p.Result, p.Detail = Open, "the host's listener accepted a connection from the program; "+p.Detail
+		}
+		switch p.Name {
+		case "signal-supervisor":
+			if n := b.signals.Load(); n > 0 {
+				p.Result, p.Detail = Open, fmt.Sprintf("egressd received %d signal(s) from the program", n)
+			}
+		case "dns-denied-name", "dns-random-subdomains":
+			if seen := b.upstream(p.Name == "dns-random-subdomains"); len(seen) > 0 {
+				p.Result, p.Detail = Open, "the upstream resolver was asked for "+strings.Join(limit(seen, 3), ", ")
+			}
+		}
+	}
+	return in.Probes, in.Bounds
+}
+
+// upstream lists the nonce names the DNS beacon was asked: the random
+// subdomains (x…) or the plain denied name.
+func (b *Beacons) upstream(random bool) []string {
+	var out []string
+	b.names.Range(func(k, _ any) bool {
+		name := k.(string)
+		if strings.HasPrefix(name, b.Config.Nonce) != random && !strings.Contains(name, ".raw.") {
+			out = append(out, name)
+		}
+		return true
+	})
+	return out
+}
