@@ -53,13 +53,13 @@ func StartBeacons(dir string, targets Targets, hostDNS []string) (_ *Beacons, er
 	home, _ := os.UserHomeDir()
 	host, _ := os.Hostname()
 	b.Config = Config{Nonce: n, Targets: targets, HostDNS: hostDNS, CanaryEnv: canaryEnv, HostHome: home, HostName: host,
-		AuditLog: filepath.Join(dir, "audit.log"), HostMarker: "egressd-selftest-host-" + n}
+		AuditLog: filepath.Join(dir, "audit.log"), HostMarker: filepath.Join(dir, "egressd-selftest-host-"+n)}
 	defer func() {
 		if err != nil {
 			b.Close()
 		}
 	}()
-	if err := os.WriteFile(filepath.Join(dir, b.Config.HostMarker), []byte(n), 0o644); err != nil {
+	if err := os.WriteFile(b.Config.HostMarker, []byte(n), 0o644); err != nil {
 		return nil, err
 	}
 	other := filepath.Join(dir, "state", "sandbox", "com.other.integration")

@@ -108,8 +108,13 @@ func probeProcFD(_ context.Context, c *Config) (string, string) {
 			if c.HostMarker != "" && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 				climb := link
 				for range 5 {
-					if _, err := os.Stat(filepath.Join(climb, c.HostMarker)); err == nil {
-						return opened("%s: climbed to the host's %s", climb, c.HostMarker)
+					// No filepath.Join: it would clean the ".." away. The
+					// marker is tried beside each folder climbed to and
+					// at its full host path, in case the climb reached /.
+					for _, try := range []string{climb + "/" + filepath.Base(c.HostMarker), climb + c.HostMarker} {
+						if _, err := os.Stat(try); err == nil {
+							return opened("%s: climbed into the host's filesystem (%s)", climb, c.HostMarker)
+						}
 					}
 					climb += "/.."
 				}

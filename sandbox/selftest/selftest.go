@@ -107,7 +107,7 @@ type Config struct {
 	Manifest   string   `json:"manifest"`    // the manifest file (host path)
 	AuditLog   string   `json:"audit_log"`   // egressd's audit log (host path)
 	OtherState string   `json:"other_state"` // a file in another integration's state (host path)
-	HostMarker string   `json:"host_marker"` // a host file's name that proves a walk reached the host
+	HostMarker string   `json:"host_marker"` // a host file (full path) that proves a walk reached the host
 	// Resolver, when set, replaces the program's own resolver
 	// configuration for the DNS probes. Only tests set it (through
 	// TestTargets), so that nothing asks the host's real resolver.
