@@ -46,10 +46,14 @@ func hookedBinary(t testing.TB) string {
 
 // docTargets sends every network probe to documentation addresses, and the
 // DNS probes to the selftest's own beacon, so no test asks anything real.
-const docTargets = `{"targets":{"tcp443":["198.51.100.1:443"],"tcp_other":["198.51.100.1:8080"],"ipv6":["[2001:db8::1]:443"],
-"udp":["198.51.100.1:443"],"public_dns":["203.0.113.53:53"],"metadata":["203.0.113.254:80"],
-"doh_names":["doh.egressd-selftest.example"],"denied_name":["denied.egressd-selftest.example"]},
-"host_dns":["198.51.100.53:53"],"beacon_resolver":true}`
+// scripts/test uses the same file.
+func docTargets(t *testing.T) string {
+	data, err := os.ReadFile("../../sandbox/selftest/testdata/doc-targets.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
 
 type selftestOutput struct {
 	Probes []struct{ Name, Layer, Result, Detail string } `json:"probes"`
@@ -73,7 +77,7 @@ func selftestJSON(t *testing.T, layersOff string, args ...string) (selftestOutpu
 	t.Helper()
 	requireSandbox(t)
 	cmd := exec.Command(hookedBinary(t), append([]string{"selftest", "--json"}, args...)...)
-	cmd.Env = append(os.Environ(), "EGRESSD_TESTHOOK_SELFTEST_TARGETS="+docTargets, "EGRESSD_TESTHOOK_LAYERS_OFF="+layersOff)
+	cmd.Env = append(os.Environ(), "EGRESSD_TESTHOOK_SELFTEST_TARGETS="+docTargets(t), "EGRESSD_TESTHOOK_LAYERS_OFF="+layersOff)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -234,7 +238,7 @@ func TestSelftestAsNonRootUser(t *testing.T) {
 	os.Chmod(filepath.Dir(bin), 0o755)
 	os.Chmod(filepath.Dir(filepath.Dir(bin)), 0o755) // the test's temporary root
 	cmd := exec.Command("setpriv", "--reuid="+user, "--regid="+user, "--clear-groups", "--", bin, "selftest", "--json")
-	cmd.Env = append(os.Environ(), "HOME=/nonexistent", "EGRESSD_TESTHOOK_SELFTEST_TARGETS="+docTargets)
+	cmd.Env = append(os.Environ(), "HOME=/nonexistent", "EGRESSD_TESTHOOK_SELFTEST_TARGETS="+docTargets(t))
 	cmd.Dir = "/"
 	out, err := cmd.Output()
 	var o selftestOutput
