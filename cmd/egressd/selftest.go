@@ -91,7 +91,12 @@ func selftestRun(f runFlags, stderr io.Writer) (selftest.Report, error) {
 	if err != nil {
 		return report, err
 	}
-	defer r.close()
+	closed := false
+	defer func() {
+		if !closed {
+			r.close()
+		}
+	}()
 	c := b.Config
 	c.Integr = r.spec.Dir
 	if abs, err := filepath.Abs(f.manifest); err == nil {
@@ -114,6 +119,8 @@ func selftestRun(f runFlags, stderr io.Writer) (selftest.Report, error) {
 	} else {
 		code = r.sandboxed(stderr)
 	}
+	r.close() // the audit log is complete before it is judged
+	closed = true
 	report.Probes, report.Bounds = b.Judge(hostResult, code)
 	fmt.Fprintf(stderr, "egressd selftest: %d probes in %s\n", len(report.Probes), time.Since(start).Round(time.Millisecond))
 	return report, nil

@@ -214,8 +214,12 @@ func (b *Beacons) Judge(resultPath string, exitCode int) ([]Result, Bounds) {
 		in.Probes = append(in.Probes, Result{Name: "signal-init-sigquit", Layer: LayerPID, Result: Open,
 			Detail: fmt.Sprintf("the sandbox died when the program sent its init SIGQUIT (exit status %d)", exitCode)})
 	}
+	refused := b.refusedInAudit()
 	for i := range in.Probes {
 		p := &in.Probes[i]
+		if p.Result == Open && len(p.Reached) > 0 && !strings.Contains(p.Detail, leftNote) && allIn(p.Reached, refused) {
+			p.Result, p.Detail = Closed, "egressd's capture accepted and refused every attempt, and its audit log records each: "+p.Detail
+		}
 		if _, ok := b.reached.Load(p.Name); ok {
 			p.Result, p.Detail = Open, "the host's listener accepted a connection from the program; "+p.Detail
 		}
@@ -231,6 +235,39 @@ func (b *Beacons) Judge(resultPath string, exitCode int) ([]Result, Bounds) {
 		}
 	}
 	return in.Probes, in.Bounds
+}
+
+// refusedInAudit is every line of egressd's audit log that records a
+// refusal: the destinations the supervisor saw and denied.
+func (b *Beacons) refusedInAudit() []string {
+	data, err := os.ReadFile(b.Config.AuditLog)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, `"decision":"deny"`) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// allIn reports whether every destination appears in some refusal.
+func allIn(dests, refusals []string) bool {
+	for _, d := range dests {
+		found := false
+		for _, line := range refusals {
+			if strings.Contains(line, d) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // upstream lists the nonce names the DNS beacon was asked: the random

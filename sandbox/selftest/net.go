@@ -24,17 +24,27 @@ const MarkerAddr = "203.0.113.77"
 
 func networkProbes() []probe {
 	return []probe{
-		{"tcp-ip-literal-443", LayerNetNS, func(ctx context.Context, c *Config) (string, string) { return dialAll(ctx, "tcp", c.Targets.TCP443) }},
-		{"tcp-ip-literal-other-port", LayerNetNS, func(ctx context.Context, c *Config) (string, string) { return dialAll(ctx, "tcp", c.Targets.TCPOther) }},
-		{"ipv6", LayerNetNS, func(ctx context.Context, c *Config) (string, string) { return dialAll(ctx, "tcp6", c.Targets.IPv6) }},
-		{"udp", LayerNetNS, func(ctx context.Context, c *Config) (string, string) {
+		netProbe("tcp-ip-literal-443", func(ctx context.Context, c *Config) (string, string, []string) {
+			return dialAll(ctx, "tcp", c.Targets.TCP443)
+		}),
+		netProbe("tcp-ip-literal-other-port", func(ctx context.Context, c *Config) (string, string, []string) {
+			return dialAll(ctx, "tcp", c.Targets.TCPOther)
+		}),
+		netProbe("ipv6", func(ctx context.Context, c *Config) (string, string, []string) {
+			return dialAll(ctx, "tcp6", c.Targets.IPv6)
+		}),
+		netProbe("udp", func(ctx context.Context, c *Config) (string, string, []string) {
 			return sendAll(ctx, c.Targets.UDP, []byte("egressd-selftest"))
-		}},
-		{"metadata-address", LayerNetNS, func(ctx context.Context, c *Config) (string, string) { return dialAll(ctx, "tcp", c.Targets.Metadata) }},
-		{"raw-dns-host-resolver", LayerNetNS, func(ctx context.Context, c *Config) (string, string) { return queryAll(ctx, c.HostDNS, c.Nonce) }},
-		{"raw-dns-public-resolver", LayerNetNS, func(ctx context.Context, c *Config) (string, string) {
+		}),
+		netProbe("metadata-address", func(ctx context.Context, c *Config) (string, string, []string) {
+			return dialAll(ctx, "tcp", c.Targets.Metadata)
+		}),
+		netProbe("raw-dns-host-resolver", func(ctx context.Context, c *Config) (string, string, []string) {
+			return queryAll(ctx, c.HostDNS, c.Nonce)
+		}),
+		netProbe("raw-dns-public-resolver", func(ctx context.Context, c *Config) (string, string, []string) {
 			return queryAll(ctx, c.Targets.PublicDNS, c.Nonce)
-		}},
+		}),
 		{"dns-denied-name", LayerDNS, probeDeniedName},
 		{"dns-random-subdomains", LayerDNS, probeRandomSubdomains},
 		{"doh-through-proxy", LayerCapture, probeDoHProxy},
@@ -48,14 +58,19 @@ func networkProbes() []probe {
 	}
 }
 
+func netProbe(name string, f func(context.Context, *Config) (string, string, []string)) probe {
+	return probe{name, LayerNetNS, netCheck(f)}
+}
+
 // dialAll connects to each target. Any connection, and any attempt that
 // nothing refused (it timed out, or a router answered), is OPEN: the
 // attempt left the sandbox.
-func dialAll(ctx context.Context, network string, targets []string) (string, string) {
+func dialAll(ctx context.Context, network string, targets []string) (string, string, []string) {
 	if len(targets) == 0 {
-		return skipped("no targets")
+		v, d := skipped("no targets")
+		return v, d, nil
 	}
-	var notes []string
+	var notes, reached []string
 	verdict := Closed
 	for _, t := range targets {
 		d := net.Dialer{Timeout: probeTimeout}
@@ -64,16 +79,21 @@ func dialAll(ctx context.Context, network string, targets []string) (string, str
 		case err == nil:
 			conn.Close()
 			verdict = Open
+			reached = append(reached, t)
 			notes = append(notes, t+": connected")
 		case left(err):
 			verdict = Open
-			notes = append(notes, t+": nothing in the sandbox refused it ("+short(err)+")")
+			notes = append(notes, t+": "+leftNote+" ("+short(err)+")")
 		default:
 			notes = append(notes, t+": "+short(err))
 		}
 	}
-	return verdict, strings.Join(notes, "; ")
+	return verdict, strings.Join(notes, "; "), reached
 }
+
+// leftNote marks an attempt that nothing refused; the audit log cannot
+// make it closed.
+const leftNote = "nothing in the sandbox refused it"
 
 // left reports whether a failed attempt got past the sandbox: a timeout,
 // or an unreachable answer from a router.
@@ -88,11 +108,12 @@ func left(err error) bool {
 
 // sendAll sends one datagram to each target. A datagram the kernel
 // accepted to send has left the sandbox.
-func sendAll(ctx context.Context, targets []string, payload []byte) (string, string) {
+func sendAll(ctx context.Context, targets []string, payload []byte) (string, string, []string) {
 	if len(targets) == 0 {
-		return skipped("no targets")
+		v, d := skipped("no targets")
+		return v, d, nil
 	}
-	var notes []string
+	var notes, reached []string
 	verdict := Closed
 	for _, t := range targets {
 		var d net.Dialer
@@ -103,20 +124,22 @@ func sendAll(ctx context.Context, targets []string, payload []byte) (string, str
 		}
 		if err == nil {
 			verdict = Open
+			reached = append(reached, t)
 			notes = append(notes, t+": datagram sent")
 		} else {
 			notes = append(notes, t+": "+short(err))
 		}
 	}
-	return verdict, strings.Join(notes, "; ")
+	return verdict, strings.Join(notes, "; "), reached
 }
 
 // queryAll sends a raw DNS query to each resolver, around the sandbox DNS.
-func queryAll(ctx context.Context, servers []string, nonce string) (string, string) {
+func queryAll(ctx context.Context, servers []string, nonce string) (string, string, []string) {
 	if len(servers) == 0 {
-		return skipped("no resolvers to try")
+		v, d := skipped("no resolvers to try")
+		return v, d, nil
 	}
-	var notes []string
+	var notes, reached []string
 	verdict := Closed
 	for _, s := range servers {
 		m := new(dns.Msg)
@@ -135,6 +158,7 @@ func queryAll(ctx context.Context, servers []string, nonce string) (string, stri
 			continue
 		}
 		verdict = Open
+		reached = append(reached, s)
 		conn.SetReadDeadline(time.Now().Add(probeTimeout))
 		buf := make([]byte, 512)
 		if _, err := conn.Read(buf); err == nil {
@@ -144,7 +168,7 @@ func queryAll(ctx context.Context, servers []string, nonce string) (string, stri
 		}
 		conn.Close()
 	}
-	return verdict, strings.Join(notes, "; ")
+	return verdict, strings.Join(notes, "; "), reached
 }
 
 // lookup resolves through the program's own resolver configuration, as

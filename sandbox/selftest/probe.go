@@ -26,8 +26,13 @@ const probeTimeout = 1500 * time.Millisecond
 type probe struct {
 	name  string
 	layer string
-	run   func(ctx context.Context, c *Config) (verdict, detail string)
+	run   any // a check or a netCheck
 }
+
+type (
+	check    = func(ctx context.Context, c *Config) (verdict, detail string)
+	netCheck = func(ctx context.Context, c *Config) (verdict, detail string, reached []string)
+)
 
 func closed(format string, a ...any) (string, string)  { return Closed, fmt.Sprintf(format, a...) }
 func opened(format string, a ...any) (string, string)  { return Open, fmt.Sprintf(format, a...) }
@@ -59,8 +64,16 @@ func RunAll(ctx context.Context, c *Config) []Result {
 					out[i] = Result{Name: p.name, Layer: p.layer, Result: Open, Detail: fmt.Sprintf("the probe itself failed: %v", r)}
 				}
 			}()
-			v, d := p.run(ctx, c)
-			out[i] = Result{Name: p.name, Layer: p.layer, Result: v, Detail: d}
+			r := Result{Name: p.name, Layer: p.layer}
+			switch run := p.run.(type) {
+			case netCheck:
+				r.Result, r.Detail, r.Reached = run(ctx, c)
+			case check:
+				r.Result, r.Detail = run(ctx, c)
+			default:
+				r.Result, r.Detail = Open, "the probe has no check: nothing can be said to be closed"
+			}
+			out[i] = r
 		}()
 	}
 	wg.Wait()

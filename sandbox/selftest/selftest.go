@@ -43,6 +43,11 @@ type Result struct {
 	Layer  string `json:"layer"`
 	Result string `json:"result"`
 	Detail string `json:"detail"`
+	// Reached are the destinations a network probe connected or sent to.
+	// The outer half calls the probe closed only if egressd's audit log
+	// shows each of them refused: a capture that accepts and refuses is
+	// not a way out.
+	Reached []string `json:"reached,omitempty"`
 }
 
 // Report is what "egressd selftest --json" prints.
