@@ -75,6 +75,11 @@ func selftestRun(f runFlags, stderr io.Writer) (selftest.Report, error) {
 	if beaconResolver {
 		b.Config.Resolver = b.DNSAddr
 	}
+	// The terminal probe attacks a terminal of egressd's own, never the
+	// user's: a fresh pty is standard input while the battery runs.
+	if err := b.LendTerminal(); err != nil {
+		fmt.Fprintln(stderr, "egressd selftest: no terminal to lend; the terminal probe is skipped:", err)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return report, err
@@ -119,6 +124,7 @@ func selftestRun(f runFlags, stderr io.Writer) (selftest.Report, error) {
 	} else {
 		code = r.sandboxed(stderr)
 	}
+	b.ReturnStdin()
 	r.close() // the audit log is complete before it is judged
 	closed = true
 	report.Probes, report.Bounds = b.Judge(hostResult, code)

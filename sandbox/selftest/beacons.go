@@ -36,6 +36,7 @@ type Beacons struct {
 	listeners []net.Listener
 	dns       []*dns.Server
 	leaked    int
+	tty       *lentTerminal
 	usr2      chan os.Signal
 	signals   atomic.Int32
 	reached   sync.Map // beacon name -> true
@@ -193,6 +194,10 @@ func (b *Beacons) Close() {
 	if b.leaked >= 0 {
 		unix.Close(b.leaked)
 	}
+	b.ReturnStdin()
+	if b.tty != nil {
+		b.tty.close()
+	}
 	os.Unsetenv(canaryEnv)
 	b.wg.Wait()
 }
@@ -227,6 +232,15 @@ func (b *Beacons) Judge(resultPath string, exitCode int) ([]Result, Bounds) {
 		case "signal-supervisor":
 			if n := b.signals.Load(); n > 0 {
 				p.Result, p.Detail = Open, fmt.Sprintf("egressd received %d signal(s) from the program", n)
+			}
+		case "terminal":
+			if b.tty == nil {
+				break
+			}
+			if ch := b.tty.changes(); len(ch) > 0 {
+				p.Result, p.Detail = Open, "the terminal egressd was given is left broken: "+strings.Join(ch, ", ")
+			} else if p.Result == Open {
+				p.Result, p.Detail = Closed, "the terminal egressd was given is untouched (the program changed only its own): "+p.Detail
 			}
 		case "dns-denied-name", "dns-random-subdomains":
 			if seen := b.upstream(p.Name == "dns-random-subdomains"); len(seen) > 0 {

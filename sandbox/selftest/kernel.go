@@ -51,6 +51,7 @@ func kernelProbes() []probe {
 		{"foreign-abi", LayerSeccomp, probeForeignABI},
 		{"x32-abi", LayerSeccomp, probeX32},
 		{"signal-supervisor", LayerPID, probeSignalParent},
+		{"terminal", LayerTTY, probeTerminal},
 	}
 }
 
