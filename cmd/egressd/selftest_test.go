@@ -111,6 +111,7 @@ var awaitingFix = map[string]string{
 	"foreign-abi":                    "issue 12: the filter does not check the architecture",
 	"signal-init-sigquit":            "issue 19: SIGQUIT kills the init",
 	"terminal":                       "issue 19: the program holds the user's terminal",
+	"pidfd-getfd-parent":             "issue 12: pidfd_getfd takes the init's descriptors through the capability-less thread that started the program",
 }
 
 // allProbes is the whole battery, in order: a probe dropped from the
@@ -123,7 +124,8 @@ var allProbes = []string{"tcp-ip-literal-443", "tcp-ip-literal-other-port", "ipv
 	"proc-other-cwd-root", "proc-other-environ", "proc-other-mem", "inherited-descriptor", "capabilities",
 	"no-new-privs", "nested-user-namespace", "mount", "ptrace", "io_uring", "bpf", "perf_event_open", "keyctl",
 	"userfaultfd", "tiocsti", "tiocsti-high-bit", "socket-vsock-high-bit", "socket-netlink-uevent-high-bit",
-	"socket-packet", "foreign-abi", "x32-abi", "signal-supervisor", "terminal", "signal-init-sigquit"}
+	"socket-packet", "foreign-abi", "x32-abi", "pidfd-getfd-parent", "process-vm-readv-parent", "signal-supervisor", "terminal",
+	"signal-init-sigquit"}
 
 func TestSelftestSandboxStopsEveryProbeItOwns(t *testing.T) {
 	hookedBinary(t) // built before the clock starts
@@ -167,7 +169,7 @@ func TestSelftestInsecureEnvOnlyReportsTheHolesOpen(t *testing.T) {
 		"write-integration-folder", "write-manifest", "read-audit-log", "read-other-integration-state",
 		"read-outside-landlock-list", "proc-other-fd", "proc-other-cwd-root", "proc-other-environ", "proc-other-mem",
 		"inherited-descriptor", "no-new-privs", "nested-user-namespace", "ptrace", "io_uring", "bpf", "perf_event_open",
-		"keyctl", "userfaultfd", "tiocsti", "signal-supervisor", "terminal"}
+		"keyctl", "userfaultfd", "tiocsti", "pidfd-getfd-parent", "process-vm-readv-parent", "signal-supervisor", "terminal"}
 	if os.Geteuid() == 0 {
 		mustOpen = append(mustOpen, "write-host-home", "write-system-folders", "capabilities", "mount", "socket-packet")
 	}
@@ -188,7 +190,7 @@ func TestSelftestEachLayerSwitchedOffTurnsItsProbesOpen(t *testing.T) {
 		off    string
 		probes []string
 	}{
-		{"seccomp", []string{"ptrace", "io_uring", "bpf", "perf_event_open", "keyctl", "userfaultfd", "tiocsti"}},
+		{"seccomp", []string{"ptrace", "io_uring", "bpf", "perf_event_open", "keyctl", "userfaultfd", "tiocsti", "process-vm-readv-parent"}},
 		// max_user_namespaces=0 inside backs the filter up.
 		{"seccomp,userns-limit", []string{"nested-user-namespace"}},
 		{"caps", []string{"capabilities"}},

@@ -50,6 +50,8 @@ func kernelProbes() []probe {
 		}},
 		{"foreign-abi", LayerSeccomp, probeForeignABI},
 		{"x32-abi", LayerSeccomp, probeX32},
+		{"pidfd-getfd-parent", LayerPID, probePidfdGetfd},
+		{"process-vm-readv-parent", LayerSeccomp, probeVMReadv},
 		{"signal-supervisor", LayerPID, probeSignalParent},
 		{"terminal", LayerTTY, probeTerminal},
 	}
@@ -200,4 +202,81 @@ func probeSignalParent(context.Context, *Config) (string, string) {
 		return closed("kill(%d, SIGUSR2): %s", ppid, short(err))
 	}
 	return closed("sent SIGUSR2 to its parent, pid %d (the supervisor counts what arrives)", ppid)
+}
+
+// pidfdThread is PIDFD_THREAD (linux/pidfd.h): a pidfd for one thread.
+const pidfdThread = unix.O_EXCL
+
+// parentThreads are the ids of every thread of this process's parent: in
+// a sandbox, the init's, one of which may hold fewer capabilities than the
+// rest (the one that started this program) and so pass checks the others
+// would not.
+func parentThreads() (int, []int) {
+	ppid := os.Getppid()
+	tids := []int{ppid}
+	ents, _ := os.ReadDir("/proc/" + strconv.Itoa(ppid) + "/task")
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil && tid != ppid {
+			tids = append(tids, tid)
+		}
+	}
+	return ppid, tids
+}
+
+// probePidfdGetfd takes copies of its parent's descriptors (in a sandbox,
+// the init's: its control socket, its bind sources) with pidfd_getfd,
+// through a pidfd for each of the parent's threads.
+func probePidfdGetfd(context.Context, *Config) (string, string) {
+	ppid, tids := parentThreads()
+	var last error
+	for _, tid := range tids {
+		flags := 0
+		if tid != ppid {
+			flags = pidfdThread
+		}
+		pidfd, err := unix.PidfdOpen(tid, flags)
+		if err != nil {
+			last = err
+			continue
+		}
+		// Past the standard three first: the init's control socket and
+		// bind sources are the prize.
+		for i := 0; i < 64; i++ {
+			fd := (i + 3) % 64
+			got, err := unix.PidfdGetfd(pidfd, fd, 0)
+			if err == nil {
+				target, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(got))
+				unix.Close(got)
+				unix.Close(pidfd)
+				return opened("took descriptor %d (%s) from its parent, pid %d, through thread %d", fd, target, ppid, tid)
+			}
+			if errnoOf(err) != unix.EBADF {
+				last = err
+			}
+		}
+		unix.Close(pidfd)
+	}
+	return closed("pidfd_getfd on pid %d's %d threads: %s", ppid, len(tids), short(last))
+}
+
+// probeVMReadv reads its parent's memory with process_vm_readv, through
+// each of its threads. EFAULT still means the permission check passed.
+func probeVMReadv(context.Context, *Config) (string, string) {
+	ppid, tids := parentThreads()
+	buf := make([]byte, 8)
+	local := []unix.Iovec{{Base: &buf[0], Len: uint64(len(buf))}}
+	remote := []unix.RemoteIovec{{Base: 0x401000, Len: len(buf)}}
+	var last error
+	for _, tid := range tids {
+		_, err := unix.ProcessVMReadv(tid, local, remote, 0)
+		switch e := errnoOf(err); {
+		case err == nil:
+			return opened("read pid %d's memory through thread %d", ppid, tid)
+		case e == unix.EPERM || e == unix.ESRCH || e == unix.ENOSYS || e == unix.EACCES:
+			last = err
+		default:
+			return opened("process_vm_readv on pid %d's thread %d passed the permission check: %s", ppid, tid, short(err))
+		}
+	}
+	return closed("process_vm_readv on pid %d's %d threads: %s", ppid, len(tids), short(last))
 }
