@@ -252,7 +252,9 @@ func (b *Beacons) Judge(resultPath string, exitCode int) ([]Result, Bounds) {
 }
 
 // refusedInAudit is every line of egressd's audit log that records a
-// refusal: the destinations the supervisor saw and denied.
+// refusal of a connection the program made itself: the destinations the
+// supervisor saw and denied. A refused CONNECT through the explicit proxy
+// says nothing about a direct attempt to the same address, so it is left out.
 func (b *Beacons) refusedInAudit() []string {
 	data, err := os.ReadFile(b.Config.AuditLog)
 	if err != nil {
@@ -260,7 +262,7 @@ func (b *Beacons) refusedInAudit() []string {
 	}
 	var out []string
 	for _, line := range strings.Split(string(data), "\n") {
-		if strings.Contains(line, `"decision":"deny"`) {
+		if strings.Contains(line, `"decision":"deny"`) && !strings.Contains(line, `"method":"CONNECT"`) {
 			out = append(out, line)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -47,6 +48,7 @@ func networkProbes() []probe {
 		}),
 		{"dns-denied-name", LayerDNS, probeDeniedName},
 		{"dns-random-subdomains", LayerDNS, probeRandomSubdomains},
+		{"ip-literal-through-proxy", LayerCapture, probeIPThroughProxy},
 		{"doh-through-proxy", LayerCapture, probeDoHProxy},
 		{"doh-direct", LayerCapture, probeDoHDirect},
 		{"host-loopback-service", LayerNetNS, func(ctx context.Context, c *Config) (string, string) { return beacon(ctx, "tcp", c.Loopback, c.Nonce) }},
@@ -237,6 +239,38 @@ func probeDoHProxy(ctx context.Context, c *Config) (string, string) {
 			return opened("%s answered HTTP %d through the proxy", n, resp.StatusCode)
 		}
 		notes = append(notes, n+": "+short(err))
+	}
+	return closed("%s", strings.Join(notes, "; "))
+}
+
+// probeIPThroughProxy asks the explicit proxy for a tunnel to each IP
+// literal: an address no manifest can name.
+func probeIPThroughProxy(ctx context.Context, c *Config) (string, string) {
+	proxy, err := url.Parse(os.Getenv("HTTPS_PROXY"))
+	if err != nil || proxy.Host == "" {
+		return skipped("no HTTPS_PROXY in the environment")
+	}
+	var notes []string
+	for _, t := range c.Targets.TCP443 {
+		d := net.Dialer{Timeout: probeTimeout}
+		conn, err := d.DialContext(ctx, "tcp", proxy.Host)
+		if err != nil {
+			notes = append(notes, "proxy: "+short(err))
+			continue
+		}
+		conn.SetDeadline(time.Now().Add(probeTimeout))
+		fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", t, t)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		conn.Close()
+		if err != nil {
+			notes = append(notes, t+": "+short(err))
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 == 2 {
+			return opened("the proxy opened a tunnel to %s (%s)", t, resp.Status)
+		}
+		notes = append(notes, t+": "+resp.Status)
 	}
 	return closed("%s", strings.Join(notes, "; "))
 }

@@ -85,7 +85,14 @@ func TestJudgeCallsACapturedConnectionClosedOnlyWithTheAuditLogsWord(t *testing.
 	if r := find(t, rs, "tcp-ip-literal-443"); r.Result != Open {
 		t.Fatalf("without an audited refusal: %+v", r)
 	}
-	os.WriteFile(b.Config.AuditLog, []byte(`{"kind":"connect","decision":"deny","reason":"ip_literal","host_raw":"\"198.51.100.1:443\""}`+"\n"), 0o600)
+	// The proxy's refusal of a CONNECT to the same address says nothing
+	// about the direct attempt.
+	os.WriteFile(b.Config.AuditLog, []byte(`{"kind":"connect","method":"CONNECT","decision":"deny","host_raw":"\"198.51.100.1:443\""}`+"\n"), 0o600)
+	rs, _ = b.Judge(writeInner(t, open), 0)
+	if r := find(t, rs, "tcp-ip-literal-443"); r.Result != Open {
+		t.Fatalf("with only the proxy's refusal: %+v", r)
+	}
+	os.WriteFile(b.Config.AuditLog, []byte(`{"kind":"connect","method":"captured","decision":"deny","reason":"ip_literal","host_raw":"\"198.51.100.1:443\""}`+"\n"), 0o600)
 	rs, _ = b.Judge(writeInner(t, open), 0)
 	if r := find(t, rs, "tcp-ip-literal-443"); r.Result != Closed {
 		t.Fatalf("with an audited refusal: %+v", r)
@@ -163,13 +170,19 @@ func TestDoHThroughProxyJudgesByWhatTheProxyDid(t *testing.T) {
 	}))
 	defer proxy.Close()
 	t.Setenv("HTTPS_PROXY", proxy.URL)
-	c := &Config{Targets: Targets{DoHNames: []string{"doh.egressd-selftest.example"}}}
+	c := &Config{Targets: Targets{DoHNames: []string{"doh.egressd-selftest.example"}, TCP443: []string{"198.51.100.1:443"}}}
 	if v, d := probeDoHProxy(context.Background(), c); v != Closed {
 		t.Errorf("a refusing proxy: %s %s", v, d)
+	}
+	if v, d := probeIPThroughProxy(context.Background(), c); v != Closed {
+		t.Errorf("a refusing proxy, IP literal: %s %s", v, d)
 	}
 	allow.Store(true)
 	if v, d := probeDoHProxy(context.Background(), c); v != Open {
 		t.Errorf("a tunnelling proxy: %s %s", v, d)
+	}
+	if v, d := probeIPThroughProxy(context.Background(), c); v != Open {
+		t.Errorf("a tunnelling proxy, IP literal: %s %s", v, d)
 	}
 }
 
