@@ -23,10 +23,7 @@ func ReadHost() Host {
 	var u unix.Utsname
 	unix.Uname(&u)
 	h := Host{Kernel: unix.ByteSliceToString(u.Release[:]), Arch: runtime.GOARCH, Root: os.Geteuid() == 0}
-	// landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
-	if abi, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1); e == 0 {
-		h.LandlockABI = int(abi)
-	}
+	h.LandlockABI = landlockABI()
 	h.UserNS = "max_user_namespaces=" + sysctl("user/max_user_namespaces")
 	if v := sysctl("kernel/unprivileged_userns_clone"); v != "" {
 		h.UserNS += " unprivileged_userns_clone=" + v

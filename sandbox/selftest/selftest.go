@@ -35,6 +35,7 @@ const (
 	LayerFD       = "fd hygiene"
 	LayerPID      = "pid namespace"
 	LayerUTS      = "UTS namespace"
+	LayerTTY      = "terminal" // the program must not hold the user's terminal
 )
 
 // Result is one probe's outcome.

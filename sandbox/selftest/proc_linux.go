@@ -2,7 +2,6 @@ package selftest
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -126,13 +125,6 @@ func probeProcFD(_ context.Context, c *Config) (string, string) {
 		return opened("another process's descriptors open: %s", strings.Join(limit(found, 4), ", "))
 	}
 	return closed("%d other processes and threads visible; no descriptor of theirs opens", len(procs))
-}
-
-func limit(s []string, n int) []string {
-	if len(s) > n {
-		return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
-	}
-	return s
 }
 
 // inheritedAtStart is what the leaked descriptors held when the inner half

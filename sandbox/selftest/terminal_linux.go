@@ -9,9 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// LayerTTY: the program must not hold the user's terminal.
-const LayerTTY = "terminal"
-
 // nNull is the N_NULL line discipline: a terminal set to it shows nothing.
 const nNull = 27
 
