@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/sandbox"
 	"github.com/egressd/egressd/sandbox/selftest"
-	"github.com/miekg/dns"
 )
 
 // runSelftest is "egressd selftest": a real sandbox, started by the same
@@ -62,9 +60,12 @@ func selftestRun(f runFlags, stderr io.Writer) (selftest.Report, error) {
 	}
 	defer os.RemoveAll(dir)
 	os.Chmod(dir, 0o755) // the sandbox's own user must reach the integration folder
-	targets, hostDNS := selftest.DefaultTargets(), hostResolverAddrs()
-	t, h, beaconResolver, testing := selftest.TestTargets()
-	if testing {
+	// The host's own resolvers, as the host has them (the sandbox sees a
+	// generated resolv.conf): the raw-resolver probe tries to reach them.
+	hostDNS, _ := systemResolvers()
+	targets := selftest.DefaultTargets()
+	t, h, beaconResolver, hooked := selftest.TestTargets()
+	if hooked {
 		targets, hostDNS = t, h
 	}
 	b, err := selftest.StartBeacons(dir, targets, hostDNS)
@@ -130,19 +131,4 @@ func selftestRun(f runFlags, stderr io.Writer) (selftest.Report, error) {
 	report.Probes, report.Bounds = b.Judge(hostResult, code)
 	fmt.Fprintf(stderr, "egressd selftest: %d probes in %s\n", len(report.Probes), time.Since(start).Round(time.Millisecond))
 	return report, nil
-}
-
-// hostResolverAddrs are the host's own resolvers, read as the host has them
-// (the sandbox sees a generated resolv.conf): the raw-resolver probe tries
-// to reach them around the sandbox DNS.
-func hostResolverAddrs() []string {
-	cc, err := dns.ClientConfigFromFile("/etc/resolv.conf")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, s := range cc.Servers {
-		out = append(out, net.JoinHostPort(s, cc.Port))
-	}
-	return out
 }

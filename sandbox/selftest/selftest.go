@@ -118,4 +118,8 @@ type Config struct {
 	// configuration for the DNS probes. Only tests set it (through
 	// TestTargets), so that nothing asks the host's real resolver.
 	Resolver string `json:"resolver,omitempty"`
+	// TerminalLent says standard input is a pseudo-terminal the outer half
+	// lent: only then does the terminal probe touch it, so a user's own
+	// terminal is never attacked.
+	TerminalLent bool `json:"terminal_lent,omitempty"`
 }

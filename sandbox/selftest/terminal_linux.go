@@ -16,7 +16,10 @@ const nNull = 27
 // dead after egressd exits: the N_NULL line discipline, output stopped,
 // echo off, a 1x1 window. The outer half lends a terminal of its own as
 // that input and judges by what became of it.
-func probeTerminal(context.Context, *Config) (string, string) {
+func probeTerminal(_ context.Context, c *Config) (string, string) {
+	if !c.TerminalLent {
+		return skipped("egressd had no terminal to lend; the user's own is never touched")
+	}
 	t, err := unix.IoctlGetTermios(0, unix.TCGETS)
 	if err != nil {
 		return skipped("standard input is not a terminal (%s)", short(err))
@@ -84,6 +87,7 @@ func (b *Beacons) LendTerminal() error {
 		return fail(err)
 	}
 	b.tty = lt
+	b.Config.TerminalLent = true
 	return nil
 }
 
