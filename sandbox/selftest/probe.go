@@ -48,17 +48,24 @@ func battery() []probe {
 	return all
 }
 
-// RunAll runs every probe concurrently and returns the results in battery
+// workers bounds how many probes run at once: a sandbox with a small
+// process limit counts threads too, and the battery must not trip it.
+const workers = 8
+
+// RunAll runs the probes concurrently and returns the results in battery
 // order. A probe that panics is reported OPEN: a broken probe proves
 // nothing closed.
 func RunAll(ctx context.Context, c *Config) []Result {
 	ps := battery()
 	out := make([]Result, len(ps))
 	var wg sync.WaitGroup
+	slots := make(chan struct{}, workers)
 	for i, p := range ps {
 		wg.Add(1)
+		slots <- struct{}{}
 		go func() {
 			defer wg.Done()
+			defer func() { <-slots }()
 			defer func() {
 				if r := recover(); r != nil {
 					out[i] = Result{Name: p.name, Layer: p.layer, Result: Open, Detail: fmt.Sprintf("the probe itself failed: %v", r)}
