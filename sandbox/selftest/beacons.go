@@ -248,7 +248,35 @@ func (b *Beacons) Judge(resultPath string, exitCode int) ([]Result, Bounds) {
 			}
 		}
 	}
+	in.Probes = append(in.Probes, b.attemptsAudited(refused))
 	return in.Probes, in.Bounds
+}
+
+// attemptsAudited checks that every direct attempt the battery made (TCP,
+// IPv6, UDP, the metadata address, raw resolvers) is in egressd's audit
+// log as a refusal: a reviewer must see a program that tried to get out,
+// not only one that got out.
+func (b *Beacons) attemptsAudited(refused []string) Result {
+	r := Result{Name: "attempts-audited", Layer: LayerAudit}
+	t := b.Config.Targets
+	var missing []string
+	tried := 0
+	for _, group := range [][]string{t.TCP443, t.TCPOther, t.IPv6, t.UDP, t.Metadata, t.PublicDNS, b.Config.HostDNS} {
+		for _, d := range group {
+			tried++
+			if !allIn([]string{d}, refused) {
+				missing = append(missing, d)
+			}
+		}
+	}
+	if tried == 0 {
+		r.Result, r.Detail = skipped("no direct attempt was made")
+	} else if len(missing) > 0 {
+		r.Result, r.Detail = opened("no refusal in the audit log for %s", strings.Join(limit(missing, 4), ", "))
+	} else {
+		r.Result, r.Detail = closed("every direct attempt is in the audit log as a refusal")
+	}
+	return r
 }
 
 // refusedInAudit is every line of egressd's audit log that records a

@@ -26,6 +26,8 @@ var fixes = map[string]string{
 	LayerFD:  "A descriptor leaked to egressd reached the program. Report this output as a bug; meanwhile have the launcher close its descriptors.",
 	LayerPID: "The program can reach another process (its descriptors, memory, variables, or signals). Report this output as a bug.",
 	LayerUTS: "The host's hostname is visible inside the sandbox. Report this output as a bug.",
+	LayerAudit: "The program's attempts to get out left no trace in egressd's audit log, so a reviewer cannot see them. " +
+		"Report this output as a bug.",
 	LayerTTY: "The program can leave the user's terminal broken after egressd exits (run \"stty sane\" or \"reset\" to recover). " +
 		"Run egressd run with its input not a terminal (</dev/null) until this is fixed, and report this output as a bug.",
 }

@@ -36,6 +36,7 @@ const (
 	LayerPID      = "pid namespace"
 	LayerUTS      = "UTS namespace"
 	LayerTTY      = "terminal" // the program must not hold the user's terminal
+	LayerAudit    = "audit log"
 )
 
 // Result is one probe's outcome.

@@ -139,10 +139,33 @@ func TestDNSProbesAreOpenWhenTheUpstreamIsAsked(t *testing.T) {
 	}
 	rs, _ := b.Judge(writeInner(t, inner{Done: true, Probes: []Result{
 		{Name: "dns-denied-name", Result: Closed}, {Name: "dns-random-subdomains", Result: Closed}}}), 0)
-	for _, r := range rs {
-		if r.Result != Open || !strings.Contains(r.Detail, c.Nonce) {
+	for _, name := range []string{"dns-denied-name", "dns-random-subdomains"} {
+		if r := find(t, rs, name); r.Result != Open || !strings.Contains(r.Detail, c.Nonce) {
 			t.Errorf("the beacon's record: %+v", r)
 		}
+	}
+}
+
+// Every direct attempt must be in the audit log as a refusal.
+func TestAttemptsAuditedNeedsARefusalForEachDestination(t *testing.T) {
+	b := startBeacons(t)
+	b.Config.Targets.TCP443 = []string{"198.51.100.1:443"}
+	b.Config.Targets.UDP = []string{"198.51.100.2:443"}
+	in := writeInner(t, inner{Done: true})
+	rs, _ := b.Judge(in, 0)
+	if r := find(t, rs, "attempts-audited"); r.Result != Open {
+		t.Fatalf("nothing audited: %+v", r)
+	}
+	os.WriteFile(b.Config.AuditLog, []byte(`{"method":"captured","decision":"deny","host_raw":"\"198.51.100.1:443\""}`+"\n"), 0o600)
+	rs, _ = b.Judge(in, 0)
+	if r := find(t, rs, "attempts-audited"); r.Result != Open || !strings.Contains(r.Detail, "198.51.100.2:443") {
+		t.Fatalf("one of two audited: %+v", r)
+	}
+	os.WriteFile(b.Config.AuditLog, []byte(`{"method":"captured","decision":"deny","host_raw":"\"198.51.100.1:443\""}`+"\n"+
+		`{"method":"udp","decision":"deny","host_raw":"\"198.51.100.2:443\""}`+"\n"), 0o600)
+	rs, _ = b.Judge(in, 0)
+	if r := find(t, rs, "attempts-audited"); r.Result != Closed {
+		t.Fatalf("both audited: %+v", r)
 	}
 }
 
