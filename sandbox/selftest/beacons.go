@@ -107,6 +107,8 @@ func StartBeacons(dir string, targets Targets, hostDNS []string) (_ *Beacons, er
 			b.signals.Add(1)
 		}
 	}()
+	// egressd builds the program's environment from its own, so the
+	// canary goes there; Close removes it.
 	os.Setenv(canaryEnv, "canary-"+n)
 	return b, nil
 }

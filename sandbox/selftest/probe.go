@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"sort"
 	"sync"
 	"time"
@@ -157,6 +158,9 @@ func signalInit() Result {
 		r.Result, r.Detail = skipped("pid 1 is not egressd's init (no pid namespace?): the host's init is never signalled")
 		return r
 	}
+	// An init that forwards the signal to the program must not make the
+	// program's own death look like the init's.
+	signal.Ignore(unix.SIGQUIT)
 	if err := unix.Kill(1, unix.SIGQUIT); err != nil {
 		r.Result, r.Detail = closed("kill(1, SIGQUIT): %v", err)
 		return r
