@@ -20,6 +20,17 @@ var (
 	hookedErr  error
 )
 
+// TestMain removes the binaries the tests built once for the whole run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, bin := range []string{releaseBin, hookedBin} {
+		if bin != "" {
+			os.RemoveAll(filepath.Dir(bin))
+		}
+	}
+	os.Exit(code)
+}
+
 // hookedBinary is egressd built with the egressd_testhooks tag: the same
 // code, plus the test-only switches that turn one sandbox layer off and
 // point the selftest at documentation addresses.
