@@ -51,7 +51,7 @@ var ErrNamespaces = errors.New("cannot create namespaces")
 func Start(spec Spec, opts Options) (*Sandbox, error) {
 	// Every fd this process inherited from its launcher stays here: a
 	// socket leaked to egressd must not carry the host network inside.
-	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+	if err := markInheritedCloexec(); err != nil {
 		return nil, fmt.Errorf("sandbox: close_range: %w", err)
 	}
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
@@ -69,7 +69,7 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 		// unprivileged user needs no search permission on its folder.
 		Path:       "/proc/self/exe",
 		Args:       []string{"egressd-init", InitArg},
-		Env:        []string{},
+		Env:        initEnv(),
 		Stdin:      os.Stdin,
 		Stdout:     os.Stdout,
 		Stderr:     os.Stderr,

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/egressd/egressd/sandbox"
+	"github.com/egressd/egressd/sandbox/selftest"
 )
 
 // Exit codes shared by every subcommand.
@@ -30,6 +31,8 @@ usage:
                                              show the decision for one target, without resolving it
   egressd run [--manifest PATH | DIR] [flags] [-- COMMAND ARGS...]
                                              run an integration's program sandboxed: the proxy is its only way out
+  egressd selftest [--json] [--config FILE] [--insecure-env-only]
+                                             prove on this host what the sandbox holds: the escape battery
   egressd approve [--state DIR] ID VERSION | --manifest PATH
                                              approve a manifest version that widens its list or changes its id
   egressd state [--state DIR] list | forget ID
@@ -54,6 +57,9 @@ func main() {
 	// it must not go near flag parsing or anything else first.
 	if len(os.Args) > 1 && os.Args[1] == sandbox.InitArg {
 		os.Exit(sandbox.InitMain())
+	}
+	if len(os.Args) > 1 && os.Args[1] == selftest.ProbeArg {
+		os.Exit(selftest.ProbeMain(os.Args[2:]))
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -126,6 +132,8 @@ func dispatch(cmd string, rest []string, stdout, stderr io.Writer) int {
 		return runAudit(rest, stdout, stderr)
 	case "run":
 		return runRun(rest, stdout, stderr)
+	case "selftest":
+		return runSelftest(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "egressd", Version())
 		return exitOK

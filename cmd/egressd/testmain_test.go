@@ -10,14 +10,16 @@ import (
 	"testing"
 )
 
-// TestMain removes the egressd binary the run tests build (22 MB) when the
+// TestMain removes the egressd binaries the tests build (22 MB each) when the
 // tests end, and first the ones left by test processes that were killed
 // before they could: each build folder names the process that made it.
 func TestMain(m *testing.M) {
 	removeOrphanBinDirs()
 	code := m.Run()
-	if releaseBin != "" {
-		os.RemoveAll(filepath.Dir(releaseBin))
+	for _, bin := range []string{releaseBin, hookedBin} {
+		if bin != "" {
+			os.RemoveAll(filepath.Dir(bin))
+		}
 	}
 	os.Exit(code)
 }

@@ -1,0 +1,11 @@
+//go:build linux && !egressd_testhooks
+
+package sandbox
+
+// layerOff is the test-only switch that turns one layer off to prove a
+// selftest probe can fail. Release builds have no such switch: every
+// layer is always on.
+func layerOff(string) bool { return false }
+
+// initEnv is the init's environment: empty.
+func initEnv() []string { return []string{} }

@@ -1,0 +1,32 @@
+//go:build linux && egressd_testhooks
+
+package sandbox
+
+import (
+	"os"
+	"strings"
+)
+
+// testHookEnv names the layers a test switches off, comma-separated:
+// seccomp, caps, landlock, fd, userns-limit. Only binaries built with the
+// egressd_testhooks tag read it; the selftest tests build one to prove each
+// probe reports OPEN when the layer that stops it is missing.
+const testHookEnv = "EGRESSD_TESTHOOK_LAYERS_OFF"
+
+func layerOff(name string) bool {
+	for _, l := range strings.Split(os.Getenv(testHookEnv), ",") {
+		if l == name {
+			return true
+		}
+	}
+	return false
+}
+
+// initEnv carries the switch to the init, whose environment is otherwise
+// empty.
+func initEnv() []string {
+	if v := os.Getenv(testHookEnv); v != "" {
+		return []string{testHookEnv + "=" + v}
+	}
+	return []string{}
+}
