@@ -3,11 +3,8 @@ package policy
 import (
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/egressd/egressd/allowlist"
 )
 
 // metadataAddrs are the cloud metadata and host-agent addresses an
@@ -20,38 +17,19 @@ var metadataAddrs = []netip.Addr{
 }
 
 // CheckConfig finds, without serving, what serve would refuse at start in a
-// loaded config (a manifest that does not load; two integrations with one
-// id, one manifest file or one listener) and what deserves a warning (an
-// allow_private range wider than a dev exemption). Each line names the
-// integration by its manifest path. check --config prints them.
+// loaded config and what deserves a warning (an allow_private range wider
+// than a dev exemption). What the registry refuses (a manifest that does not
+// load, two integrations with one id or one manifest file) comes from the
+// registry serve starts from, so check and serve cannot disagree; two
+// integrations on one listener, which serve finds only when it binds, are
+// found here. Each line names the integration by its manifest path.
 func CheckConfig(cfg Config) (errs, warns []string) {
-	ids := map[string]string{}     // manifest id -> manifest path
-	files := map[string]string{}   // manifest file, as located -> path
+	for _, err := range StartProblems(cfg) {
+		errs = append(errs, err.Error())
+	}
 	listens := map[string]string{} // normalised listener -> path
 	for _, in := range cfg.Integrations {
 		at := in.Manifest
-		m, file, ps, err := allowlist.Load(in.Manifest, &cfg.Rules)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Sprintf("%s: %v", at, err))
-		case m == nil:
-			for _, p := range ps.Errors() {
-				errs = append(errs, fmt.Sprintf("%s: %s", at, p))
-			}
-		default:
-			if other, dup := ids[m.ID]; dup {
-				errs = append(errs, fmt.Sprintf("%s: id %s is also served from %s; ids must be unique, and serve refuses the second", at, m.ID, other))
-			} else {
-				ids[m.ID] = at
-			}
-		}
-		if file != "" {
-			if other := sameFileAs(file, files); other != "" {
-				errs = append(errs, fmt.Sprintf("%s: the same manifest file as %s", at, other))
-			} else {
-				files[file] = at
-			}
-		}
 		if l, ok := listenKey(in.Listen); ok {
 			if other, dup := listens[l]; dup {
 				errs = append(errs, fmt.Sprintf("%s: listener %s is also %s's", at, in.Listen, other))
@@ -66,20 +44,6 @@ func CheckConfig(cfg Config) (errs, warns []string) {
 		}
 	}
 	return errs, warns
-}
-
-// sameFileAs returns the path under which seen holds file, or "".
-func sameFileAs(file string, seen map[string]string) string {
-	st, err := os.Stat(file)
-	if err != nil {
-		return ""
-	}
-	for f, at := range seen {
-		if o, err := os.Stat(f); err == nil && os.SameFile(st, o) {
-			return at
-		}
-	}
-	return ""
 }
 
 // listenKey normalises a listener so two spellings of one socket compare

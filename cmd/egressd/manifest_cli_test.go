@@ -180,7 +180,7 @@ integrations:
   - {manifest: b, listen: "127.0.0.1:0"}
 `)
 	out, _, code := runCLI(t, "check", "--config", cfg)
-	if code != exitFail || strings.Contains(out, "ok config") || !strings.Contains(out, cfg+": "+b+": id com.acme.erp is also served from "+a) {
+	if code != exitFail || strings.Contains(out, "ok config") || !strings.Contains(out, cfg+": "+b+": id com.acme.erp is already served from "+a) {
 		t.Fatalf("check --config: exit %d\n%s", code, out)
 	}
 	var stdout, stderr lockedBuffer
