@@ -61,6 +61,9 @@ func InitMain() int {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fail(step("close_range", err))
 	}
+	if err := makeUndumpable(); err != nil {
+		return fail(err)
+	}
 	m, pathFDs, err := ctl.recv()
 	if err != nil || m.Spec == nil || len(pathFDs) != len(m.Paths) {
 		return fail(step("read spec", fmt.Errorf("no spec from the supervisor: %v", err)))

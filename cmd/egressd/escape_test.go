@@ -1,0 +1,161 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Attacks from inside a real sandbox: a small static program (testdata/probe)
+// runs as the target and reports what it reached.
+
+var (
+	probeOnce sync.Once
+	probeBin  string
+	probeErr  error
+
+	noLandlockOnce sync.Once
+	noLandlockBin  string
+	noLandlockErr  error
+)
+
+// buildStatic builds a package into a temporary folder, statically.
+func buildStatic(t testing.TB, pkg, name string, tags ...string) (string, error) {
+	dir, err := os.MkdirTemp("", "egressd-bin-")
+	if err != nil {
+		return "", err
+	}
+	os.Chmod(dir, 0o755)
+	out := filepath.Join(dir, name)
+	args := []string{"build", "-trimpath", "-o", out}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	build := exec.Command("go", append(args, pkg)...)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%v\n%s", err, msg)
+	}
+	return out, nil
+}
+
+// probeBinary is testdata/probe, built once.
+func probeBinary(t testing.TB) string {
+	probeOnce.Do(func() { probeBin, probeErr = buildStatic(t, "./testdata/probe", "probe") })
+	if probeErr != nil {
+		t.Fatal(probeErr)
+	}
+	return probeBin
+}
+
+// egressdWithoutLandlock is egressd built with the test-only tag that
+// leaves Landlock out: what a kernel without Landlock gives.
+func egressdWithoutLandlock(t testing.TB) string {
+	noLandlockOnce.Do(func() { noLandlockBin, noLandlockErr = buildStatic(t, ".", "egressd", "egressd_test_nolandlock") })
+	if noLandlockErr != nil {
+		t.Fatal(noLandlockErr)
+	}
+	return noLandlockBin
+}
+
+// runProbe copies the probe into the integration folder and runs it in the
+// sandbox of the given egressd binary, through sh so that a death by signal
+// shows as rc=128+N.
+func (e *sandboxEnv) runProbe(bin string, args ...string) string {
+	e.t.Helper()
+	data, err := os.ReadFile(probeBinary(e.t))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "probe"), data, 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	script := "./probe " + strings.Join(args, " ") + "; echo rc=$?"
+	cmd := exec.Command(bin, "run", "--state", e.state, "--audit-log", e.audit, "--resolver", e.dns.Addr, e.dir, "--", "/bin/sh", "-c", script)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("egressd run: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// hostBait is a file and a listening unix socket in a host folder the
+// sandbox must never reach.
+func hostBait(t *testing.T) (file, sock string) {
+	dir, err := os.MkdirTemp("", "egbait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	file, sock = filepath.Join(dir, "marker"), filepath.Join(dir, "s.sock")
+	if err := os.WriteFile(file, []byte("host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(sock, 0o777)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return file, sock
+}
+
+// TestRunProcMagicLinksDoNotLeadToTheHost walks every /proc/*/{fd,cwd,root}
+// and /proc/*/task/*/{fd,cwd,root} the target can see, climbs ".." from
+// each, and must reach neither a host file nor a host unix socket, with
+// Landlock and without it.
+func TestRunProcMagicLinksDoNotLeadToTheHost(t *testing.T) {
+	for _, variant := range []struct {
+		name string
+		bin  func(testing.TB) string
+	}{{"landlock", egressdBinary}, {"no-landlock", egressdWithoutLandlock}} {
+		t.Run(variant.name, func(t *testing.T) {
+			e := newSandboxEnv(t)
+			file, sock := hostBait(t)
+			out := e.runProbe(variant.bin(t), "walk", file, sock)
+			if strings.Contains(out, "REACHED") || !strings.Contains(out, "rc=0") {
+				t.Fatalf("the sandbox reached the host:\n%s", out)
+			}
+			// The walk must have followed something: its own links at least.
+			if !strings.Contains(out, "links ") || strings.Contains(out, " followed 0\n") {
+				t.Fatalf("the walk followed nothing:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestRunTargetCannotWriteNetSysctls: the target's uid owns the network
+// namespace, but with no capability the kernel refuses it the net.*
+// sysctls (turning IPv6 back on, forwarding); this keeps it so.
+func TestRunTargetCannotWriteNetSysctls(t *testing.T) {
+	e := newSandboxEnv(t)
+	out, errs, code := e.run(`echo 0 > /proc/sys/net/ipv6/conf/lo/disable_ipv6 2>/dev/null; echo ipv6=$?; echo 1 > /proc/sys/net/ipv4/ip_forward 2>/dev/null; echo forward=$?; cat /proc/sys/net/ipv6/conf/lo/disable_ipv6`)
+	if code != 0 || strings.Contains(out, "=0") || !strings.HasSuffix(out, "\n1\n") {
+		t.Fatalf("a sysctl was written from inside (exit %d):\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestRunInitIsInvisibleAndUndumpable: the init (pid 1) is hidden from the
+// target's /proc, and its environ, mem and fds cannot be opened by path.
+func TestRunInitIsInvisibleAndUndumpable(t *testing.T) {
+	e := newSandboxEnv(t)
+	out, errs, code := e.run(`ls /proc | grep -x 1; for f in environ mem fd/0 cwd/ root/ task; do cat /proc/1/$f >/dev/null 2>&1 && echo open=$f; ls /proc/1/$f >/dev/null 2>&1 && echo listed=$f; done; echo done`)
+	if code != 0 || strings.TrimSpace(out) != "done" {
+		t.Fatalf("the init's /proc entries are reachable (exit %d):\n%s\n%s", code, out, errs)
+	}
+}

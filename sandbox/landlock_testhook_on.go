@@ -1,0 +1,5 @@
+//go:build !egressd_test_nolandlock
+
+package sandbox
+
+const landlockOff = false
