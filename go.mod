@@ -4,7 +4,6 @@ go 1.26.8
 
 require (
 	github.com/coreos/go-systemd/v22 v22.7.0
-	github.com/elastic/go-seccomp-bpf v1.6.0
 	github.com/elazarl/goproxy v1.9.4
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/gobwas/glob v1.1.0

@@ -159,3 +159,37 @@ func TestRunInitIsInvisibleAndUndumpable(t *testing.T) {
 		t.Fatalf("the init's /proc entries are reachable (exit %d):\n%s\n%s", code, out, errs)
 	}
 }
+
+// TestRunSeccompHighArgumentBitsAreRefused makes the filtered calls from
+// inside with bit 32 set in their int arguments, which the kernel ignores
+// and a 64-bit comparison does not.
+func TestRunSeccompHighArgumentBitsAreRefused(t *testing.T) {
+	e := newSandboxEnv(t)
+	out := e.runProbe(egressdBinary(t), "highbits")
+	for _, want := range []string{
+		"socket(AF_VSOCK|1<<32): EAFNOSUPPORT",
+		"socket(AF_NETLINK|1<<32, NETLINK_KOBJECT_UEVENT): EAFNOSUPPORT",
+		"socket(AF_NETLINK, NETLINK_KOBJECT_UEVENT|1<<32): EAFNOSUPPORT",
+		"socket(AF_PACKET|1<<32): EAFNOSUPPORT",
+		"ioctl(TIOCSTI|1<<32): EPERM", // not ENOTTY: the filter, not the kernel, said no
+		"ioctl(TIOCSTI): EPERM",
+		"rc=0",
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
+	}
+}
+
+// TestRunSeccompForeignABIKillsTheProcess makes an i386 system call through
+// int 0x80 (socket(AF_VSOCK), which the native rules would refuse) and an
+// x32 one: either kills the process with SIGSYS.
+func TestRunSeccompForeignABIKillsTheProcess(t *testing.T) {
+	e := newSandboxEnv(t)
+	if out := e.runProbe(egressdBinary(t), "int80"); !strings.Contains(out, "int80 unsupported") && !strings.Contains(out, "rc=159") {
+		t.Errorf("an i386 call through int 0x80 was not killed:\n%s", out)
+	}
+	if out := e.runProbe(egressdBinary(t), "x32"); !strings.Contains(out, "rc=159") {
+		t.Errorf("an x32 call was not killed:\n%s", out)
+	}
+}
