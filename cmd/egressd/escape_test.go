@@ -193,3 +193,80 @@ func TestRunSeccompForeignABIKillsTheProcess(t *testing.T) {
 		t.Errorf("an x32 call was not killed:\n%s", out)
 	}
 }
+
+// hostFolder is a host folder with a program (a copy of sh) and a secret
+// beside it.
+func hostFolder(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "eghost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755) // like /opt/tool: readable by anyone, the sandbox's user included
+	sh, err := filepath.EvalSymlinks("/bin/sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "interp"), data, 0o755)
+	os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("host secret"), 0o644)
+	return dir
+}
+
+func (e *sandboxEnv) writeManifestCommand(command, script string) {
+	e.t.Helper()
+	m := fmt.Sprintf(`{"schemaVersion":1,"id":"com.test.sandboxed","version":"1.0.0",
+	"runtime":{"kind":"local-mcp","command":%q,"args":["-c",%q]},
+	"permissions":[{"kind":"network","domains":["api.allowed.example"]}]}`, command, script)
+	if err := os.WriteFile(filepath.Join(e.dir, "voiceos.integration.json"), []byte(m), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// TestRunManifestCommandCannotShowAHostFolder: a manifest's runtime.command
+// naming a program in a host folder, directly or through a symlink in the
+// integration folder, must not put that folder in the sandbox. check
+// reports the absolute path; run refuses both.
+func TestRunManifestCommandCannotShowAHostFolder(t *testing.T) {
+	e := newSandboxEnv(t)
+	host := hostFolder(t)
+	show := "cat " + host + "/secret.txt 2>/dev/null; ls " + host + " 2>/dev/null; echo ran"
+	runIt := func() (string, error) {
+		cmd := exec.Command(egressdBinary(t), "run", "--state", e.state, "--audit-log", e.audit, "--resolver", e.dns.Addr, e.dir)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	e.writeManifestCommand(filepath.Join(host, "interp"), show)
+	out, err := exec.Command(egressdBinary(t), "check", e.dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "runtime.command: must be a program name") {
+		t.Errorf("check accepted an absolute host path: %v\n%s", err, out)
+	}
+	if out, err := runIt(); err == nil || strings.Contains(out, "host secret") || strings.Contains(out, "ran") {
+		t.Errorf("run used an absolute host path from the manifest: %v\n%s", err, out)
+	}
+
+	if err := os.Symlink(host, filepath.Join(e.dir, "bin")); err != nil {
+		t.Fatal(err)
+	}
+	e.writeManifestCommand("bin/interp", show)
+	if out, err := runIt(); err == nil || strings.Contains(out, "host secret") || !strings.Contains(out, "outside the integration folder") {
+		t.Errorf("run followed a symlink out of the integration folder: %v\n%s", err, out)
+	}
+}
+
+// TestRunOperatorCommandBindsTheProgramNotItsFolder: the operator may run
+// a program from anywhere, and only that file is shown, not its folder.
+func TestRunOperatorCommandBindsTheProgramNotItsFolder(t *testing.T) {
+	e := newSandboxEnv(t)
+	host := hostFolder(t)
+	cmd := exec.Command(egressdBinary(t), "run", "--state", e.state, "--audit-log", e.audit, "--resolver", e.dns.Addr, e.dir, "--",
+		filepath.Join(host, "interp"), "-c", "cat "+host+"/secret.txt 2>/dev/null; ls "+host+"; echo ran")
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.Contains(string(out), "host secret") || strings.Contains(string(out), "secret.txt") || !strings.Contains(string(out), "interp\nran") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}

@@ -119,6 +119,7 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 	p := registry.Policy(key)
 	manifestFile, _ := allowlist.Locate(key)
 	dir := filepath.Dir(manifestFile)
+	byOperator := true // the command after --, or the manifest's
 	if len(command) == 0 {
 		switch rt := p.Manifest.Runtime; rt.Kind {
 		case "local-mcp":
@@ -129,8 +130,9 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 		}
 		rt := p.Manifest.Runtime
 		command = append([]string{rt.Command}, rt.Args...)
+		byOperator = false
 	}
-	path, err := resolveCommand(command[0], dir)
+	program, err := sandbox.ResolveProgram(command[0], dir, byOperator)
 	if err != nil {
 		return nil, err
 	}
@@ -150,11 +152,11 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 	ports := []uint16{policy.DefaultPort}
 	ports = append(ports, cfg.Integrations[0].Exemptions.AllowPorts...)
 	readOnly := []string{dir}
-	if rtDir := filepath.Dir(path); !underSystemDirs(rtDir) && rtDir != dir {
-		readOnly = append(readOnly, rtDir)
+	if program.Bind != "" {
+		readOnly = append(readOnly, program.Bind)
 	}
 	r.spec = sandbox.Spec{
-		Command: path, Args: command, Dir: dir,
+		Command: program.Path, Args: command, Dir: dir,
 		Env:          sandbox.BuildEnv(os.Environ(), p.Manifest.EnvKeys, append(cfg.EnvPassthrough, f.envPassthrough...)),
 		ReadOnly:     readOnly,
 		StateDir:     integrationState,
@@ -349,34 +351,4 @@ func forwardSignals(to func(os.Signal) error) (stop func()) {
 		}
 	}()
 	return func() { signal.Stop(sigs); close(done) }
-}
-
-// resolveCommand finds the program as the launcher would: a path with a
-// slash is taken relative to the integration folder, a bare name is looked
-// up in PATH.
-func resolveCommand(name, dir string) (string, error) {
-	if strings.Contains(name, "/") {
-		if !filepath.IsAbs(name) {
-			name = filepath.Join(dir, name)
-		}
-		return filepath.EvalSymlinks(name)
-	}
-	path, err := exec.LookPath(name)
-	if err != nil {
-		return "", fmt.Errorf("the runtime %q is not installed (not in PATH)", name)
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	return abs, nil
-}
-
-func underSystemDirs(dir string) bool {
-	for _, d := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib64"} {
-		if dir == d || strings.HasPrefix(dir, d+"/") {
-			return true
-		}
-	}
-	return false
 }
