@@ -79,6 +79,11 @@ func InitMain() int {
 	if err != nil {
 		return fail(err)
 	}
+	egress, err := openEgress()
+	if err != nil {
+		return fail(err)
+	}
+	names, files = append(names, nameEgress), append(files, egress)
 	fds := make([]int, len(files))
 	for i, f := range files {
 		fds[i] = int(f.Fd())

@@ -32,4 +32,5 @@ const (
 	nameDNSU      = "dns-udp"
 	nameDNST      = "dns-tcp"
 	capturePrefix = "capture:"
+	nameEgress    = "egress" // the TUN file behind egress0, not a listener
 )

@@ -29,6 +29,9 @@ type Sandbox struct {
 	Capture map[uint16]net.Listener // transparent capture, by port
 	DNSUDP  net.PacketConn          // 127.0.0.53:53 inside
 	DNSTCP  net.Listener
+	// Egress is the TUN file behind the sandbox's default routes: serve it
+	// with ServeEgress, so every direct attempt is audited and refused.
+	Egress *os.File
 
 	cmd  *exec.Cmd
 	ctl  control
@@ -161,6 +164,10 @@ func (sb *Sandbox) receiveListeners() error {
 	sb.Capture = map[uint16]net.Listener{}
 	for i, name := range m.Listeners {
 		f := os.NewFile(uintptr(fds[i]), name)
+		if name == nameEgress {
+			sb.Egress = f
+			continue
+		}
 		var err error
 		switch {
 		case name == nameDNSU:
@@ -181,7 +188,7 @@ func (sb *Sandbox) receiveListeners() error {
 			return fmt.Errorf("sandbox: listener %s: %w", name, err)
 		}
 	}
-	if sb.Proxy == nil || sb.DNSUDP == nil || sb.DNSTCP == nil {
+	if sb.Proxy == nil || sb.DNSUDP == nil || sb.DNSTCP == nil || sb.Egress == nil {
 		return errors.New("sandbox: init did not pass every listener")
 	}
 	return nil
@@ -221,6 +228,9 @@ func (sb *Sandbox) Close() {
 	sb.ctl.f.Close()
 	for _, ln := range sb.Capture {
 		ln.Close()
+	}
+	if sb.Egress != nil {
+		sb.Egress.Close()
 	}
 	for _, c := range []interface{ Close() error }{sb.Proxy, sb.DNSUDP, sb.DNSTCP} {
 		if c != nil {

@@ -270,3 +270,26 @@ func TestRunOperatorCommandBindsTheProgramNotItsFolder(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
+
+// TestRunEveryDirectAttemptIsAudited: TCP connects to addresses on any
+// port and UDP datagrams to anything but the sandbox DNS, IPv4 and IPv6,
+// each end in a refusal in the audit log with its destination; TCP fails
+// at once (connection refused) and nothing leaves the sandbox.
+func TestRunEveryDirectAttemptIsAudited(t *testing.T) {
+	e := newSandboxEnv(t)
+	attempts := []string{
+		"udp:203.0.113.5:53", "udp:[2001:db8::2]:123", "udp:198.51.100.9:443",
+		"tcp:192.0.2.1:8080", "tcp:198.51.100.7:22", "tcp:203.0.113.10:8443", "tcp:[2001:db8::1]:9443", "tcp:[2001:db8::3]:25",
+	}
+	out := e.runProbe(egressdBinary(t), append([]string{"dial"}, attempts...)...)
+	log := e.auditLog()
+	for _, a := range attempts {
+		proto, dst, _ := strings.Cut(a, ":")
+		if proto == "tcp" && !strings.Contains(out, a+": dial "+proto+" "+dst+": connect: connection refused") {
+			t.Errorf("%s did not fail at once with connection refused:\n%s", a, out)
+		}
+		if !strings.Contains(log, `"decision":"deny","reason":"ip_literal","host_raw":"`+dst+`"`) || !strings.Contains(log, `"method":"`+proto+`","msg":"direct `+proto) {
+			t.Errorf("%s is not in the audit log:\n%s", a, log)
+		}
+	}
+}

@@ -257,6 +257,11 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	for _, ln := range sb.Capture {
 		go r.server.ServeCaptured(ln, names)
 	}
+	egressDone := make(chan struct{})
+	go func() {
+		sandbox.ServeEgress(sb.Egress, func(a sandbox.Attempt) { r.server.RefuseDirect(a.Proto, a.Dst) })
+		close(egressDone)
+	}()
 	resolver := &proxy.SandboxDNS{Server: r.server, Synthetic: names, TTL: 30}
 	dnsServers := []*dns.Server{{PacketConn: sb.DNSUDP, Handler: resolver}, {Listener: sb.DNSTCP, Handler: resolver}}
 	for _, s := range dnsServers {
@@ -276,6 +281,8 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 		Msg: "sandboxed: " + r.spec.Command})
 	code := sb.Wait()
 	stop()
+	sb.Egress.SetReadDeadline(time.Now()) // audit what the program sent last, then stop
+	<-egressDone
 	for _, s := range dnsServers {
 		s.Shutdown()
 	}

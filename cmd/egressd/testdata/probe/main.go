@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,11 +33,29 @@ func main() {
 		// i386 socket(AF_VSOCK, SOCK_STREAM, 0) is call 359.
 		r := int80(359, unix.AF_VSOCK, unix.SOCK_STREAM, 0)
 		fmt.Println("int80 socket returned", r)
+	case "dial":
+		dial(os.Args[2:])
 	case "x32":
 		r, _, errno := unix.RawSyscall(0x40000000|unix.SYS_GETPID, 0, 0, 0)
 		fmt.Println("x32 getpid returned", int(r), int(errno))
 	default:
 		os.Exit(2)
+	}
+}
+
+// dial makes each attempt, "tcp:ADDR:PORT" or "udp:ADDR:PORT", in order,
+// and prints how each ended. A datagram is written and not waited for.
+func dial(targets []string) {
+	for _, t := range targets {
+		proto, addr, _ := strings.Cut(t, ":")
+		c, err := net.DialTimeout(proto, addr, 10*time.Second)
+		if err == nil && proto == "udp" {
+			_, err = c.Write([]byte("probe"))
+		}
+		if c != nil {
+			c.Close()
+		}
+		fmt.Printf("%s: %v\n", t, err)
 	}
 }
 
