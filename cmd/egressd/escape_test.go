@@ -293,3 +293,59 @@ func TestRunEveryDirectAttemptIsAudited(t *testing.T) {
 		}
 	}
 }
+
+// TestRunHostAbstractSocketIsUnreachable: abstract unix sockets have no
+// path for the mount namespace to hide; the network namespace keeps the
+// host's apart.
+func TestRunHostAbstractSocketIsUnreachable(t *testing.T) {
+	e := newSandboxEnv(t)
+	name := fmt.Sprintf("egressd-test-%d", os.Getpid())
+	ln, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if c, err := net.Dial("unix", "@"+name); err != nil { // the host itself reaches it
+		t.Fatal(err)
+	} else {
+		c.Close()
+	}
+	if out := e.runProbe(egressdBinary(t), "abstract", name); !strings.Contains(out, "connection refused") {
+		t.Fatalf("the host's abstract socket was reached:\n%s", out)
+	}
+}
+
+// TestRunDevHoldsOnlyHarmlessDevices: no terminal, disk, tun, kmsg or
+// anything else of the host's /dev.
+func TestRunDevHoldsOnlyHarmlessDevices(t *testing.T) {
+	e := newSandboxEnv(t)
+	out, errs, code := e.run(`ls -A /dev | tr '\n' ' '`)
+	if code != 0 || strings.TrimSpace(out) != "fd full null random stderr stdin stdout urandom zero" {
+		t.Fatalf("/dev holds (exit %d): %q %s", code, out, errs)
+	}
+}
+
+// TestRunSetuidRootProgramGainsNothing: a setuid-root program (made here
+// by the host's root, in the integration folder) gains no capability and
+// no uid when the target runs it.
+func TestRunSetuidRootProgramGainsNothing(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making a setuid-root file needs root")
+	}
+	e := newSandboxEnv(t)
+	data, err := os.ReadFile(probeBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	suid := filepath.Join(e.dir, "suid-probe")
+	if err := os.WriteFile(suid, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(suid, 0o4755); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := e.run(`./suid-probe caps`)
+	if code != 0 || !strings.Contains(out, "CapEff: 0000000000000000") || !strings.Contains(out, "CapPrm: 0000000000000000") || !strings.Contains(out, "Uid: 0 0 0 0") {
+		t.Fatalf("setuid program (exit %d):\n%s\n%s", code, out, errs)
+	}
+}

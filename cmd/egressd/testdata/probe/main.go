@@ -35,6 +35,19 @@ func main() {
 		fmt.Println("int80 socket returned", r)
 	case "dial":
 		dial(os.Args[2:])
+	case "abstract":
+		c, err := net.Dial("unix", "@"+os.Args[2])
+		if err == nil {
+			c.Close()
+		}
+		fmt.Println("abstract:", err)
+	case "caps":
+		data, _ := os.ReadFile("/proc/self/status")
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(l, "Cap") || strings.HasPrefix(l, "Uid") {
+				fmt.Println(strings.Join(strings.Fields(l), " "))
+			}
+		}
 	case "x32":
 		r, _, errno := unix.RawSyscall(0x40000000|unix.SYS_GETPID, 0, 0, 0)
 		fmt.Println("x32 getpid returned", int(r), int(errno))
