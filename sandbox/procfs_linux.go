@@ -15,6 +15,11 @@ import (
 // CAP_SYS_PTRACE may open its /proc entries, and /proc is mounted with
 // hidepid, so the target does not even see them.
 
+// initEnv is the init's whole environment. The Go runtime otherwise keeps
+// its cgroup's CPU limit files open for the life of the process: two
+// descriptors into the host's tree.
+var initEnv = []string{"GODEBUG=containermaxprocs=0"}
+
 // makeUndumpable keeps the init's /proc/1/{fd,cwd,root,environ,mem} and
 // its threads' from every process in the sandbox, which all share its uid.
 // It also means no core dump of the init.

@@ -66,7 +66,7 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 		// unprivileged user needs no search permission on its folder.
 		Path:       "/proc/self/exe",
 		Args:       []string{"egressd-init", InitArg},
-		Env:        []string{},
+		Env:        initEnv,
 		Stdin:      os.Stdin,
 		Stdout:     os.Stdout,
 		Stderr:     os.Stderr,

@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -347,5 +349,52 @@ func TestRunSetuidRootProgramGainsNothing(t *testing.T) {
 	out, errs, code := e.run(`./suid-probe caps`)
 	if code != 0 || !strings.Contains(out, "CapEff: 0000000000000000") || !strings.Contains(out, "CapPrm: 0000000000000000") || !strings.Contains(out, "Uid: 0 0 0 0") {
 		t.Fatalf("setuid program (exit %d):\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestRunInitHoldsNoHostDescriptor looks at the running init from the host:
+// once the target runs, every descriptor it holds besides 0, 1 and 2 is a
+// socket, a pipe or an anonymous inode, never a file or folder of the
+// host's tree (the bind sources, or the Go runtime's cgroup files).
+func TestRunInitHoldsNoHostDescriptor(t *testing.T) {
+	e := newSandboxEnv(t)
+	cmd := e.command(`echo ready; read x`)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); cmd.Wait() }()
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(stdout, buf); err != nil || string(buf) != "ready\n" {
+		t.Fatalf("target did not start: %q %v", buf, err)
+	}
+	init := ""
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		status, _ := os.ReadFile(p + "/status")
+		cmdline, _ := os.ReadFile(p + "/cmdline")
+		if strings.HasPrefix(string(cmdline), "egressd-init\x00") && strings.Contains(string(status), fmt.Sprintf("\nPPid:\t%d\n", cmd.Process.Pid)) {
+			init = p
+		}
+	}
+	if init == "" {
+		t.Fatal("no init found")
+	}
+	fds, _ := filepath.Glob(init + "/fd/*")
+	if len(fds) < 3 {
+		t.Fatalf("could not read the init's fds: %v", fds)
+	}
+	for _, fd := range fds {
+		if n := filepath.Base(fd); n == "0" || n == "1" || n == "2" {
+			continue
+		}
+		target, err := os.Readlink(fd)
+		if err != nil {
+			continue // closed meanwhile
+		}
+		if !regexp.MustCompile(`^(socket|pipe|anon_inode):`).MatchString(target) {
+			t.Errorf("the init holds %s -> %s", fd, target)
+		}
 	}
 }
