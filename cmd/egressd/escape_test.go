@@ -183,6 +183,18 @@ func TestRunSeccompHighArgumentBitsAreRefused(t *testing.T) {
 	}
 }
 
+// TestRunRawAndPacketSocketsAreRefused: no raw IP socket (no capability)
+// and no packet socket (seccomp), so nothing is written past the routes.
+func TestRunRawAndPacketSocketsAreRefused(t *testing.T) {
+	e := newSandboxEnv(t)
+	out := e.runProbe(egressdBinary(t), "highbits")
+	for _, want := range []string{"socket(AF_INET, SOCK_RAW, ICMP): EPERM", "socket(AF_INET6, SOCK_RAW, TCP): EPERM", "socket(AF_PACKET): EAFNOSUPPORT"} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
+	}
+}
+
 // TestRunSeccompForeignABIKillsTheProcess makes an i386 system call through
 // int 0x80 (socket(AF_VSOCK), which the native rules would refuse) and an
 // x32 one: either kills the process with SIGSYS.

@@ -142,6 +142,9 @@ func highBits() {
 	try("socket(AF_NETLINK|1<<32, NETLINK_KOBJECT_UEVENT)", unix.SYS_SOCKET, unix.AF_NETLINK|hi, unix.SOCK_RAW, unix.NETLINK_KOBJECT_UEVENT)
 	try("socket(AF_NETLINK, NETLINK_KOBJECT_UEVENT|1<<32)", unix.SYS_SOCKET, unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_KOBJECT_UEVENT|hi)
 	try("socket(AF_PACKET|1<<32)", unix.SYS_SOCKET, unix.AF_PACKET|hi, unix.SOCK_RAW, 0)
+	try("socket(AF_INET, SOCK_RAW, ICMP)", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP)
+	try("socket(AF_INET6, SOCK_RAW, TCP)", unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_RAW, unix.IPPROTO_TCP)
+	try("socket(AF_PACKET)", unix.SYS_SOCKET, unix.AF_PACKET, unix.SOCK_RAW, 0)
 	try("ioctl(TIOCSTI|1<<32)", unix.SYS_IOCTL, 0, unix.TIOCSTI|hi, uintptr(unsafePointer(&c)))
 	try("ioctl(TIOCSTI)", unix.SYS_IOCTL, 0, unix.TIOCSTI, uintptr(unsafePointer(&c)))
 }
