@@ -77,8 +77,18 @@ func dial(targets []string) {
 // or socket.
 func walk(file, sock string) {
 	var links []string
+	// Listed processes and threads, and any pid or tid that answers by
+	// number though it is not listed.
+	var dirs []string
 	for _, pattern := range []string{"/proc/[0-9]*", "/proc/[0-9]*/task/[0-9]*"} {
-		procs, _ := filepath.Glob(pattern)
+		found, _ := filepath.Glob(pattern)
+		dirs = append(dirs, found...)
+	}
+	for n := 1; n <= 4096; n++ {
+		dirs = append(dirs, "/proc/"+strconv.Itoa(n), "/proc/1/task/"+strconv.Itoa(n))
+	}
+	{
+		procs := dirs
 		for _, p := range procs {
 			links = append(links, p+"/cwd", p+"/root")
 			fds, _ := filepath.Glob(p + "/fd/*")
