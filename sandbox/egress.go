@@ -5,12 +5,13 @@ import (
 	"errors"
 	"net/netip"
 	"os"
+	"strconv"
 )
 
 // Attempt is one direct connection the sandboxed program tried: a TCP
 // connect or a UDP datagram to an address, around the proxy.
 type Attempt struct {
-	Proto string // "tcp" or "udp"
+	Proto string // "tcp", "udp", "udplite", or "ipN" for IP protocol N
 	Dst   netip.AddrPort
 }
 
@@ -45,8 +46,9 @@ func ServeEgress(f *os.File, report func(Attempt)) error {
 // standard library or golang.org/x/net builds a TCP segment.
 
 const (
-	protoTCP = 6
-	protoUDP = 17
+	protoTCP     = 6
+	protoUDP     = 17
+	protoUDPLite = 136 // UDP's header, its own protocol number
 
 	tcpFIN = 0x01
 	tcpSYN = 0x02
@@ -92,11 +94,15 @@ func parsePacket(p []byte) (Attempt, []byte, bool) {
 		return Attempt{}, nil, false
 	}
 	switch proto {
-	case protoUDP:
+	case protoUDP, protoUDPLite:
 		if len(payload) < 8 {
 			return Attempt{}, nil, false
 		}
-		return Attempt{Proto: "udp", Dst: netip.AddrPortFrom(dst, binary.BigEndian.Uint16(payload[2:4]))}, nil, true
+		name := "udp"
+		if proto == protoUDPLite {
+			name = "udplite"
+		}
+		return Attempt{Proto: name, Dst: netip.AddrPortFrom(dst, binary.BigEndian.Uint16(payload[2:4]))}, nil, true
 	case protoTCP:
 		if len(payload) < 20 {
 			return Attempt{}, nil, false
@@ -118,7 +124,13 @@ func parsePacket(p []byte) (Attempt, []byte, bool) {
 		a := Attempt{Proto: "tcp", Dst: netip.AddrPortFrom(dst, dport)}
 		return a, tcpReset(netip.AddrPortFrom(dst, dport), netip.AddrPortFrom(src, sport), ack), true
 	}
-	return Attempt{}, nil, false
+	// Any other protocol the kernel lets the program speak (SCTP, DCCP
+	// where loaded) to a unicast address is an attempt too, portless here;
+	// multicast and link-local are the kernel's own IPv6 housekeeping.
+	if dst.IsMulticast() || dst.IsLinkLocalUnicast() {
+		return Attempt{}, nil, false
+	}
+	return Attempt{Proto: "ip" + strconv.Itoa(int(proto)), Dst: netip.AddrPortFrom(dst, 0)}, nil, true
 }
 
 // tcpReset builds the RST|ACK from "from" to "to" that refuses a SYN.

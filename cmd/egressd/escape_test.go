@@ -306,6 +306,12 @@ func TestRunEveryDirectAttemptIsAudited(t *testing.T) {
 			t.Errorf("%s is not in the audit log:\n%s", a, log)
 		}
 	}
+	// UDP-Lite: UDP's header under another protocol number.
+	if out := e.runProbe(egressdBinary(t), "udplite", "192.0.2.77:5000"); !strings.Contains(out, "udplite: <nil>") && !strings.Contains(out, "protocol not supported") {
+		t.Fatalf("udplite: %s", out)
+	} else if strings.Contains(out, "udplite: <nil>") && !strings.Contains(e.auditLog(), `"host_raw":"192.0.2.77:5000","port":5000,"addr":"192.0.2.77:5000","conn"`) {
+		t.Errorf("a UDP-Lite datagram is not in the audit log:\n%s", e.auditLog())
+	}
 }
 
 // TestRunHostAbstractSocketIsUnreachable: abstract unix sockets have no

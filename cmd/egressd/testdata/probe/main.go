@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,6 +49,15 @@ func main() {
 				fmt.Println(strings.Join(strings.Fields(l), " "))
 			}
 		}
+	case "udplite":
+		// UDP-Lite: UDP's header under its own protocol number, 136.
+		ap := netip.MustParseAddrPort(os.Args[2])
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 136)
+		if err == nil {
+			err = unix.Sendto(fd, []byte("probe"), 0, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()})
+			unix.Close(fd)
+		}
+		fmt.Println("udplite:", err)
 	case "x32":
 		r, _, errno := unix.RawSyscall(0x40000000|unix.SYS_GETPID, 0, 0, 0)
 		fmt.Println("x32 getpid returned", int(r), int(errno))
