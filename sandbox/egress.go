@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"syscall"
+	"time"
 )
 
 // Attempt is one direct connection the sandboxed program tried: a TCP
@@ -16,29 +18,56 @@ type Attempt struct {
 }
 
 // ServeEgress reads what the sandbox routes to egress0 until f is closed,
-// or, once a read deadline is set, until nothing is left to read.
-// Nothing read is ever sent anywhere. Each TCP SYN and each UDP datagram
-// is reported; a SYN is answered with a reset.
+// or until a read deadline is set: then it reads what is still queued
+// (the last packets of a program that has exited) and returns. Nothing
+// read is ever sent anywhere. Each TCP SYN and each UDP datagram is
+// reported; a SYN is answered with a reset.
 func ServeEgress(f *os.File, report func(Attempt)) error {
 	buf := make([]byte, 1<<16)
-	for {
-		n, err := f.Read(buf)
-		if err != nil {
-			// Closed, or drained: the deadline set once the program exited.
-			if errors.Is(err, os.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded) {
-				return nil
-			}
-			return err
-		}
-		a, reset, ok := parsePacket(buf[:n])
+	handle := func(p []byte) {
+		a, reset, ok := parsePacket(p)
 		if !ok {
-			continue // IPv6 housekeeping, a stray segment, anything else
+			return // IPv6 housekeeping, a stray segment, anything else
 		}
 		report(a)
 		if reset != nil {
 			f.Write(reset)
 		}
 	}
+	for {
+		n, err := f.Read(buf)
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return drain(f, buf, handle)
+		case errors.Is(err, os.ErrClosed):
+			return nil
+		case err != nil:
+			return err
+		}
+		handle(buf[:n])
+	}
+}
+
+// drain handles every packet still queued, without waiting for more. A
+// read with a past deadline fails before it reads, so the deadline is
+// cleared and the queue read through the raw descriptor until EAGAIN.
+func drain(f *os.File, buf []byte, handle func([]byte)) error {
+	if err := f.SetReadDeadline(time.Time{}); err != nil {
+		return err
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rc.Read(func(fd uintptr) bool {
+		for {
+			n, err := syscall.Read(int(fd), buf)
+			if err != nil || n <= 0 {
+				return true // EAGAIN: empty; never wait
+			}
+			handle(buf[:n])
+		}
+	})
 }
 
 // The few bytes of IP, TCP and UDP that ServeEgress needs: who a packet

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -413,6 +414,25 @@ func TestRunInitHoldsNoHostDescriptor(t *testing.T) {
 		}
 		if !regexp.MustCompile(`^(socket|pipe|anon_inode):`).MatchString(target) {
 			t.Errorf("the init holds %s -> %s", fd, target)
+		}
+	}
+}
+
+// TestRunDatagramsSentJustBeforeExitAreAudited: a program that sends a
+// burst of datagrams and exits at once does not outrun the audit; egressd
+// reads what is queued on egress0 before it writes the stop event.
+func TestRunDatagramsSentJustBeforeExitAreAudited(t *testing.T) {
+	e := newSandboxEnv(t)
+	const n = 300 // within egress0's queue (500)
+	if out := e.runProbe(egressdBinary(t), "udpburst", "198.51.100.20", strconv.Itoa(n)); !strings.Contains(out, fmt.Sprintf("sent %d", n)) {
+		t.Fatalf("probe: %s", out)
+	}
+	log := e.auditLog()
+	stop := strings.Index(log, `"action":"stop"`)
+	for i := 0; i < n; i++ {
+		at := strings.Index(log, fmt.Sprintf(`"host_raw":"198.51.100.20:%d"`, 20000+i))
+		if at < 0 || at > stop {
+			t.Fatalf("datagram to port %d not audited before the stop event (%d lines)", 20000+i, strings.Count(log, "\n"))
 		}
 	}
 }

@@ -58,6 +58,16 @@ func main() {
 			unix.Close(fd)
 		}
 		fmt.Println("udplite:", err)
+	case "udpburst":
+		// Datagrams to ports 20000.. of one address, then exit at once.
+		n, _ := strconv.Atoi(os.Args[3])
+		for i := 0; i < n; i++ {
+			if c, err := net.Dial("udp", net.JoinHostPort(os.Args[2], strconv.Itoa(20000+i))); err == nil {
+				c.Write([]byte("probe"))
+				c.Close()
+			}
+		}
+		fmt.Println("sent", n)
 	case "x32":
 		r, _, errno := unix.RawSyscall(0x40000000|unix.SYS_GETPID, 0, 0, 0)
 		fmt.Println("x32 getpid returned", int(r), int(errno))
