@@ -423,7 +423,7 @@ func TestRunInitHoldsNoHostDescriptor(t *testing.T) {
 // reads what is queued on egress0 before it writes the stop event.
 func TestRunDatagramsSentJustBeforeExitAreAudited(t *testing.T) {
 	e := newSandboxEnv(t)
-	const n = 300 // within egress0's queue (500)
+	const n = 150 // within egress0's queue (500) and the default burst (200)
 	if out := e.runProbe(egressdBinary(t), "udpburst", "198.51.100.20", strconv.Itoa(n)); !strings.Contains(out, fmt.Sprintf("sent %d", n)) {
 		t.Fatalf("probe: %s", out)
 	}
@@ -434,5 +434,21 @@ func TestRunDatagramsSentJustBeforeExitAreAudited(t *testing.T) {
 		if at < 0 || at > stop {
 			t.Fatalf("datagram to port %d not audited before the stop event (%d lines)", 20000+i, strings.Count(log, "\n"))
 		}
+	}
+}
+
+// TestRunPortScanDoesNotFloodTheAuditLog: direct attempts count against the
+// integration's connection rate (default burst 200, 100/s); past it they
+// fold into limit_exceeded lines with a count.
+func TestRunPortScanDoesNotFloodTheAuditLog(t *testing.T) {
+	e := newSandboxEnv(t)
+	const n = 3000
+	if out := e.runProbe(egressdBinary(t), "udpburst", "203.0.113.30", strconv.Itoa(n)); !strings.Contains(out, fmt.Sprintf("sent %d", n)) {
+		t.Fatalf("probe: %s", out)
+	}
+	log := e.auditLog()
+	named := strings.Count(log, `"host_raw":"203.0.113.30:`)
+	if named >= n/2 || !regexp.MustCompile(`"reason":"limit_exceeded".*"method":"udp","suppressed":\d+`).MatchString(log) {
+		t.Fatalf("%d of %d attempts written one by one; log tail:\n%s", named, n, log[max(0, len(log)-3000):])
 	}
 }
