@@ -75,9 +75,10 @@ func drain(f *os.File, buf []byte, handle func([]byte)) error {
 // standard library or golang.org/x/net builds a TCP segment.
 
 const (
-	protoTCP     = 6
-	protoUDP     = 17
-	protoUDPLite = 136 // UDP's header, its own protocol number
+	protoTCP      = 6
+	protoUDP      = 17
+	protoUDPLite  = 136 // UDP's header, its own protocol number
+	protoFragment = 44  // IPv6's fragment header
 
 	tcpFIN = 0x01
 	tcpSYN = 0x02
@@ -119,6 +120,12 @@ func parsePacket(p []byte) (Attempt, []byte, bool) {
 			return Attempt{}, nil, false
 		}
 		payload = p[40 : 40+n]
+		if proto == protoFragment { // a datagram larger than the MTU
+			if len(payload) < 8 || binary.BigEndian.Uint16(payload[2:4])>>3 != 0 {
+				return Attempt{}, nil, false // a later fragment: its first one was seen
+			}
+			proto, payload = payload[0], payload[8:]
+		}
 	default:
 		return Attempt{}, nil, false
 	}

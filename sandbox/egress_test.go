@@ -27,3 +27,24 @@ func TestParsePacketSurvivesEveryTruncation(t *testing.T) {
 		}
 	}
 }
+
+// TestParsePacketReadsAFragmentedIPv6Datagram: a UDP datagram larger than
+// the MTU leaves in fragments; the first is the attempt, the rest are not.
+func TestParsePacketReadsAFragmentedIPv6Datagram(t *testing.T) {
+	pkt := make([]byte, 40+8+8)
+	pkt[0] = 0x60
+	pkt[4], pkt[5] = 0, 16 // payload: fragment header and UDP header
+	pkt[6], pkt[7] = protoFragment, 64
+	dst := netip.MustParseAddr("2001:db8::9").As16()
+	copy(pkt[24:], dst[:])
+	pkt[40] = protoUDP
+	pkt[48+2], pkt[48+3] = 0x01, 0xbb // port 443
+	a, _, ok := parsePacket(pkt)
+	if !ok || a.Proto != "udp" || a.Dst != netip.MustParseAddrPort("[2001:db8::9]:443") {
+		t.Fatalf("first fragment: %+v %v", a, ok)
+	}
+	pkt[42], pkt[43] = 0x05, 0xa8 // offset 181 (x8 bytes)
+	if a, _, ok := parsePacket(pkt); ok {
+		t.Fatalf("a later fragment was read as an attempt: %+v", a)
+	}
+}
