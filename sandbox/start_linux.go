@@ -46,6 +46,9 @@ var ErrNamespaces = errors.New("cannot create namespaces")
 // listeners, and returns once the listeners are in hand. Call Run to let
 // the target start, after the listeners are being served.
 func Start(spec Spec, opts Options) (*Sandbox, error) {
+	if err := checkStdio(); err != nil {
+		return nil, err
+	}
 	// Every fd this process inherited from its launcher stays here: a
 	// socket leaked to egressd must not carry the host network inside.
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {

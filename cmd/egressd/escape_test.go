@@ -452,3 +452,29 @@ func TestRunPortScanDoesNotFloodTheAuditLog(t *testing.T) {
 		t.Fatalf("%d of %d attempts written one by one; log tail:\n%s", named, n, log[max(0, len(log)-3000):])
 	}
 }
+
+// TestRunFolderAsStdinIsRefused: a launcher that hands egressd a folder as
+// stdin (or stdout, stderr) would hand the program a descriptor into the
+// host's tree, past every layer: Landlock does not cover connect. egressd
+// refuses to start.
+func TestRunFolderAsStdinIsRefused(t *testing.T) {
+	e := newSandboxEnv(t)
+	file, sock := hostBait(t)
+	data, err := os.ReadFile(probeBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(e.dir, "probe"), data, 0o755)
+	folder, err := os.Open(filepath.Dir(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer folder.Close()
+	cmd := exec.Command(egressdBinary(t), "run", "--state", e.state, "--audit-log", e.audit, "--resolver", e.dns.Addr, e.dir, "--",
+		"./probe", "walk", file, sock)
+	cmd.Stdin = folder
+	out, err := cmd.CombinedOutput()
+	if strings.Contains(string(out), "REACHED") || err == nil || !strings.Contains(string(out), "stdin is a folder") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
