@@ -281,7 +281,11 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 		Msg: "sandboxed: " + r.spec.Command})
 	code := sb.Wait()
 	stop()
-	sb.Egress.SetReadDeadline(time.Now()) // audit what the program sent last, then stop
+	// Audit what the program sent last, then stop; a file without
+	// deadlines is closed instead, so nothing waits forever.
+	if err := sb.Egress.SetReadDeadline(time.Now()); err != nil {
+		sb.Egress.Close()
+	}
 	<-egressDone
 	for _, s := range dnsServers {
 		s.Shutdown()
