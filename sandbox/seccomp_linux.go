@@ -70,8 +70,8 @@ const namespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWU
 // deniedCalls return EPERM whatever their arguments: namespaces and mounts,
 // io_uring (which bypasses seccomp for its operations), tracing and other
 // processes' memory and descriptors, BPF, perf, userfaultfd, the kernel
-// keyring, modules, kexec, and file handles (which open by inode, past
-// every path check).
+// keyring, modules, kexec, file handles (which open by inode, past every
+// path check) and the host's kernel log.
 var deniedCalls = map[string]uint32{
 	"setns": unix.SYS_SETNS, "mount": unix.SYS_MOUNT, "umount2": unix.SYS_UMOUNT2, "pivot_root": unix.SYS_PIVOT_ROOT,
 	"chroot": unix.SYS_CHROOT, "open_tree": unix.SYS_OPEN_TREE, "open_tree_attr": unix.SYS_OPEN_TREE_ATTR,
@@ -84,6 +84,7 @@ var deniedCalls = map[string]uint32{
 	"kexec_load": unix.SYS_KEXEC_LOAD, "kexec_file_load": unix.SYS_KEXEC_FILE_LOAD, "init_module": unix.SYS_INIT_MODULE,
 	"finit_module": unix.SYS_FINIT_MODULE, "delete_module": unix.SYS_DELETE_MODULE,
 	"open_by_handle_at": unix.SYS_OPEN_BY_HANDLE_AT, "name_to_handle_at": unix.SYS_NAME_TO_HANDLE_AT,
+	"syslog": unix.SYS_SYSLOG, // the host's kernel log, readable by anyone where kernel.dmesg_restrict=0
 }
 
 // deniedIoctls write to a terminal the target may share with the user:
