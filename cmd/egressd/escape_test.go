@@ -27,6 +27,18 @@ var (
 	noLandlockErr  error
 )
 
+// TestMain removes the binaries the tests built (egressd, the probe, the
+// egressd without Landlock), each in its own temporary folder.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, bin := range []string{releaseBin, probeBin, noLandlockBin} {
+		if bin != "" {
+			os.RemoveAll(filepath.Dir(bin))
+		}
+	}
+	os.Exit(code)
+}
+
 // buildStatic builds a package into a temporary folder, statically.
 func buildStatic(t testing.TB, pkg, name string, tags ...string) (string, error) {
 	dir, err := os.MkdirTemp("", "egressd-bin-")
