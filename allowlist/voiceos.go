@@ -3,6 +3,7 @@ package allowlist
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 )
 
 // parseVoiceOS reads voiceos.integration.json: schemaVersion 1, id, version,
@@ -53,7 +54,10 @@ func parseRuntime(top fields, m *Manifest) {
 	m.Runtime.Kind = kind
 	switch kind {
 	case "local-mcp":
-		m.Runtime.Command, _ = rt.requiredString("command")
+		if cmd, ok := rt.requiredString("command"); ok {
+			m.Runtime.Command = cmd
+			checkCommand(rt, cmd)
+		}
 		args, _ := rt.array("args")
 		for i, raw := range args {
 			var a string
@@ -67,6 +71,20 @@ func parseRuntime(top fields, m *Manifest) {
 	default:
 		top.ps.errorf(rt.at("kind"), fmt.Sprintf("must be \"local-mcp\", \"remote-mcp\" or \"hosted\" (%q)", capString(kind, 40)))
 	}
+}
+
+// checkCommand refuses a runtime command that names a host path outside
+// the integration folder: the sandbox binds the program in, so such a path
+// would let a third-party manifest choose what of the host the sandboxed
+// program sees. A bare name is looked up in the launcher's PATH; a
+// relative path stays inside the folder. An operator who means another
+// program passes it to egressd run after "--".
+func checkCommand(rt fields, cmd string) {
+	if cmd != "" && filepath.IsLocal(cmd) {
+		return
+	}
+	rt.ps.errorf(rt.at("command"), fmt.Sprintf("must be a program name (looked up in the launcher's PATH) or a path inside the integration folder (%q): "+
+		"a manifest does not choose host paths; an operator can pass the program after --", capString(cmd, 100)))
 }
 
 // envKeys collects the variable names secrets and settings arrive in:

@@ -60,6 +60,9 @@ func InitMain() int {
 	if err := markInheritedCloexec(); err != nil {
 		return fail(step("close_range", err))
 	}
+	if err := makeUndumpable(); err != nil {
+		return fail(err)
+	}
 	m, pathFDs, err := ctl.recv()
 	if err != nil || m.Spec == nil || len(pathFDs) != len(m.Paths) {
 		return fail(step("read spec", fmt.Errorf("no spec from the supervisor: %v", err)))
@@ -75,6 +78,11 @@ func InitMain() int {
 	if err != nil {
 		return fail(err)
 	}
+	egress, err := openEgress()
+	if err != nil {
+		return fail(err)
+	}
+	names, files = append(names, nameEgress), append(files, egress)
 	fds := make([]int, len(files))
 	for i, f := range files {
 		fds[i] = int(f.Fd())

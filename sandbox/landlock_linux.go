@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"os"
+
 	"github.com/landlock-lsm/go-landlock/landlock"
 )
 
@@ -12,9 +14,18 @@ import (
 // kernel's Landlock ABI supports, and nothing on a kernel without it: the
 // namespaces remain the first layer.
 func restrictFilesystem(spec Spec) error {
-	ro := append([]string{"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/dev"}, spec.ReadOnly...)
+	ro := []string{"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/dev"}
+	var roFiles []string // a program bound alone
+	for _, p := range spec.ReadOnly {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			roFiles = append(roFiles, p)
+		} else {
+			ro = append(ro, p)
+		}
+	}
 	return landlock.V7.BestEffort().RestrictPaths(
 		landlock.RODirs(ro...).IgnoreIfMissing(),
+		landlock.ROFiles(roFiles...),
 		landlock.RWDirs("/tmp", Home, StateDir),
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full").IgnoreIfMissing(),
 	)

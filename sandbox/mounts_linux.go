@@ -87,10 +87,14 @@ func buildRoot(spec Spec) error {
 	if err := buildDev(root); err != nil {
 		return err
 	}
-	if err := mkdirMount(root, "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return step("mount /proc", err)
+	if err := mountProc(root); err != nil {
+		return err
 	}
-	return pivot(root)
+	if err := pivot(root); err != nil {
+		return err
+	}
+	closeSources()
+	return nil
 }
 
 // bindSystem binds a system folder, or recreates it as the symlink it is

@@ -23,7 +23,7 @@ import (
 // (nvm's node) runs from its bound folder.
 func RefuseHomeShim(name, path, home, pathList string) error {
 	home = filepath.Clean(home)
-	if strings.Contains(name, "/") || home == "" || home == "/" || home == "." || !within(path, home) || !isHomeShim(path, home) {
+	if strings.Contains(name, "/") || home == "" || home == "/" || home == "." || !under(path, home) || !isHomeShim(path, home) {
 		return nil
 	}
 	hint := "installed outside the home folder"
@@ -47,7 +47,7 @@ func isHomeShim(path, home string) bool {
 		// A link to a file the sandbox will not show (mise), or to a
 		// dispatcher named as one (volta-shim). A link to /usr/bin, as a
 		// virtualenv's python is, runs.
-		if (within(target, home) && filepath.Dir(target) != dir) || strings.Contains(filepath.Base(target), "shim") {
+		if (under(target, home) && filepath.Dir(target) != dir) || strings.Contains(filepath.Base(target), "shim") {
 			return true
 		}
 	}
@@ -71,7 +71,7 @@ func isHomeShim(path, home string) bool {
 // lookPathOutside finds name in the PATH folders outside home, for the hint.
 func lookPathOutside(name, home, pathList string) string {
 	for _, dir := range filepath.SplitList(pathList) {
-		if !filepath.IsAbs(dir) || within(dir, home) {
+		if !filepath.IsAbs(dir) || under(dir, home) {
 			continue
 		}
 		p := filepath.Join(dir, name)
@@ -82,6 +82,8 @@ func lookPathOutside(name, home, pathList string) string {
 	return ""
 }
 
-func within(path, dir string) bool {
-	return path == dir || strings.HasPrefix(path, dir+"/")
+// under reports whether path is dir or below it.
+func under(path, dir string) bool {
+	_, ok := within(path, dir)
+	return ok
 }

@@ -8,8 +8,8 @@ type Spec struct {
 	Dir     string   // working directory: the integration folder
 	Env     []string // the whole environment, built by BuildEnv
 	// ReadOnly are host paths bound read-only at the same path: the
-	// integration folder and the runtime's folder, when it is outside the
-	// system folders.
+	// integration folder and, when it is outside the system folders and
+	// that folder, the program's executable file alone.
 	ReadOnly []string
 	// StateDir is the host folder bound writable at /var/lib/integration.
 	StateDir string
@@ -35,4 +35,5 @@ const (
 	nameDNSU      = "dns-udp"
 	nameDNST      = "dns-tcp"
 	capturePrefix = "capture:"
+	nameEgress    = "egress" // the TUN file behind egress0, not a listener
 )

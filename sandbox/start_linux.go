@@ -34,6 +34,9 @@ type Sandbox struct {
 	Capture map[uint16]net.Listener // transparent capture, by port
 	DNSUDP  net.PacketConn          // 127.0.0.53:53 inside
 	DNSTCP  net.Listener
+	// Egress is the TUN file behind the sandbox's default routes: serve it
+	// with ServeEgress, so every direct attempt is audited and refused.
+	Egress *os.File
 
 	cmd  *exec.Cmd
 	ctl  control
@@ -49,6 +52,9 @@ var ErrNamespaces = errors.New("cannot create namespaces")
 // listeners, and returns once the listeners are in hand. Call Run to let
 // the target start, after the listeners are being served.
 func Start(spec Spec, opts Options) (*Sandbox, error) {
+	if err := checkStdio(); err != nil {
+		return nil, err
+	}
 	// Every fd this process inherited from its launcher stays here: a
 	// socket leaked to egressd must not carry the host network inside.
 	if err := markInheritedCloexec(); err != nil {
@@ -177,6 +183,10 @@ func (sb *Sandbox) receiveListeners() error {
 	sb.Capture = map[uint16]net.Listener{}
 	for i, name := range m.Listeners {
 		f := os.NewFile(uintptr(fds[i]), name)
+		if name == nameEgress {
+			sb.Egress = f
+			continue
+		}
 		var err error
 		switch {
 		case name == nameDNSU:
@@ -197,7 +207,7 @@ func (sb *Sandbox) receiveListeners() error {
 			return fmt.Errorf("sandbox: listener %s: %w", name, err)
 		}
 	}
-	if sb.Proxy == nil || sb.DNSUDP == nil || sb.DNSTCP == nil {
+	if sb.Proxy == nil || sb.DNSUDP == nil || sb.DNSTCP == nil || sb.Egress == nil {
 		return errors.New("sandbox: init did not pass every listener")
 	}
 	return nil
@@ -242,6 +252,9 @@ func (sb *Sandbox) Close() {
 	sb.ctl.f.Close()
 	for _, ln := range sb.Capture {
 		ln.Close()
+	}
+	if sb.Egress != nil {
+		sb.Egress.Close()
 	}
 	for _, c := range []interface{ Close() error }{sb.Proxy, sb.DNSUDP, sb.DNSTCP} {
 		if c != nil {

@@ -7,5 +7,5 @@ package sandbox
 // layer is always on.
 func layerOff(string) bool { return false }
 
-// initEnv is the init's environment: empty.
-func initEnv() []string { return []string{} }
+// initEnv is the init's environment.
+func initEnv() []string { return initBaseEnv }

@@ -22,11 +22,11 @@ func layerOff(name string) bool {
 	return false
 }
 
-// initEnv carries the switch to the init, whose environment is otherwise
-// empty.
+// initEnv carries the switch to the init, beside its base environment.
 func initEnv() []string {
+	env := append([]string{}, initBaseEnv...)
 	if v := os.Getenv(testHookEnv); v != "" {
-		return []string{testHookEnv + "=" + v}
+		env = append(env, testHookEnv+"="+v)
 	}
-	return []string{}
+	return env
 }

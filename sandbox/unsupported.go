@@ -31,6 +31,7 @@ type Sandbox struct {
 	Capture map[uint16]net.Listener
 	DNSUDP  net.PacketConn
 	DNSTCP  net.Listener
+	Egress  *os.File
 }
 
 // Start always fails here.

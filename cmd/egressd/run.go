@@ -120,6 +120,7 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 	p := registry.Policy(key)
 	manifestFile, _ := allowlist.Locate(key)
 	dir := filepath.Dir(manifestFile)
+	byOperator := true // the command after --, or the manifest's
 	if len(command) == 0 {
 		switch rt := p.Manifest.Runtime; rt.Kind {
 		case "local-mcp":
@@ -130,13 +131,15 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 		}
 		rt := p.Manifest.Runtime
 		command = append([]string{rt.Command}, rt.Args...)
+		byOperator = false
 	}
-	path, err := resolveCommand(command[0], dir)
+	program, err := sandbox.ResolveProgram(command[0], dir, byOperator)
 	if err != nil {
 		return nil, err
 	}
 	if !f.insecureEnvOnly {
-		if err := sandbox.RefuseHomeShim(command[0], path, os.Getenv("HOME"), os.Getenv("PATH")); err != nil {
+		looked, _ := exec.LookPath(command[0]) // the shim itself, before its symlinks are followed
+		if err := sandbox.RefuseHomeShim(command[0], looked, os.Getenv("HOME"), os.Getenv("PATH")); err != nil {
 			return nil, err
 		}
 	}
@@ -167,13 +170,13 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 	ports := []uint16{policy.DefaultPort}
 	ports = append(ports, cfg.Integrations[0].Exemptions.AllowPorts...)
 	readOnly := []string{dir}
-	if rtDir := filepath.Dir(path); !underSystemDirs(rtDir) && rtDir != dir {
-		readOnly = append(readOnly, rtDir)
+	if program.Bind != "" {
+		readOnly = append(readOnly, program.Bind)
 	}
 	passthrough := append(append([]string{}, cfg.EnvPassthrough...), f.envPassthrough...)
 	r.env = newEnvReport(os.Environ(), p.Manifest.EnvKeys, passthrough)
 	r.spec = sandbox.Spec{
-		Command: path, Args: command, Dir: dir,
+		Command: program.Path, Args: command, Dir: dir,
 		Env:          sandbox.BuildEnv(os.Environ(), p.Manifest.EnvKeys, passthrough),
 		ReadOnly:     readOnly,
 		StateDir:     integrationState,
@@ -282,6 +285,11 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	for _, ln := range sb.Capture {
 		go r.server.ServeCaptured(ln, names)
 	}
+	egressDone := make(chan struct{})
+	go func() {
+		sandbox.ServeEgress(sb.Egress, func(a sandbox.Attempt) { r.server.RefuseDirect(a.Proto, a.Dst) })
+		close(egressDone)
+	}()
 	resolver := &proxy.SandboxDNS{Server: r.server, Synthetic: names, TTL: 30}
 	dnsServers := []*dns.Server{{PacketConn: sb.DNSUDP, Handler: resolver}, {Listener: sb.DNSTCP, Handler: resolver}}
 	for _, s := range dnsServers {
@@ -304,6 +312,12 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	code := sb.Wait()
 	term.Restore() // before egressd writes to a terminal whose output the program may have stopped
 	stop()
+	// Audit what the program sent last, then stop; a file without
+	// deadlines is closed instead, so nothing waits forever.
+	if err := sb.Egress.SetReadDeadline(time.Now()); err != nil {
+		sb.Egress.Close()
+	}
+	<-egressDone
 	stopAudit()
 	r.reportState(stderr)
 	for _, s := range dnsServers {
@@ -383,34 +397,4 @@ func forwardSignals(to func(os.Signal) error) (stop func()) {
 		}
 	}()
 	return func() { signal.Stop(sigs); close(done) }
-}
-
-// resolveCommand finds the program as the launcher would: a path with a
-// slash is taken relative to the integration folder, a bare name is looked
-// up in PATH.
-func resolveCommand(name, dir string) (string, error) {
-	if strings.Contains(name, "/") {
-		if !filepath.IsAbs(name) {
-			name = filepath.Join(dir, name)
-		}
-		return filepath.EvalSymlinks(name)
-	}
-	path, err := exec.LookPath(name)
-	if err != nil {
-		return "", fmt.Errorf("the runtime %q is not installed (not in PATH)", name)
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	return abs, nil
-}
-
-func underSystemDirs(dir string) bool {
-	for _, d := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib64"} {
-		if dir == d || strings.HasPrefix(dir, d+"/") {
-			return true
-		}
-	}
-	return false
 }

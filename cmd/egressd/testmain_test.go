@@ -16,7 +16,7 @@ import (
 func TestMain(m *testing.M) {
 	removeOrphanBinDirs()
 	code := m.Run()
-	for _, bin := range []string{releaseBin, hookedBin} {
+	for _, bin := range []string{releaseBin, hookedBin, probeBin} {
 		if bin != "" {
 			os.RemoveAll(filepath.Dir(bin))
 		}

@@ -1,0 +1,475 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Attacks from inside a real sandbox: a small static program (testdata/probe)
+// runs as the target and reports what it reached.
+
+var (
+	probeOnce sync.Once
+	probeBin  string
+	probeErr  error
+)
+
+// buildStatic builds a package into a temporary folder, statically.
+func buildStatic(t testing.TB, pkg, name string, tags ...string) (string, error) {
+	dir, err := os.MkdirTemp("", binDirPrefix()) // removed at exit by TestMain
+	if err != nil {
+		return "", err
+	}
+	os.Chmod(dir, 0o755)
+	out := filepath.Join(dir, name)
+	args := []string{"build", "-trimpath", "-o", out}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	build := exec.Command("go", append(args, pkg)...)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%v\n%s", err, msg)
+	}
+	return out, nil
+}
+
+// probeBinary is testdata/probe, built once.
+func probeBinary(t testing.TB) string {
+	probeOnce.Do(func() { probeBin, probeErr = buildStatic(t, "./testdata/probe", "probe") })
+	if probeErr != nil {
+		t.Fatal(probeErr)
+	}
+	return probeBin
+}
+
+// runProbe copies the probe into the integration folder and runs it in the
+// sandbox of the given egressd binary, through sh so that a death by signal
+// shows as rc=128+N.
+func (e *sandboxEnv) runProbe(bin string, args ...string) string {
+	e.t.Helper()
+	return e.runProbeWith(bin, nil, args...)
+}
+
+// runProbeWith is runProbe with env added to egressd's environment (the
+// test-hook binary reads its switches there).
+func (e *sandboxEnv) runProbeWith(bin string, env []string, args ...string) string {
+	e.t.Helper()
+	data, err := os.ReadFile(probeBinary(e.t))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "probe"), data, 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	script := "./probe " + strings.Join(args, " ") + "; echo rc=$?"
+	cmd := exec.Command(bin, "run", "--state", e.state, "--audit-log", e.audit, "--resolver", e.dns.Addr, e.dir, "--", "/bin/sh", "-c", script)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("egressd run: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// hostBait is a file and a listening unix socket in a host folder the
+// sandbox must never reach.
+func hostBait(t *testing.T) (file, sock string) {
+	dir, err := os.MkdirTemp("", "egbait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	file, sock = filepath.Join(dir, "marker"), filepath.Join(dir, "s.sock")
+	if err := os.WriteFile(file, []byte("host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(sock, 0o777)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return file, sock
+}
+
+// TestRunProcMagicLinksDoNotLeadToTheHost walks every /proc/*/{fd,cwd,root}
+// and /proc/*/task/*/{fd,cwd,root} the target can see, climbs ".." from
+// each, and must reach neither a host file nor a host unix socket, with
+// Landlock and without it.
+func TestRunProcMagicLinksDoNotLeadToTheHost(t *testing.T) {
+	for _, variant := range []struct {
+		name string
+		bin  func(testing.TB) string
+		env  []string
+	}{{"landlock", egressdBinary, nil}, {"no-landlock", hookedBinary, []string{"EGRESSD_TESTHOOK_LAYERS_OFF=landlock"}}} {
+		t.Run(variant.name, func(t *testing.T) {
+			e := newSandboxEnv(t)
+			file, sock := hostBait(t)
+			out := e.runProbeWith(variant.bin(t), variant.env, "walk", file, sock)
+			if strings.Contains(out, "REACHED") || !strings.Contains(out, "rc=0") {
+				t.Fatalf("the sandbox reached the host:\n%s", out)
+			}
+			// The walk must have followed something: its own links at least.
+			if !strings.Contains(out, "links ") || strings.Contains(out, " followed 0\n") {
+				t.Fatalf("the walk followed nothing:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestRunTargetCannotWriteNetSysctls: the target's uid owns the network
+// namespace, but with no capability the kernel refuses it the net.*
+// sysctls (turning IPv6 back on, forwarding); this keeps it so.
+func TestRunTargetCannotWriteNetSysctls(t *testing.T) {
+	e := newSandboxEnv(t)
+	out, errs, code := e.run(`echo 0 > /proc/sys/net/ipv6/conf/lo/disable_ipv6 2>/dev/null; echo ipv6=$?; echo 1 > /proc/sys/net/ipv4/ip_forward 2>/dev/null; echo forward=$?; cat /proc/sys/net/ipv6/conf/lo/disable_ipv6`)
+	if code != 0 || strings.Contains(out, "=0") || !strings.HasSuffix(out, "\n1\n") {
+		t.Fatalf("a sysctl was written from inside (exit %d):\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestRunInitIsInvisibleAndUndumpable: the init (pid 1) is hidden from the
+// target's /proc, and its environ, mem and fds cannot be opened by path.
+func TestRunInitIsInvisibleAndUndumpable(t *testing.T) {
+	e := newSandboxEnv(t)
+	out, errs, code := e.run(`ls /proc | grep -x 1; for f in environ mem fd/0 cwd/ root/ task; do cat /proc/1/$f >/dev/null 2>&1 && echo open=$f; ls /proc/1/$f >/dev/null 2>&1 && echo listed=$f; done; echo done`)
+	if code != 0 || strings.TrimSpace(out) != "done" {
+		t.Fatalf("the init's /proc entries are reachable (exit %d):\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestRunSeccompHighArgumentBitsAreRefused makes the filtered calls from
+// inside with bit 32 set in their int arguments, which the kernel ignores
+// and a 64-bit comparison does not.
+func TestRunSeccompHighArgumentBitsAreRefused(t *testing.T) {
+	e := newSandboxEnv(t)
+	out := e.runProbe(egressdBinary(t), "highbits")
+	for _, want := range []string{
+		"socket(AF_VSOCK|1<<32): EAFNOSUPPORT",
+		"socket(AF_NETLINK|1<<32, NETLINK_KOBJECT_UEVENT): EAFNOSUPPORT",
+		"socket(AF_NETLINK, NETLINK_KOBJECT_UEVENT|1<<32): EAFNOSUPPORT",
+		"socket(AF_PACKET|1<<32): EAFNOSUPPORT",
+		"ioctl(TIOCSTI|1<<32): EPERM", // not ENOTTY: the filter, not the kernel, said no
+		"ioctl(TIOCSTI): EPERM",
+		"rc=0",
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
+	}
+}
+
+// TestRunRawAndPacketSocketsAreRefused: no raw IP socket (no capability)
+// and no packet socket (seccomp), so nothing is written past the routes.
+func TestRunRawAndPacketSocketsAreRefused(t *testing.T) {
+	e := newSandboxEnv(t)
+	out := e.runProbe(egressdBinary(t), "highbits")
+	for _, want := range []string{"socket(AF_INET, SOCK_RAW, ICMP): EPERM", "socket(AF_INET6, SOCK_RAW, TCP): EPERM", "socket(AF_PACKET): EAFNOSUPPORT"} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
+	}
+}
+
+// TestRunSeccompForeignABIKillsTheProcess makes an i386 system call through
+// int 0x80 (socket(AF_VSOCK), which the native rules would refuse) and an
+// x32 one: either kills the process with SIGSYS.
+func TestRunSeccompForeignABIKillsTheProcess(t *testing.T) {
+	e := newSandboxEnv(t)
+	if out := e.runProbe(egressdBinary(t), "int80"); !strings.Contains(out, "int80 unsupported") && !strings.Contains(out, "rc=159") {
+		t.Errorf("an i386 call through int 0x80 was not killed:\n%s", out)
+	}
+	if out := e.runProbe(egressdBinary(t), "x32"); !strings.Contains(out, "rc=159") {
+		t.Errorf("an x32 call was not killed:\n%s", out)
+	}
+}
+
+// hostFolder is a host folder with a program (a copy of sh) and a secret
+// beside it.
+func hostFolder(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "eghost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755) // like /opt/tool: readable by anyone, the sandbox's user included
+	sh, err := filepath.EvalSymlinks("/bin/sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "interp"), data, 0o755)
+	os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("host secret"), 0o644)
+	return dir
+}
+
+func (e *sandboxEnv) writeManifestCommand(command, script string) {
+	e.t.Helper()
+	m := fmt.Sprintf(`{"schemaVersion":1,"id":"com.test.sandboxed","version":"1.0.0",
+	"runtime":{"kind":"local-mcp","command":%q,"args":["-c",%q]},
+	"permissions":[{"kind":"network","domains":["api.allowed.example"]}]}`, command, script)
+	if err := os.WriteFile(filepath.Join(e.dir, "voiceos.integration.json"), []byte(m), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// TestRunManifestCommandCannotShowAHostFolder: a manifest's runtime.command
+// naming a program in a host folder, directly or through a symlink in the
+// integration folder, must not put that folder in the sandbox. check
+// reports the absolute path; run refuses both.
+func TestRunManifestCommandCannotShowAHostFolder(t *testing.T) {
+	e := newSandboxEnv(t)
+	host := hostFolder(t)
+	show := "cat " + host + "/secret.txt 2>/dev/null; ls " + host + " 2>/dev/null; echo ran"
+	runIt := func() (string, error) {
+		cmd := exec.Command(egressdBinary(t), "run", "--state", e.state, "--audit-log", e.audit, "--resolver", e.dns.Addr, e.dir)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	e.writeManifestCommand(filepath.Join(host, "interp"), show)
+	out, err := exec.Command(egressdBinary(t), "check", e.dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "runtime.command: must be a program name") {
+		t.Errorf("check accepted an absolute host path: %v\n%s", err, out)
+	}
+	if out, err := runIt(); err == nil || strings.Contains(out, "host secret") || strings.Contains(out, "ran") {
+		t.Errorf("run used an absolute host path from the manifest: %v\n%s", err, out)
+	}
+
+	if err := os.Symlink(host, filepath.Join(e.dir, "bin")); err != nil {
+		t.Fatal(err)
+	}
+	e.writeManifestCommand("bin/interp", show)
+	if out, err := runIt(); err == nil || strings.Contains(out, "host secret") || !strings.Contains(out, "outside the integration folder") {
+		t.Errorf("run followed a symlink out of the integration folder: %v\n%s", err, out)
+	}
+}
+
+// TestRunOperatorCommandBindsTheProgramNotItsFolder: the operator may run
+// a program from anywhere, and only that file is shown, not its folder.
+func TestRunOperatorCommandBindsTheProgramNotItsFolder(t *testing.T) {
+	e := newSandboxEnv(t)
+	host := hostFolder(t)
+	cmd := exec.Command(egressdBinary(t), "run", "--state", e.state, "--audit-log", e.audit, "--resolver", e.dns.Addr, e.dir, "--",
+		filepath.Join(host, "interp"), "-c", "cat "+host+"/secret.txt 2>/dev/null; ls "+host+"; echo ran")
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.Contains(string(out), "host secret") || strings.Contains(string(out), "secret.txt") || !strings.Contains(string(out), "interp\nran") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// TestRunEveryDirectAttemptIsAudited: TCP connects to addresses on any
+// port and UDP datagrams to anything but the sandbox DNS, IPv4 and IPv6,
+// each end in a refusal in the audit log with its destination; TCP fails
+// at once (connection refused) and nothing leaves the sandbox.
+func TestRunEveryDirectAttemptIsAudited(t *testing.T) {
+	e := newSandboxEnv(t)
+	attempts := []string{
+		"udp:203.0.113.5:53", "udp:[2001:db8::2]:123", "udp:198.51.100.9:443",
+		"tcp:192.0.2.1:8080", "tcp:198.51.100.7:22", "tcp:203.0.113.10:8443", "tcp:[2001:db8::1]:9443", "tcp:[2001:db8::3]:25",
+	}
+	out := e.runProbe(egressdBinary(t), append([]string{"dial"}, attempts...)...)
+	log := e.auditLog()
+	for _, a := range attempts {
+		proto, dst, _ := strings.Cut(a, ":")
+		if proto == "tcp" && !strings.Contains(out, a+": dial "+proto+" "+dst+": connect: connection refused") {
+			t.Errorf("%s did not fail at once with connection refused:\n%s", a, out)
+		}
+		if !strings.Contains(log, `"decision":"deny","reason":"ip_literal","host_raw":"`+dst+`"`) || !strings.Contains(log, `"method":"`+proto+`","msg":"direct `+proto) {
+			t.Errorf("%s is not in the audit log:\n%s", a, log)
+		}
+	}
+	// UDP-Lite: UDP's header under another protocol number.
+	if out := e.runProbe(egressdBinary(t), "udplite", "192.0.2.77:5000"); !strings.Contains(out, "udplite: <nil>") && !strings.Contains(out, "protocol not supported") {
+		t.Fatalf("udplite: %s", out)
+	} else if strings.Contains(out, "udplite: <nil>") && !strings.Contains(e.auditLog(), `"host_raw":"192.0.2.77:5000","port":5000,"addr":"192.0.2.77:5000","conn"`) {
+		t.Errorf("a UDP-Lite datagram is not in the audit log:\n%s", e.auditLog())
+	}
+}
+
+// TestRunHostAbstractSocketIsUnreachable: abstract unix sockets have no
+// path for the mount namespace to hide; the network namespace keeps the
+// host's apart.
+func TestRunHostAbstractSocketIsUnreachable(t *testing.T) {
+	e := newSandboxEnv(t)
+	name := fmt.Sprintf("egressd-test-%d", os.Getpid())
+	ln, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if c, err := net.Dial("unix", "@"+name); err != nil { // the host itself reaches it
+		t.Fatal(err)
+	} else {
+		c.Close()
+	}
+	if out := e.runProbe(egressdBinary(t), "abstract", name); !strings.Contains(out, "connection refused") {
+		t.Fatalf("the host's abstract socket was reached:\n%s", out)
+	}
+}
+
+// TestRunDevHoldsOnlyHarmlessDevices: no terminal, disk, tun, kmsg or
+// anything else of the host's /dev.
+func TestRunDevHoldsOnlyHarmlessDevices(t *testing.T) {
+	e := newSandboxEnv(t)
+	out, errs, code := e.run(`ls -A /dev | tr '\n' ' '`)
+	if code != 0 || strings.TrimSpace(out) != "fd full null random stderr stdin stdout urandom zero" {
+		t.Fatalf("/dev holds (exit %d): %q %s", code, out, errs)
+	}
+}
+
+// TestRunSetuidRootProgramGainsNothing: a setuid-root program (made here
+// by the host's root, in the integration folder) gains no capability and
+// no uid when the target runs it.
+func TestRunSetuidRootProgramGainsNothing(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making a setuid-root file needs root")
+	}
+	e := newSandboxEnv(t)
+	data, err := os.ReadFile(probeBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	suid := filepath.Join(e.dir, "suid-probe")
+	if err := os.WriteFile(suid, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(suid, 0o4755); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := e.run(`./suid-probe caps`)
+	if code != 0 || !strings.Contains(out, "CapEff: 0000000000000000") || !strings.Contains(out, "CapPrm: 0000000000000000") || !strings.Contains(out, "Uid: 0 0 0 0") {
+		t.Fatalf("setuid program (exit %d):\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestRunInitHoldsNoHostDescriptor looks at the running init from the host:
+// once the target runs, every descriptor it holds besides 0, 1 and 2 is a
+// socket, a pipe or an anonymous inode, never a file or folder of the
+// host's tree (the bind sources, or the Go runtime's cgroup files).
+func TestRunInitHoldsNoHostDescriptor(t *testing.T) {
+	e := newSandboxEnv(t)
+	cmd := e.command(`echo ready; read x`)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); cmd.Wait() }()
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(stdout, buf); err != nil || string(buf) != "ready\n" {
+		t.Fatalf("target did not start: %q %v", buf, err)
+	}
+	init := ""
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		status, _ := os.ReadFile(p + "/status")
+		cmdline, _ := os.ReadFile(p + "/cmdline")
+		if strings.HasPrefix(string(cmdline), "egressd-init\x00") && strings.Contains(string(status), fmt.Sprintf("\nPPid:\t%d\n", cmd.Process.Pid)) {
+			init = p
+		}
+	}
+	if init == "" {
+		t.Fatal("no init found")
+	}
+	fds, _ := filepath.Glob(init + "/fd/*")
+	if len(fds) < 3 {
+		t.Fatalf("could not read the init's fds: %v", fds)
+	}
+	for _, fd := range fds {
+		if n := filepath.Base(fd); n == "0" || n == "1" || n == "2" {
+			continue
+		}
+		target, err := os.Readlink(fd)
+		if err != nil {
+			continue // closed meanwhile
+		}
+		if !regexp.MustCompile(`^(socket|pipe|anon_inode):`).MatchString(target) {
+			t.Errorf("the init holds %s -> %s", fd, target)
+		}
+	}
+}
+
+// TestRunDatagramsSentJustBeforeExitAreAudited: a program that sends a
+// burst of datagrams and exits at once does not outrun the audit; egressd
+// reads what is queued on egress0 before it writes the stop event.
+func TestRunDatagramsSentJustBeforeExitAreAudited(t *testing.T) {
+	e := newSandboxEnv(t)
+	const n = 150 // within egress0's queue (500) and the default burst (200)
+	if out := e.runProbe(egressdBinary(t), "udpburst", "198.51.100.20", strconv.Itoa(n)); !strings.Contains(out, fmt.Sprintf("sent %d", n)) {
+		t.Fatalf("probe: %s", out)
+	}
+	log := e.auditLog()
+	stop := strings.Index(log, `"action":"stop"`)
+	for i := 0; i < n; i++ {
+		at := strings.Index(log, fmt.Sprintf(`"host_raw":"198.51.100.20:%d"`, 20000+i))
+		if at < 0 || at > stop {
+			t.Fatalf("datagram to port %d not audited before the stop event (%d lines)", 20000+i, strings.Count(log, "\n"))
+		}
+	}
+}
+
+// TestRunPortScanDoesNotFloodTheAuditLog: direct attempts count against the
+// integration's connection rate (default burst 200, 100/s); past it they
+// fold into limit_exceeded lines with a count.
+func TestRunPortScanDoesNotFloodTheAuditLog(t *testing.T) {
+	e := newSandboxEnv(t)
+	const n = 3000
+	if out := e.runProbe(egressdBinary(t), "udpburst", "203.0.113.30", strconv.Itoa(n)); !strings.Contains(out, fmt.Sprintf("sent %d", n)) {
+		t.Fatalf("probe: %s", out)
+	}
+	log := e.auditLog()
+	named := strings.Count(log, `"host_raw":"203.0.113.30:`)
+	if named >= n/2 || !regexp.MustCompile(`"reason":"limit_exceeded".*"method":"udp","suppressed":\d+`).MatchString(log) {
+		t.Fatalf("%d of %d attempts written one by one; log tail:\n%s", named, n, log[max(0, len(log)-3000):])
+	}
+}
+
+// TestRunFolderAsStdinIsRefused: a launcher that hands egressd a folder as
+// stdin (or stdout, stderr) would hand the program a descriptor into the
+// host's tree, past every layer: Landlock does not cover connect. egressd
+// refuses to start.
+func TestRunFolderAsStdinIsRefused(t *testing.T) {
+	e := newSandboxEnv(t)
+	file, sock := hostBait(t)
+	data, err := os.ReadFile(probeBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(e.dir, "probe"), data, 0o755)
+	folder, err := os.Open(filepath.Dir(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer folder.Close()
+	cmd := exec.Command(egressdBinary(t), "run", "--state", e.state, "--audit-log", e.audit, "--resolver", e.dns.Addr, e.dir, "--",
+		"./probe", "walk", file, sock)
+	cmd.Stdin = folder
+	out, err := cmd.CombinedOutput()
+	if strings.Contains(string(out), "REACHED") || err == nil || !strings.Contains(string(out), "stdin is a folder") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}

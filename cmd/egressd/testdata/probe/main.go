@@ -1,0 +1,187 @@
+// Command probe attacks the sandbox from inside, for the egressd run
+// tests. Each mode prints what it reached; the tests judge the lines.
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: probe walk FILE SOCKET | highbits | int80 | x32")
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "walk":
+		walk(os.Args[2], os.Args[3])
+	case "highbits":
+		highBits()
+	case "int80":
+		if !canInt80 {
+			fmt.Println("int80 unsupported")
+			return
+		}
+		// i386 socket(AF_VSOCK, SOCK_STREAM, 0) is call 359.
+		r := int80(359, unix.AF_VSOCK, unix.SOCK_STREAM, 0)
+		fmt.Println("int80 socket returned", r)
+	case "dial":
+		dial(os.Args[2:])
+	case "abstract":
+		c, err := net.Dial("unix", "@"+os.Args[2])
+		if err == nil {
+			c.Close()
+		}
+		fmt.Println("abstract:", err)
+	case "caps":
+		data, _ := os.ReadFile("/proc/self/status")
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(l, "Cap") || strings.HasPrefix(l, "Uid") {
+				fmt.Println(strings.Join(strings.Fields(l), " "))
+			}
+		}
+	case "udplite":
+		// UDP-Lite: UDP's header under its own protocol number, 136.
+		ap := netip.MustParseAddrPort(os.Args[2])
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 136)
+		if err == nil {
+			err = unix.Sendto(fd, []byte("probe"), 0, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()})
+			unix.Close(fd)
+		}
+		fmt.Println("udplite:", err)
+	case "udpburst":
+		// Datagrams to ports 20000.. of one address, then exit at once.
+		n, _ := strconv.Atoi(os.Args[3])
+		for i := 0; i < n; i++ {
+			if c, err := net.Dial("udp", net.JoinHostPort(os.Args[2], strconv.Itoa(20000+i))); err == nil {
+				c.Write([]byte("probe"))
+				c.Close()
+			}
+		}
+		fmt.Println("sent", n)
+	case "x32":
+		r, _, errno := unix.RawSyscall(0x40000000|unix.SYS_GETPID, 0, 0, 0)
+		fmt.Println("x32 getpid returned", int(r), int(errno))
+	default:
+		os.Exit(2)
+	}
+}
+
+// dial makes each attempt, "tcp:ADDR:PORT" or "udp:ADDR:PORT", in order,
+// and prints how each ended. A datagram is written and not waited for.
+func dial(targets []string) {
+	for _, t := range targets {
+		proto, addr, _ := strings.Cut(t, ":")
+		c, err := net.DialTimeout(proto, addr, 10*time.Second)
+		if err == nil && proto == "udp" {
+			_, err = c.Write([]byte("probe"))
+		}
+		if c != nil {
+			c.Close()
+		}
+		fmt.Printf("%s: %v\n", t, err)
+	}
+}
+
+// walk follows every fd, cwd and root link of every process and thread it
+// can see, climbs ".." from each, and reports any way to the host's file
+// or socket.
+func walk(file, sock string) {
+	var links []string
+	// Listed processes and threads, and any pid or tid that answers by
+	// number though it is not listed.
+	var dirs []string
+	for _, pattern := range []string{"/proc/[0-9]*", "/proc/[0-9]*/task/[0-9]*"} {
+		found, _ := filepath.Glob(pattern)
+		dirs = append(dirs, found...)
+	}
+	for n := 1; n <= 4096; n++ {
+		dirs = append(dirs, "/proc/"+strconv.Itoa(n), "/proc/1/task/"+strconv.Itoa(n))
+	}
+	{
+		procs := dirs
+		for _, p := range procs {
+			links = append(links, p+"/cwd", p+"/root")
+			fds, _ := filepath.Glob(p + "/fd/*")
+			links = append(links, fds...)
+		}
+	}
+	tried := 0
+	for _, l := range links {
+		if _, err := os.Stat(l); err != nil {
+			continue // unreadable: that is the point
+		}
+		tried++
+		for up := 0; up <= 24; up++ {
+			base := l + strings.Repeat("/..", up)
+			if _, err := os.Stat(base + file); err == nil {
+				fmt.Println("REACHED file", base+file)
+				break
+			}
+			if reachSocket(base + sock) {
+				fmt.Println("REACHED socket", base+sock)
+				break
+			}
+		}
+	}
+	fmt.Println("links", len(links), "followed", tried)
+}
+
+// reachSocket connects through an O_PATH descriptor, so the path's length
+// is no limit.
+func reachSocket(path string) bool {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	c, err := net.Dial("unix", "/proc/self/fd/"+strconv.Itoa(fd))
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// highBits makes the calls the filter names with bits above 32 set in int
+// arguments, which the kernel ignores.
+func highBits() {
+	const hi = 1 << 32
+	try := func(name string, trap, a1, a2, a3 uintptr) {
+		r, _, errno := unix.RawSyscall(trap, a1, a2, a3)
+		if errno == 0 {
+			fmt.Printf("%s: allowed (%d)\n", name, int(r))
+			if trap == unix.SYS_SOCKET {
+				unix.Close(int(r))
+			}
+			return
+		}
+		fmt.Printf("%s: %s\n", name, errnoName(errno))
+	}
+	var c byte = 'x'
+	try("socket(AF_VSOCK|1<<32)", unix.SYS_SOCKET, unix.AF_VSOCK|hi, unix.SOCK_STREAM, 0)
+	try("socket(AF_NETLINK|1<<32, NETLINK_KOBJECT_UEVENT)", unix.SYS_SOCKET, unix.AF_NETLINK|hi, unix.SOCK_RAW, unix.NETLINK_KOBJECT_UEVENT)
+	try("socket(AF_NETLINK, NETLINK_KOBJECT_UEVENT|1<<32)", unix.SYS_SOCKET, unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_KOBJECT_UEVENT|hi)
+	try("socket(AF_PACKET|1<<32)", unix.SYS_SOCKET, unix.AF_PACKET|hi, unix.SOCK_RAW, 0)
+	try("socket(AF_INET, SOCK_RAW, ICMP)", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP)
+	try("socket(AF_INET6, SOCK_RAW, TCP)", unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_RAW, unix.IPPROTO_TCP)
+	try("socket(AF_PACKET)", unix.SYS_SOCKET, unix.AF_PACKET, unix.SOCK_RAW, 0)
+	try("ioctl(TIOCSTI|1<<32)", unix.SYS_IOCTL, 0, unix.TIOCSTI|hi, uintptr(unsafePointer(&c)))
+	try("ioctl(TIOCSTI)", unix.SYS_IOCTL, 0, unix.TIOCSTI, uintptr(unsafePointer(&c)))
+}
+
+func errnoName(e syscall.Errno) string {
+	if n := unix.ErrnoName(e); n != "" {
+		return n
+	}
+	return strconv.Itoa(int(e))
+}

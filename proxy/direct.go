@@ -1,0 +1,29 @@
+package proxy
+
+import (
+	"net/netip"
+
+	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/policy"
+)
+
+// RefuseDirect audits a connection a sandboxed program tried to make
+// straight to an address, around the proxy: a TCP connect or a UDP
+// datagram (anything but the sandbox DNS) that the sandbox's routes handed
+// to the supervisor instead of the network. Nothing of it left the
+// sandbox; the refusal is folded like any other, by destination port, and
+// counts against the integration's connection rate.
+func (s *Server) RefuseDirect(proto string, dst netip.AddrPort) {
+	p := s.opts.Registry.Policy(s.opts.Key)
+	ev := s.baseEvent(p)
+	ev.Kind, ev.Conn, ev.Method = audit.Connect, s.nextConnID(), proto
+	ev.HostRaw, ev.Addr, ev.Port = dst.String(), dst.String(), dst.Port()
+	ev.Decision, ev.Reason = "deny", string(policy.IPLiteral)
+	ev.Msg = "direct " + proto + " to an address, around the proxy; nothing left the sandbox"
+	// A port scan would write a line per port: attempts share the
+	// integration's token bucket, and past it fold into one line a second.
+	if !s.limiter.rate.Allow() {
+		ev.Reason, ev.Port = string(policy.LimitExceeded), 0
+	}
+	s.recordDenial(ev)
+}

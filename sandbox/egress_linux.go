@@ -1,0 +1,123 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Every connection the program makes around the proxy must end in an
+// audited refusal, and nothing may leave. The sandbox's network namespace
+// therefore has one interface besides lo: egress0, a TUN device whose
+// other end is a file the supervisor reads. The default routes, IPv4 and
+// IPv6, point at it, so a connect to any address that is not the
+// sandbox's own loopback becomes a packet in the supervisor's hands rather
+// than an ENETUNREACH no one sees. The supervisor reports each TCP SYN and
+// each UDP datagram and answers a SYN with a reset, so the program's
+// connect fails at once (ECONNREFUSED). There is no forwarding code at
+// all: a packet read from the TUN goes nowhere.
+//
+// This needs no netfilter, no TPROXY and no capability outside the
+// sandbox's own user namespace, only /dev/net/tun.
+
+const egressLink = "egress0"
+
+// The sandbox's own addresses on egress0, so the kernel has a source
+// address to route from: the IPv4 dummy address (RFC 7600) and an address
+// in the IPv6 discard-only prefix (RFC 6666). Both are in egressd's denied
+// ranges.
+var (
+	egressAddr4 = netip.MustParseAddr("192.0.0.8")
+	egressAddr6 = netip.MustParseAddr("100::8")
+)
+
+// openEgress creates egress0 inside the sandbox's network namespace, with
+// the default routes through it, and returns the TUN file the supervisor
+// will read. IPv6 is turned on for egress0 alone (lo keeps it off), so an
+// IPv6 attempt is seen too.
+func openEgress() (*os.File, error) {
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, step("open /dev/net/tun (the sandbox needs TUN to audit direct connections)", err)
+	}
+	f := os.NewFile(uintptr(fd), egressLink)
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+		}
+	}()
+	ifr, err := unix.NewIfreq(egressLink)
+	if err != nil {
+		return nil, step("create "+egressLink, err)
+	}
+	ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
+	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
+		return nil, step("create "+egressLink, err)
+	}
+	// Persistent: closing the last fd then leaves the device to the
+	// namespace's own teardown, which the kernel does in the background,
+	// rather than unregistering it in close (about 15 ms on each exit).
+	// The device cannot outlive the namespace, which dies with the sandbox.
+	if err := unix.IoctlSetInt(fd, unix.TUNSETPERSIST, 1); err != nil {
+		return nil, step("create "+egressLink, err)
+	}
+	ipv6 := true
+	for _, s := range []struct{ key, value string }{{"addr_gen_mode", "1"}, {"accept_ra", "0"}, {"disable_ipv6", "0"}} {
+		if err := writeFile("/proc/sys/net/ipv6/conf/"+egressLink+"/"+s.key, s.value); errors.Is(err, os.ErrNotExist) {
+			ipv6 = false // a kernel without IPv6: nothing to route
+			break
+		} else if err != nil {
+			return nil, step("IPv6 on "+egressLink, err)
+		}
+	}
+	if err := routeEverything(ipv6); err != nil {
+		return nil, step("route through "+egressLink, err)
+	}
+	ok = true
+	return f, nil
+}
+
+// routeEverything brings egress0 up with the sandbox's addresses and makes
+// it the default route.
+func routeEverything(ipv6 bool) error {
+	link, err := netlink.LinkByName(egressLink)
+	if err != nil {
+		return err
+	}
+	if err := netlink.LinkSetUp(link); err != nil {
+		return err
+	}
+	addrs := []netip.Addr{egressAddr4}
+	if ipv6 {
+		addrs = append(addrs, egressAddr6)
+	}
+	for _, a := range addrs {
+		bits := a.BitLen()
+		ipn := &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(bits, bits)}
+		if err := netlink.AddrAdd(link, &netlink.Addr{IPNet: ipn, Flags: unix.IFA_F_NODAD}); err != nil {
+			return fmt.Errorf("address %s: %w", a, err)
+		}
+		any := &net.IPNet{IP: make(net.IP, bits/8), Mask: net.CIDRMask(0, bits)}
+		route := &netlink.Route{LinkIndex: link.Attrs().Index, Dst: any, Src: a.AsSlice(), Scope: netlink.SCOPE_LINK}
+		if err := netlink.RouteAdd(route); err != nil {
+			return fmt.Errorf("default route for %s: %w", a, err)
+		}
+	}
+	if ipv6 {
+		// IPv6 is off on lo, so ::1 would take the default route, and a
+		// reset from ::1 arriving on egress0 is a martian the kernel drops:
+		// make it fail at once instead, as a loopback port with nothing
+		// behind it does.
+		loop := &net.IPNet{IP: net.IPv6loopback, Mask: net.CIDRMask(128, 128)}
+		if err := netlink.RouteAdd(&netlink.Route{Dst: loop, Type: unix.RTN_UNREACHABLE}); err != nil {
+			return fmt.Errorf("unreachable ::1: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,227 @@
+package sandbox
+
+import (
+	"fmt"
+	"sort"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// The baseline seccomp filter is assembled here, by hand, from a table of
+// rules, because two things a library's generic filter got wrong are the
+// whole point:
+//
+//   - The architecture. A process can make system calls through another
+//     ABI (i386 through int 0x80, x32 with bit 30 set in the number), where
+//     every number means another call. The filter kills any call whose
+//     seccomp_data.arch is not the native one, and on amd64 any x32 call.
+//   - Argument width. The kernel reads an int argument (a socket family,
+//     an ioctl request) from the low 32 bits of its register and ignores
+//     the rest; a filter that compares 64 bits is bypassed by setting bit
+//     32. Every condition here loads only the low 32-bit word.
+
+// seccomp_data offsets (linux/seccomp.h).
+const (
+	offNr   = 0
+	offArch = 4
+	offArgs = 16
+)
+
+// x32SyscallBit marks an x32 system call on amd64.
+const x32SyscallBit = 0x40000000
+
+// Filter results.
+const (
+	retAllow = unix.SECCOMP_RET_ALLOW
+	retKill  = unix.SECCOMP_RET_KILL_PROCESS
+)
+
+func retErrno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
+
+// cond is one test on the low 32 bits of an argument.
+type cond struct {
+	arg   int
+	op    condOp
+	value uint32
+}
+
+type condOp int
+
+const (
+	equal    condOp = iota
+	notEqual        // used in conjunctions: "none of these values"
+	anyBits         // any of value's bits set
+)
+
+// rule makes call nr return action when all its conditions hold.
+type rule struct {
+	name   string
+	nr     uint32
+	conds  []cond
+	action uint32
+}
+
+// namespaceFlags are the clone/unshare flags that make a new namespace.
+const namespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
+	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWTIME
+
+// deniedCalls return EPERM whatever their arguments: namespaces and mounts,
+// io_uring (which bypasses seccomp for its operations), tracing and other
+// processes' memory and descriptors, BPF, perf, userfaultfd, the kernel
+// keyring, modules, kexec, file handles (which open by inode, past every
+// path check) and the host's kernel log.
+var deniedCalls = map[string]uint32{
+	"setns": unix.SYS_SETNS, "mount": unix.SYS_MOUNT, "umount2": unix.SYS_UMOUNT2, "pivot_root": unix.SYS_PIVOT_ROOT,
+	"chroot": unix.SYS_CHROOT, "open_tree": unix.SYS_OPEN_TREE, "open_tree_attr": unix.SYS_OPEN_TREE_ATTR,
+	"move_mount": unix.SYS_MOVE_MOUNT, "fsopen": unix.SYS_FSOPEN, "fsmount": unix.SYS_FSMOUNT, "fsconfig": unix.SYS_FSCONFIG,
+	"fspick": unix.SYS_FSPICK, "mount_setattr": unix.SYS_MOUNT_SETATTR,
+	"io_uring_setup": unix.SYS_IO_URING_SETUP, "io_uring_enter": unix.SYS_IO_URING_ENTER, "io_uring_register": unix.SYS_IO_URING_REGISTER,
+	"ptrace": unix.SYS_PTRACE, "process_vm_readv": unix.SYS_PROCESS_VM_READV, "process_vm_writev": unix.SYS_PROCESS_VM_WRITEV,
+	"pidfd_getfd": unix.SYS_PIDFD_GETFD, "bpf": unix.SYS_BPF, "perf_event_open": unix.SYS_PERF_EVENT_OPEN,
+	"userfaultfd": unix.SYS_USERFAULTFD, "keyctl": unix.SYS_KEYCTL, "add_key": unix.SYS_ADD_KEY, "request_key": unix.SYS_REQUEST_KEY,
+	"kexec_load": unix.SYS_KEXEC_LOAD, "kexec_file_load": unix.SYS_KEXEC_FILE_LOAD, "init_module": unix.SYS_INIT_MODULE,
+	"finit_module": unix.SYS_FINIT_MODULE, "delete_module": unix.SYS_DELETE_MODULE,
+	"open_by_handle_at": unix.SYS_OPEN_BY_HANDLE_AT, "name_to_handle_at": unix.SYS_NAME_TO_HANDLE_AT,
+	"syslog": unix.SYS_SYSLOG, // the host's kernel log, readable by anyone where kernel.dmesg_restrict=0
+}
+
+// deniedIoctls write to a terminal the target may share with the user:
+// TIOCSTI and TIOCLINUX type into it; the rest change its line discipline,
+// flow, modes and size under the user's shell, discard what the user
+// typed (TCFLSH), lock the user out of reopening it (TIOCEXCL), or send
+// breaks and set modem lines on a serial line.
+var deniedIoctls = map[string]uint32{
+	"TIOCSTI": unix.TIOCSTI, "TIOCLINUX": unix.TIOCLINUX, "TIOCSETD": unix.TIOCSETD, "TCXONC": unix.TCXONC,
+	"TCSETS": unix.TCSETS, "TCSETSW": unix.TCSETSW, "TCSETSF": unix.TCSETSF,
+	"TCSETS2": unix.TCSETS2, "TCSETSW2": unix.TCSETSW2, "TCSETSF2": unix.TCSETSF2,
+	"TCSETA": unix.TCSETA, "TCSETAW": unix.TCSETAW, "TCSETAF": unix.TCSETAF, "TIOCSWINSZ": unix.TIOCSWINSZ,
+	"TCFLSH": unix.TCFLSH, "TIOCEXCL": unix.TIOCEXCL, "TCSBRK": unix.TCSBRK, "TCSBRKP": unix.TCSBRKP,
+	"TIOCSBRK": unix.TIOCSBRK, "TIOCCBRK": unix.TIOCCBRK, "TIOCMSET": unix.TIOCMSET, "TIOCMBIS": unix.TIOCMBIS, "TIOCMBIC": unix.TIOCMBIC,
+}
+
+// allowedFamilies are the only socket families: no packet, vsock (the
+// hypervisor), bluetooth, CAN, key or any other way out of the network
+// namespace. Netlink is limited to NETLINK_ROUTE below.
+var allowedFamilies = []uint32{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}
+
+// allowedPersonalities are the personality(2) values Docker's default
+// profile allows; the rest change how the kernel reads memory layouts.
+var allowedPersonalities = []uint32{0, perLinux32, uname26, uname26 | perLinux32, 0xffffffff}
+
+// linux/personality.h
+const (
+	perLinux32 = 0x0008
+	uname26    = 0x0020000
+)
+
+// baselineRules is the whole policy, in order.
+func baselineRules() []rule {
+	eperm := retErrno(unix.EPERM)
+	var rules []rule
+	for _, name := range sortedKeys(deniedCalls) {
+		rules = append(rules, rule{name: name, nr: deniedCalls[name], action: eperm})
+	}
+	rules = append(rules,
+		rule{name: "unshare(namespaces)", nr: unix.SYS_UNSHARE, conds: []cond{{0, anyBits, namespaceFlags}}, action: eperm},
+		rule{name: "clone(namespaces)", nr: unix.SYS_CLONE, conds: []cond{{0, anyBits, namespaceFlags}}, action: eperm},
+		// clone3 passes its flags in memory a filter cannot read: ENOSYS
+		// makes libcs fall back to clone.
+		rule{name: "clone3", nr: unix.SYS_CLONE3, action: retErrno(unix.ENOSYS)},
+		rule{name: "socket(netlink other than route)", nr: unix.SYS_SOCKET,
+			conds: []cond{{0, equal, unix.AF_NETLINK}, {2, notEqual, unix.NETLINK_ROUTE}}, action: retErrno(unix.EAFNOSUPPORT)},
+	)
+	var families []cond
+	for _, f := range allowedFamilies {
+		families = append(families, cond{0, notEqual, f})
+	}
+	rules = append(rules, rule{name: "socket(other families)", nr: unix.SYS_SOCKET, conds: families, action: retErrno(unix.EAFNOSUPPORT)})
+	for _, name := range sortedKeys(deniedIoctls) {
+		rules = append(rules, rule{name: "ioctl(" + name + ")", nr: unix.SYS_IOCTL, conds: []cond{{1, equal, deniedIoctls[name]}}, action: eperm})
+	}
+	var personas []cond
+	for _, p := range allowedPersonalities {
+		personas = append(personas, cond{0, notEqual, p})
+	}
+	rules = append(rules, rule{name: "personality(other)", nr: unix.SYS_PERSONALITY, conds: personas, action: eperm})
+	return rules
+}
+
+// sortedKeys keeps the assembled program the same from run to run.
+func sortedKeys(m map[string]uint32) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// assemble compiles rules for the native architecture: kill a foreign
+// ABI, then test each rule in order, then allow.
+func assemble(rules []rule) ([]bpf.RawInstruction, error) {
+	prog := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: offArch, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: nativeArch, SkipTrue: 1},
+		bpf.RetConstant{Val: retKill},
+	}
+	if hasX32 {
+		prog = append(prog,
+			bpf.LoadAbsolute{Off: offNr, Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: x32SyscallBit, SkipFalse: 1},
+			bpf.RetConstant{Val: retKill},
+		)
+	}
+	for _, r := range rules {
+		prog = append(prog, ruleBlock(r)...)
+	}
+	prog = append(prog, bpf.RetConstant{Val: retAllow})
+	return bpf.Assemble(prog)
+}
+
+// ruleBlock is one rule: each test jumps past the block when it fails,
+// and the block ends in the rule's action. Conditions load the argument's
+// low 32-bit word only.
+func ruleBlock(r rule) []bpf.Instruction {
+	n := 2 + 2*len(r.conds) + 1 // load nr, test; load arg, test per condition; return
+	var b []bpf.Instruction
+	skip := func() uint8 { return uint8(n - len(b) - 1) } // from the next instruction to past the block
+	b = append(b, bpf.LoadAbsolute{Off: offNr, Size: 4})
+	b = append(b, bpf.JumpIf{Cond: bpf.JumpEqual, Val: r.nr, SkipFalse: skip()})
+	for _, c := range r.conds {
+		b = append(b, bpf.LoadAbsolute{Off: argLow(c.arg), Size: 4})
+		switch c.op {
+		case equal:
+			b = append(b, bpf.JumpIf{Cond: bpf.JumpEqual, Val: c.value, SkipFalse: skip()})
+		case notEqual:
+			b = append(b, bpf.JumpIf{Cond: bpf.JumpEqual, Val: c.value, SkipTrue: skip()})
+		case anyBits:
+			b = append(b, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: c.value, SkipFalse: skip()})
+		}
+	}
+	return append(b, bpf.RetConstant{Val: r.action})
+}
+
+// argLow is the offset of the low 32 bits of argument i (little-endian:
+// the first word).
+func argLow(i int) uint32 { return offArgs + 8*uint32(i) }
+
+// installSeccomp loads the baseline filter on the calling thread only (no
+// TSYNC): the init's other threads need mount and friends no more, and the
+// target inherits this thread's filter. no_new_privs is already set.
+func installSeccomp() error {
+	raw, err := assemble(baselineRules())
+	if err != nil {
+		return err
+	}
+	filter := make([]unix.SockFilter, len(raw))
+	for i, ins := range raw {
+		filter[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if _, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
+		return fmt.Errorf("seccomp: %w", errno)
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// These tests run the assembled filter in golang.org/x/net/bpf's
+// interpreter. That interpreter loads 32-bit words big-endian (network
+// order) where the kernel loads seccomp_data in native order, so input()
+// writes each 32-bit word big-endian at the offset the kernel would put it
+// at: the filter sees the values the kernel would show it.
+
+type call struct {
+	arch uint32
+	nr   uint32
+	args [6]uint64
+}
+
+func input(c call) []byte {
+	b := make([]byte, 64)
+	binary.BigEndian.PutUint32(b[offNr:], c.nr)
+	binary.BigEndian.PutUint32(b[offArch:], c.arch)
+	for i, a := range c.args {
+		binary.BigEndian.PutUint32(b[argLow(i):], uint32(a))
+		binary.BigEndian.PutUint32(b[argLow(i)+4:], uint32(a>>32))
+	}
+	return b
+}
+
+func baselineVM(t *testing.T) *bpf.VM {
+	t.Helper()
+	raw, err := assemble(baselineRules())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, ok := bpf.Disassemble(raw)
+	if !ok {
+		t.Fatal("the filter does not disassemble")
+	}
+	vm, err := bpf.NewVM(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vm
+}
+
+func run(t *testing.T, vm *bpf.VM, c call) uint32 {
+	t.Helper()
+	v, err := vm.Run(input(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uint32(v)
+}
+
+// matching is a call that meets every condition of r.
+func matching(r rule) call {
+	c := call{arch: nativeArch, nr: r.nr}
+	for _, cd := range r.conds {
+		switch cd.op {
+		case equal, anyBits:
+			c.args[cd.arg] = uint64(cd.value)
+		case notEqual:
+			c.args[cd.arg] = 0x7ead // in no list
+		}
+	}
+	return c
+}
+
+const highBits = 0xffffffff_00000000
+
+// TestSeccompHighArgumentBitsDoNotBypassAnyRule: every rule the filter
+// names, with bits above 32 set in every argument (which the kernel
+// ignores for an int), still gets its action.
+func TestSeccompHighArgumentBitsDoNotBypassAnyRule(t *testing.T) {
+	vm := baselineVM(t)
+	for _, r := range baselineRules() {
+		c := matching(r)
+		if got := run(t, vm, c); got != r.action {
+			t.Errorf("%s: %#x, want %#x", r.name, got, r.action)
+		}
+		for bit := 32; bit < 64; bit += 31 {
+			hi := c
+			for i := range hi.args {
+				hi.args[i] |= 1 << bit
+			}
+			if got := run(t, vm, hi); got != r.action {
+				t.Errorf("%s with bit %d set in every argument: %#x, want %#x", r.name, bit, got, r.action)
+			}
+		}
+		hi := c
+		for i := range hi.args {
+			hi.args[i] |= highBits
+		}
+		if got := run(t, vm, hi); got != r.action {
+			t.Errorf("%s with the high words all ones: %#x, want %#x", r.name, got, r.action)
+		}
+	}
+}
+
+// TestSeccompNamedAttacksAreRefused are the calls the adversarial review
+// made, as the kernel would see them.
+func TestSeccompNamedAttacksAreRefused(t *testing.T) {
+	vm := baselineVM(t)
+	eperm, noaf := retErrno(unix.EPERM), retErrno(unix.EAFNOSUPPORT)
+	for _, tc := range []struct {
+		name string
+		c    call
+		want uint32
+	}{
+		{"socket(AF_VSOCK|1<<32)", call{nativeArch, unix.SYS_SOCKET, [6]uint64{unix.AF_VSOCK | 1<<32, unix.SOCK_STREAM}}, noaf},
+		{"socket(AF_NETLINK|1<<32, NETLINK_KOBJECT_UEVENT)", call{nativeArch, unix.SYS_SOCKET, [6]uint64{unix.AF_NETLINK | 1<<32, unix.SOCK_RAW, unix.NETLINK_KOBJECT_UEVENT}}, noaf},
+		{"socket(AF_NETLINK, NETLINK_ROUTE|1<<32)", call{nativeArch, unix.SYS_SOCKET, [6]uint64{unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE | 1<<32}}, retAllow},
+		{"socket(AF_PACKET|1<<32)", call{nativeArch, unix.SYS_SOCKET, [6]uint64{unix.AF_PACKET | 1<<32, unix.SOCK_RAW}}, noaf},
+		{"socket(AF_BLUETOOTH)", call{nativeArch, unix.SYS_SOCKET, [6]uint64{unix.AF_BLUETOOTH, unix.SOCK_STREAM}}, noaf},
+		{"socket(AF_INET|1<<32)", call{nativeArch, unix.SYS_SOCKET, [6]uint64{unix.AF_INET | 1<<32, unix.SOCK_STREAM}}, retAllow},
+		{"socket(AF_INET6)", call{nativeArch, unix.SYS_SOCKET, [6]uint64{unix.AF_INET6, unix.SOCK_DGRAM}}, retAllow},
+		{"socket(AF_UNIX)", call{nativeArch, unix.SYS_SOCKET, [6]uint64{unix.AF_UNIX, unix.SOCK_STREAM}}, retAllow},
+		{"ioctl(TIOCSTI|1<<32)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCSTI | 1<<32}}, eperm},
+		{"ioctl(TIOCLINUX|1<<63)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCLINUX | 1<<63}}, eperm},
+		{"ioctl(TCGETS)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TCGETS}}, retAllow},
+		{"ioctl(TIOCGWINSZ)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCGWINSZ}}, retAllow},
+		{"unshare(CLONE_NEWUSER)", call{nativeArch, unix.SYS_UNSHARE, [6]uint64{unix.CLONE_NEWUSER}}, eperm},
+		{"unshare(CLONE_FILES)", call{nativeArch, unix.SYS_UNSHARE, [6]uint64{unix.CLONE_FILES}}, retAllow},
+		{"clone(CLONE_NEWNET|1<<32)", call{nativeArch, unix.SYS_CLONE, [6]uint64{unix.CLONE_NEWNET | 1<<32}}, eperm},
+		{"clone(thread)", call{nativeArch, unix.SYS_CLONE, [6]uint64{unix.CLONE_VM | unix.CLONE_THREAD | unix.CLONE_SIGHAND}}, retAllow},
+		{"clone3", call{nativeArch, unix.SYS_CLONE3, [6]uint64{}}, retErrno(unix.ENOSYS)},
+		{"personality(ADDR_NO_RANDOMIZE)", call{nativeArch, unix.SYS_PERSONALITY, [6]uint64{0x0040000 /* ADDR_NO_RANDOMIZE */}}, eperm},
+		{"personality(query|1<<32)", call{nativeArch, unix.SYS_PERSONALITY, [6]uint64{0xffffffff | 1<<32}}, retAllow},
+		{"pidfd_getfd", call{nativeArch, unix.SYS_PIDFD_GETFD, [6]uint64{}}, eperm},
+		{"open_by_handle_at", call{nativeArch, unix.SYS_OPEN_BY_HANDLE_AT, [6]uint64{}}, eperm},
+		{"getpid", call{nativeArch, unix.SYS_GETPID, [6]uint64{}}, retAllow},
+	} {
+		if got := run(t, vm, tc.c); got != tc.want {
+			t.Errorf("%s: %#x, want %#x", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestSeccompForeignArchitecturesAreKilled: any call through another ABI
+// (i386 through int 0x80, AArch32, x32) kills the process, whatever its
+// number: every number means another call there.
+func TestSeccompForeignArchitecturesAreKilled(t *testing.T) {
+	vm := baselineVM(t)
+	nrs := []uint32{0, 1, unix.SYS_GETPID, 102 /* i386 socketcall */, 359 /* i386 socket */, 54 /* i386 ioctl */, 310 /* i386 unshare */}
+	for _, r := range baselineRules() {
+		nrs = append(nrs, r.nr)
+	}
+	for _, arch := range []uint32{unix.AUDIT_ARCH_X86_64, unix.AUDIT_ARCH_I386, unix.AUDIT_ARCH_AARCH64, unix.AUDIT_ARCH_ARM, 0, 0xffffffff} {
+		if arch == nativeArch {
+			continue
+		}
+		for _, nr := range nrs {
+			if got := run(t, vm, call{arch: arch, nr: nr}); got != retKill {
+				t.Errorf("arch %#x call %d: %#x, want kill", arch, nr, got)
+			}
+		}
+	}
+	if !hasX32 {
+		return
+	}
+	for _, nr := range nrs {
+		if got := run(t, vm, call{arch: nativeArch, nr: nr | x32SyscallBit}); got != retKill {
+			t.Errorf("x32 call %d: %#x, want kill", nr, got)
+		}
+	}
+}
