@@ -49,14 +49,15 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		ev.Method = "captured"
 	}
 	refuse := func(d policy.Decision) { s.refuse(client, p, d, &ev, how) }
-	deadline := time.Now().Add(s.opts.Timeouts.DNS + s.opts.Timeouts.Dial)
+	set := s.settings()
+	deadline := time.Now().Add(set.timeouts.DNS + set.timeouts.Dial)
 	client.SetDeadline(deadline)
 
-	if reason := s.admission(p); reason != "" {
+	if reason := s.admission(p, set); reason != "" {
 		refuse(policy.Decision{Reason: reason})
 		return
 	}
-	defer s.limiter.endHandshake()
+	defer s.releaseSlot(client) // the handshake is over, whatever its outcome
 
 	d := p.DecideTarget(target)
 	ev.Host, ev.Port, ev.Rule, ev.Exemption = d.Host.String(), d.Port, d.Rule, d.Exemption
@@ -71,7 +72,7 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		refuse(*refused)
 		return
 	}
-	upstream, addr, err := dialFirst(ctx, addrs, d.Port, s.opts.Timeouts.Dial, func(a netip.Addr) bool { return p.CheckAddr(a).Verdict.Permits() })
+	upstream, addr, err := dialFirst(ctx, addrs, d.Port, set.timeouts.Dial, func(a netip.Addr) bool { return p.CheckAddr(a).Verdict.Permits() })
 	if err != nil {
 		ev.Err = audit.Cap(err.Error(), 200)
 		refuse(policy.Decision{Reason: policy.DialError, Host: d.Host, Port: d.Port})
@@ -99,14 +100,14 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	}
 
 	if how == explicit {
-		client.SetWriteDeadline(time.Now().Add(s.opts.Timeouts.ClientHello))
+		client.SetWriteDeadline(time.Now().Add(set.timeouts.ClientHello))
 		if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
 			t.abort()
 			s.refusedAfterConnect(&ev, policy.Timeout, "client went away before 200")
 			return
 		}
 	}
-	client.SetDeadline(time.Now().Add(s.opts.Timeouts.ClientHello))
+	client.SetDeadline(time.Now().Add(set.timeouts.ClientHello))
 	raw, sni, err := ReadClientHello(br)
 	if reason := helloReason(err, sni, d.Host); reason != "" {
 		t.abort()
@@ -116,7 +117,7 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	client.SetDeadline(time.Time{})
 
 	ev.Decision, ev.Reason = d.Verdict.String(), string(d.Reason)
-	if err := s.record(p, ev); err != nil && s.opts.OnAuditFailure == policy.DenyOnAuditFailure {
+	if err := s.record(p, ev); err != nil && set.onFailure == policy.DenyOnAuditFailure {
 		t.abort() // nothing is allowed without a record
 		return
 	}
@@ -142,15 +143,16 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 }
 
 // admission applies the checks that come before looking at the target:
-// the audit log must be writable, and the connection within limits.
-func (s *Server) admission(p *policy.Policy) policy.Reason {
+// the audit log must be writable, and the request within the rate. The
+// connection holds its handshake slot since accept.
+func (s *Server) admission(p *policy.Policy, set *settings) policy.Reason {
 	if p == nil { // the integration was removed; its listener is closing
 		return policy.NotAllowlisted
 	}
-	if !s.opts.Audit.Healthy() && s.opts.OnAuditFailure == policy.DenyOnAuditFailure {
+	if !s.opts.Audit.Healthy() && set.onFailure == policy.DenyOnAuditFailure {
 		return policy.AuditUnavailable
 	}
-	if s.opts.Gate.full() || !s.limiter.startHandshake() {
+	if !s.limiter.allowRequest() {
 		return policy.LimitExceeded
 	}
 	return ""

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -313,12 +312,10 @@ func buildDaemon(cfg policy.Config, f serveFlags, sink *auditSink, stderr io.Wri
 type adminServer struct {
 	ln  net.Listener
 	reg *prometheus.Registry
-	srv *http.Server
 }
 
 func (a *adminServer) serve(d *proxy.Daemon) {
-	a.srv = &http.Server{Handler: proxy.AdminHandler(d.Ready, a.reg), ReadHeaderTimeout: 5 * time.Second}
-	a.srv.Serve(a.ln)
+	proxy.ServeAdmin(a.ln, proxy.AdminHandler(d.Ready, a.reg))
 }
 
 func (a *adminServer) close() { a.ln.Close() }
