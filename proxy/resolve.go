@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/egressd/egressd/allowlist"
@@ -38,8 +39,23 @@ type Resolver struct {
 	// Observe, if set, is told each upstream query's duration (for metrics).
 	Observe func(time.Duration)
 
-	cache *lru.Cache[string, cached]
-	group singleflight.Group
+	cache   *lru.Cache[string, cached]
+	group   singleflight.Group
+	reloadT atomic.Int64 // a reloaded timeouts.dns, 0 if none
+}
+
+// SetTimeout changes Timeout while resolutions run (a reload).
+func (r *Resolver) SetTimeout(d time.Duration) {
+	if r != nil {
+		r.reloadT.Store(int64(d))
+	}
+}
+
+func (r *Resolver) timeout() time.Duration {
+	if t := r.reloadT.Load(); t > 0 {
+		return time.Duration(t)
+	}
+	return r.Timeout
 }
 
 type cached struct {
@@ -73,7 +89,7 @@ func (r *Resolver) Resolve(ctx context.Context, name allowlist.Name) (Answer, er
 		return c.ans, nil
 	}
 	v, err, _ := r.group.Do(name.String(), func() (any, error) {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.Timeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout())
 		defer cancel()
 		ans, ttl, err := r.lookup(ctx, name)
 		if err == nil && ttl > 0 {

@@ -98,10 +98,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		go admin.serve(d)
 		defer admin.close()
 	}
+	reload := reloader(ctx, d, stderr)
 	if w, err := proxy.NewWatcher(func() proxy.WatchSet { return watchSet(d.Config(), f.config) }, reloadSettle); err != nil {
 		fmt.Fprintf(stderr, "egressd: warning: manifest changes are not watched (%v); SIGHUP still reloads\n", err)
 	} else {
-		go w.Run(ctx, func() { d.Reload(ctx) })
+		go w.Run(ctx, reload)
 	}
 	roll := time.NewTicker(time.Second)
 	defer roll.Stop()
@@ -114,11 +115,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		case s := <-sig:
 			switch s {
 			case syscall.SIGHUP:
-				notify(stderr, daemon.SdNotifyReloading)
-				if err := d.Reload(ctx); err != nil {
-					fmt.Fprintln(stderr, "egressd: reload:", err)
-				}
-				notify(stderr, daemon.SdNotifyReady)
+				reload()
 				continue
 			case syscall.SIGUSR1:
 				if err := sink.reopen(d.Audit); err != nil {
@@ -133,6 +130,33 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 			fmt.Fprintln(stderr, "egressd serve:", err)
 			d.Shutdown(ctx)
 			return exitFail
+		}
+	}
+}
+
+// reloader runs reloads on a goroutine of their own, so that a reload
+// stuck on a file (a FIFO put where a manifest was) never keeps the signal
+// loop from SIGTERM. Requests made while one runs fold into one more.
+func reloader(ctx context.Context, d *proxy.Daemon, stderr io.Writer) func() {
+	requests := make(chan struct{}, 1)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-requests:
+				notify(stderr, daemon.SdNotifyReloading)
+				if err := d.Reload(ctx); err != nil {
+					fmt.Fprintln(stderr, "egressd: reload:", err)
+				}
+				notify(stderr, daemon.SdNotifyReady)
+			}
+		}
+	}()
+	return func() {
+		select {
+		case requests <- struct{}{}:
+		default:
 		}
 	}
 }
