@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -86,7 +87,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The watch starts before the first load, so a change made while
+	// egressd starts is a reload, not a miss.
+	var started atomic.Bool
+	w, watchErr := proxy.NewWatcher(func() proxy.WatchSet {
+		if !started.Load() {
+			return watchSet(cfg, f.config)
+		}
+		return watchSet(d.Config(), f.config)
+	}, reloadSettle)
 	if err := d.Start(ctx); err != nil {
+		if watchErr == nil {
+			w.Close()
+		}
 		fmt.Fprintln(stderr, "egressd serve:", err)
 		return exitFail
 	}
@@ -98,9 +111,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		go admin.serve(d)
 		defer admin.close()
 	}
+	started.Store(true)
 	reload := reloader(ctx, d, stderr)
-	if w, err := proxy.NewWatcher(func() proxy.WatchSet { return watchSet(d.Config(), f.config) }, reloadSettle); err != nil {
-		fmt.Fprintf(stderr, "egressd: warning: manifest changes are not watched (%v); SIGHUP still reloads\n", err)
+	if watchErr != nil {
+		fmt.Fprintf(stderr, "egressd: warning: manifest changes are not watched (%v); SIGHUP still reloads\n", watchErr)
 	} else {
 		go w.Run(ctx, reload)
 	}
