@@ -79,6 +79,12 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		return
 	}
 	ev.Addr = addr.String()
+	local := upstream.LocalAddr().(*net.TCPAddr).AddrPort()
+	if dd := p.CheckDialled(local.Addr(), addr.Addr()); !dd.Verdict.Permits() {
+		upstream.Close() // it reached this host after all: an address added since the list was read
+		refuse(policy.Decision{Reason: dd.Reason, Rule: dd.Rule, Host: d.Host, Port: d.Port})
+		return
+	}
 	if !s.limiter.startTunnel() {
 		upstream.Close()
 		refuse(policy.Decision{Reason: policy.LimitExceeded, Host: d.Host, Port: d.Port})

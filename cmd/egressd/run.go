@@ -111,7 +111,12 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	registry := policy.NewRegistry(mem, localAddrs())
+	registry := policy.NewRegistry(mem, nil)
+	// The supervisor lives as long as the run: the host's addresses are
+	// followed for that long, and egressd refuses to run without them.
+	if err := proxy.FollowHostAddrs(context.Background(), registry.HostAddrs(), nil); err != nil {
+		return nil, err
+	}
 	if outs := registry.Load(cfg); outs[0].Result == policy.Failed {
 		return nil, fmt.Errorf("%s:\n%v", outs[0].Key, outs[0].Err)
 	}

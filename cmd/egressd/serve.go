@@ -80,7 +80,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		return exitFail
 	}
 	defer sink.close()
-	d, admin, err := buildDaemon(cfg, f, sink, stderr)
+	d, admin, err := buildDaemon(ctx, cfg, f, sink, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd serve:", err)
 		return exitFail
@@ -284,8 +284,25 @@ func printConfigError(w io.Writer, file string, err error) {
 	}
 }
 
+// hostAddrsChanged records each change of the host's own addresses, and
+// says loudly when they can no longer be read (every address is then
+// refused until they can).
+func hostAddrsChanged(log *audit.Log, stderr io.Writer) func([]netip.Addr, error) {
+	return func(addrs []netip.Addr, err error) {
+		ev := audit.Event{Kind: audit.Lifecycle, Action: "host_addresses"}
+		if err != nil {
+			ev.Err = audit.Cap(err.Error(), 500)
+			ev.Msg = "the host's own addresses are unknown: connections are refused until they can be read"
+			fmt.Fprintln(stderr, "egressd: warning:", ev.Msg+":", err)
+		} else {
+			ev.Msg = audit.Cap(fmt.Sprint(addrs), 2000)
+		}
+		log.Write(ev)
+	}
+}
+
 // buildDaemon wires the packages together for cfg.
-func buildDaemon(cfg policy.Config, f serveFlags, sink *auditSink, stderr io.Writer) (*proxy.Daemon, *adminServer, error) {
+func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *auditSink, stderr io.Writer) (*proxy.Daemon, *adminServer, error) {
 	stateDir := cfg.StateDir
 	if stateDir == "" {
 		stateDir = policy.DefaultStateDir()
@@ -300,7 +317,7 @@ func buildDaemon(cfg policy.Config, f serveFlags, sink *auditSink, stderr io.Wri
 			return nil, nil, err
 		}
 	}
-	registry := policy.NewRegistry(mem, localAddrs())
+	registry := policy.NewRegistry(mem, nil)
 	opts := audit.Options{Key: sink.key, KeyID: cfg.Audit.KeyID, Generation: func() uint64 { return registry.Snapshot().Generation },
 		OnFailure: func(err error) {
 			consequence := "new connections are refused (audit_unavailable)"
@@ -315,6 +332,9 @@ func buildDaemon(cfg policy.Config, f serveFlags, sink *auditSink, stderr io.Wri
 	log, err := audit.New(sink.out, opts)
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := proxy.FollowHostAddrs(ctx, registry.HostAddrs(), hostAddrsChanged(log, stderr)); err != nil {
+		return nil, nil, fmt.Errorf("cannot start: %w", err)
 	}
 	reg := proxy.NewPromRegistry()
 	metrics := proxy.NewMetrics(reg)
