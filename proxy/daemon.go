@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,21 +92,18 @@ func (d *Daemon) Start(ctx context.Context) error {
 	return nil
 }
 
-// warnWritableManifests warns about manifests, or their folders, that users
-// other than the owner can write: an integration running as such a user
-// could rewrite its own allowlist before the next reload.
+// warnWritableManifests warns, at start and on every reload, about each
+// manifest that someone besides the operator can change (see
+// manifestWriters): an integration running as such a user could rewrite
+// its own allowlist before the next reload.
 func (d *Daemon) warnWritableManifests(cfg policy.Config) {
 	for _, in := range cfg.Integrations {
 		p := d.Registry.Policy(in.Manifest)
 		if p == nil {
 			continue
 		}
-		for _, path := range []string{p.ManifestAt, filepath.Dir(p.ManifestAt)} {
-			st, err := os.Stat(path)
-			if err != nil || st.Mode().Perm()&0o022 == 0 {
-				continue
-			}
-			msg := fmt.Sprintf("%s is writable by group or others (mode %v): whoever can write it can change %s's allowlist at the next reload", path, st.Mode().Perm(), p.Manifest.ID)
+		for _, w := range manifestWriters(p.ManifestAt) {
+			msg := fmt.Sprintf("%s: whoever can write it can change %s's allowlist at the next reload", w, p.Manifest.ID)
 			if d.Warn != nil {
 				d.Warn(msg)
 			}
