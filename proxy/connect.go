@@ -168,7 +168,7 @@ func (s *Server) admission(p *policy.Policy, set *settings) policy.Reason {
 // address outside the public internet denies the whole answer: an attacker
 // who controls the zone can mix a private address in with public ones.
 func (s *Server) resolveChecked(ctx context.Context, p *policy.Policy, d policy.Decision, ev *audit.Event) ([]netip.Addr, *policy.Decision) {
-	ans, err := s.opts.Resolver.Resolve(ctx, d.Host)
+	ans, err := s.opts.Resolver.ResolveFor(ctx, s.opts.Key, d.Host)
 	ev.CNAME = ans.CNAMEs
 	if err != nil {
 		ev.Err = audit.Cap(err.Error(), 200)

@@ -295,6 +295,7 @@ func (d *Daemon) closeListeners(ctx context.Context, drain time.Duration, closin
 			defer wg.Done()
 			c.l.server.Redecide() // its policy is gone: every tunnel is policy_narrowed
 			c.l.server.Shutdown(ctx)
+			d.Resolver.Forget(c.key)
 			d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "closed", Listener: c.l.real, Msg: "integration removed from the config"})
 		}()
 	}
