@@ -128,12 +128,8 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		return
 	}
 	// The tunnel runs on a goroutine of its own, so the handler's (deep)
-	// stack, the request and its buffers are freed for as long as the
-	// tunnel lives; only the bytes still to replay are kept.
-	if n := br.Buffered(); n > 0 {
-		pending, _ := br.Peek(n)
-		raw = append(raw, pending...)
-	}
+	// stack and the request are freed for as long as the tunnel lives.
+	raw = append(raw, drain(br)...)
 	handedOff = true
 	s.handlers.Add(1)
 	s.opts.Gate.enter()
@@ -142,9 +138,17 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		defer s.opts.Gate.leave()
 		defer release()
 		s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Inc()
-		up, down := t.run(raw)
-		s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Dec()
-		s.recordClose(p, t, ev, up, down)
+		defer s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Dec()
+		up0, down0, reason, msg := t.retryGuard(raw, br, set.timeouts.ClientHello)
+		if reason != "" {
+			t.closeWith(reason)
+			refused := ev
+			s.refusedAfterConnect(&refused, reason, msg)
+			s.recordClose(p, t, ev, up0, down0)
+			return
+		}
+		up, down := t.run(drain(br))
+		s.recordClose(p, t, ev, up0+up, down0+down)
 	}()
 }
 
@@ -187,6 +191,17 @@ func (s *Server) resolveChecked(ctx context.Context, p *policy.Policy, d policy.
 	}
 	ev.Exemption = exemption
 	return ans.Addrs, nil
+}
+
+// drain returns, and consumes, what br holds already read.
+func drain(br *bufio.Reader) []byte {
+	n := br.Buffered()
+	if n == 0 {
+		return nil
+	}
+	b := make([]byte, n)
+	br.Read(b)
+	return b
 }
 
 // helloReason compares the ClientHello's server_name with the CONNECT host.

@@ -273,13 +273,22 @@ func (w *Watcher) Run(ctx context.Context, reload func()) {
 
 // check reloads if what the watch set resolves to changed, then follows
 // the (possibly new) set: links swapped, folders added or gone.
+//
+// The fingerprint kept is the one taken before the reload read the files,
+// so a change made while it reads is seen at the next check (at worst one
+// reload too many, never one too few). Only when the reload changed the
+// set itself is the new set's fingerprint taken afresh.
 func (w *Watcher) check(reload func()) {
-	if print := w.set.fingerprint(); print != w.print {
+	print := w.set.fingerprint()
+	if print != w.print {
 		reload()
 	}
-	w.set = w.current()
+	next := w.current()
+	if !slices.Equal(next.Files, w.set.Files) || !slices.Equal(next.Roots, w.set.Roots) {
+		print = next.fingerprint()
+	}
+	w.set, w.print = next, print
 	w.set.resolved = w.set.paths()
-	w.print = w.set.fingerprint()
 	dirs := w.set.dirs()
 	for _, d := range w.watched {
 		if !slices.Contains(dirs, d) {
