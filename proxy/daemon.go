@@ -28,6 +28,10 @@ type Daemon struct {
 	Metrics    *Metrics
 	Resolver   *Resolver
 	Gate       *Gate
+	// DerivedMaxConnections is the global cap when the config sets none
+	// (from RLIMIT_NOFILE); a reload that removes limits.max_connections
+	// returns to it.
+	DerivedMaxConnections int
 	// Warn receives start-up warnings (exemptions in force) for stderr.
 	Warn func(string)
 
@@ -222,7 +226,7 @@ func (d *Daemon) Reload(ctx context.Context) error {
 		return errStopping
 	}
 	d.cfg = cfg
-	d.Gate.SetMax(maxConnections(cfg.Limits, d.Gate))
+	d.Gate.SetMax(d.maxConnections(cfg.Limits))
 	d.Resolver.SetTimeout(cfg.Timeouts.DNS)
 	var closing []closingListener
 	for key, l := range d.listeners {
@@ -258,13 +262,15 @@ type closingListener struct {
 	l   *listener
 }
 
-// maxConnections is the global cap a config asks for: limits.max_connections,
-// or, when it is 0, the cap derived at start.
-func maxConnections(l policy.Limits, g *Gate) int {
-	if l.MaxConnections > 0 {
+// maxConnections is the global cap a config asks for.
+func (d *Daemon) maxConnections(l policy.Limits) int {
+	switch {
+	case l.MaxConnections > 0:
 		return l.MaxConnections
+	case d.DerivedMaxConnections > 0:
+		return d.DerivedMaxConnections
 	}
-	return int(g.Max())
+	return int(d.Gate.Max())
 }
 
 // Config is the configuration in force: the last one that loaded.

@@ -346,14 +346,15 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 		maxConns = proxy.DefaultMaxConnections(nofileLimit())
 	}
 	d := &proxy.Daemon{
-		LoadConfig: f.load,
-		Registry:   registry,
-		Audit:      log,
-		Suppress:   audit.NewSuppressor(log, time.Second),
-		Metrics:    metrics,
-		Resolver:   res,
-		Gate:       proxy.NewGate(maxConns),
-		Warn:       func(s string) { fmt.Fprintln(stderr, "egressd: warning:", s) },
+		LoadConfig:            f.load,
+		Registry:              registry,
+		Audit:                 log,
+		Suppress:              audit.NewSuppressor(log, time.Second),
+		Metrics:               metrics,
+		Resolver:              res,
+		Gate:                  proxy.NewGate(maxConns),
+		DerivedMaxConnections: proxy.DefaultMaxConnections(nofileLimit()),
+		Warn:                  func(s string) { fmt.Fprintln(stderr, "egressd: warning:", s) },
 	}
 	var admin *adminServer
 	if cfg.Admin != "" {
