@@ -40,8 +40,12 @@ func (s *Server) ServeCaptured(ln net.Listener, names *Synthetic) error {
 		if !s.admit(c, false) {
 			continue
 		}
+		if !s.startHandler() {
+			s.releaseSlot(c)
+			c.Close()
+			return nil
+		}
 		s.opts.Gate.enter()
-		s.handlers.Add(1)
 		go func() {
 			defer s.handlers.Done()
 			defer s.opts.Gate.leave()

@@ -65,6 +65,20 @@ type Server struct {
 
 	mu        sync.Mutex
 	listeners []net.Listener // capture listeners, closed by Shutdown
+	closing   bool           // Shutdown is waiting for handlers: no new one may start
+}
+
+// startHandler counts a connection's handler in, or reports false once
+// Shutdown has begun waiting for them (a WaitGroup must not go up from
+// zero while someone waits on it).
+func (s *Server) startHandler() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.handlers.Add(1)
+	return true
 }
 
 func (s *Server) trackListener(ln net.Listener) {
@@ -150,6 +164,9 @@ func (s *Server) Shutdown(ctx context.Context) int {
 	}
 	s.mu.Unlock()
 	s.http.Shutdown(ctx)
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.handlers.Wait(); close(done) }()
 	closed := 0
@@ -238,10 +255,13 @@ func (s *Server) hijacked(r *http.Request, client net.Conn, _ *goproxy.ProxyCtx)
 	if st != nil && st.br != nil {
 		br = st.br
 	}
-	s.handlers.Add(1)
-	defer s.handlers.Done()
 	defer s.opts.Gate.leave()
 	defer s.releaseSlot(client)
+	if !s.startHandler() {
+		client.Close() // shutting down
+		return
+	}
+	defer s.handlers.Done()
 	s.handleConnect(r, client, br)
 }
 
