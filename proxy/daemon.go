@@ -364,6 +364,9 @@ func (d *Daemon) Ready() (bool, string) {
 	if !d.Audit.Healthy() && d.cfg.Audit.OnFailure == policy.DenyOnAuditFailure {
 		return false, "audit log unavailable: new connections are refused"
 	}
+	if _, err := d.Registry.HostAddrs().Addrs(); err != nil {
+		return false, "the host's own addresses are unknown: every address is refused (" + err.Error() + ")"
+	}
 	return true, "ok"
 }
 

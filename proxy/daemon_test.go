@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -90,5 +92,28 @@ func TestReadyzAnswersWhileAReloadDrainsARemovedListener(t *testing.T) {
 	releaseDNS()
 	if err := <-reloaded; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadyzSaysWhenTheHostsAddressesAreUnknown: when the host's addresses
+// can no longer be read, every address is refused; the probe says so
+// instead of "ok".
+func TestReadyzSaysWhenTheHostsAddressesAreUnknown(t *testing.T) {
+	e := newEnv(t)
+	d := &Daemon{
+		LoadConfig: func() (policy.Config, error) { return e.cfg, nil },
+		Registry:   policy.NewRegistry(policy.InMemory(), nil),
+		Audit:      e.audit, Metrics: NewMetrics(nil), Resolver: NewResolver([]string{e.dns.Addr}, time.Second), Gate: NewGate(100),
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Shutdown(context.Background()) })
+	if ok, why := d.Ready(); !ok {
+		t.Fatalf("not ready at start: %s", why)
+	}
+	d.Registry.HostAddrs().Set(nil, errors.New("netlink socket closed"))
+	if ok, why := d.Ready(); ok || !strings.Contains(why, "host's own addresses are unknown") {
+		t.Fatalf("Ready = %v %q", ok, why)
 	}
 }
