@@ -232,6 +232,7 @@ func (d *Daemon) Reload(ctx context.Context) error {
 	for key, l := range d.listeners {
 		if d.Registry.Policy(key) == nil || !stillConfigured(cfg, key, l.addr) {
 			delete(d.listeners, key)
+			l.server.StopAccepting() // its address is free for a listener opened below
 			closing = append(closing, closingListener{key, l})
 		}
 	}

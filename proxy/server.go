@@ -64,8 +64,10 @@ type Server struct {
 	sweepOnce  sync.Once
 
 	mu        sync.Mutex
-	listeners []net.Listener // capture listeners, closed by Shutdown
+	listeners []net.Listener // every listener served, closed by Shutdown
 	closing   bool           // Shutdown is waiting for handlers: no new one may start
+
+	stoppedAccepting atomic.Bool
 }
 
 // startHandler counts a connection's handler in, or reports false once
@@ -148,11 +150,24 @@ func (s *Server) newGoproxy() *goproxy.ProxyHttpServer {
 // *net.TCPConn or *net.UnixConn for the tunnel to splice.
 func (s *Server) Serve(ln net.Listener) error {
 	s.sweepOnce.Do(func() { go s.sweepLoop() })
+	s.trackListener(ln)
 	err := s.http.Serve(admitListener{Listener: ln, s: s})
-	if errors.Is(err, http.ErrServerClosed) {
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) && s.stoppedAccepting.Load() {
 		return nil
 	}
 	return err
+}
+
+// StopAccepting closes the listeners at once, so their addresses are free
+// for others, while the connections already accepted go on until
+// Shutdown drains them.
+func (s *Server) StopAccepting() {
+	s.stoppedAccepting.Store(true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ln := range s.listeners {
+		ln.Close()
+	}
 }
 
 // Shutdown stops accepting, lets open tunnels drain until ctx is done, then

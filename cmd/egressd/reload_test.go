@@ -1,6 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -122,4 +126,55 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestServeReloadHandsAListenerAddressToAnotherIntegration: a reload that
+// removes one integration and gives its address to another must free the
+// address before opening the new listener, although the removed one's
+// tunnels drain after the reload's lock is released.
+func TestServeReloadHandsAListenerAddressToAnotherIntegration(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"one", "two"} {
+		os.MkdirAll(filepath.Join(dir, n), 0o755)
+		os.WriteFile(filepath.Join(dir, n, "manifest.json"), []byte(`{"manifest_version":1,"id":"com.test.`+n+`","version":"1.0.0","network":{"connect":["api.`+n+`.example"]}}`), 0o600)
+	}
+	sock := filepath.Join(t.TempDir(), "proxy.sock")
+	cfg := filepath.Join(dir, "egressd.yaml")
+	auditFile := filepath.Join(dir, "audit.log")
+	writeConfig := func(name string) {
+		os.WriteFile(cfg, []byte("state_dir: "+filepath.Join(dir, "state")+"\nresolvers: [\"127.0.0.1:9\"]\naudit: {path: "+auditFile+"}\nintegrations:\n  - manifest: "+name+"\n    listen: unix:"+sock+"\n"), 0o600)
+	}
+	writeConfig("one")
+	var stdout, stderr lockedBuffer
+	sig := make(chan os.Signal, 1)
+	done := make(chan int, 1)
+	go func() { done <- serve(context.Background(), []string{"--config", cfg}, &stdout, &stderr, sig) }()
+	waitFor(t, &stderr, `serving com.test.one on unix:`)
+	connect := func(host string) string {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, "CONNECT "+host+":443 HTTP/1.1\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Get("X-Egress-Reason")
+	}
+	if r := connect("api.one.example"); r != "dns_error" {
+		t.Fatalf("one: %s", r)
+	}
+	writeConfig("two")
+	sig <- syscall.SIGHUP
+	waitFor(t, &lockedFile{path: auditFile}, `"integration":"com.test.two".*"action":"listening"`)
+	if r := connect("api.two.example"); r != "dns_error" {
+		t.Fatalf("two on the freed address: %s\n%s", r, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "reload:") {
+		t.Fatalf("the reload failed:\n%s", stderr.String())
+	}
+	sig <- syscall.SIGTERM
+	<-done
 }
