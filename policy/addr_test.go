@@ -97,7 +97,7 @@ func TestCheckAddrExemptionsAndOperatorCIDRs(t *testing.T) {
 		Exemptions: Exemptions{AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		Deny:       OperatorDeny{CIDRs: []netip.Prefix{netip.MustParsePrefix("127.9.0.0/16"), netip.MustParsePrefix("93.184.0.0/16")}},
 		NAT64:      []netip.Prefix{netip.MustParsePrefix("2001:db8:64::/96")},
-		LocalAddrs: []netip.Addr{netip.MustParseAddr("203.0.114.5")},
+		Host:       NewHostAddrs([]netip.Addr{netip.MustParseAddr("203.0.114.5")}),
 	})
 	cases := []struct {
 		name, addr string

@@ -34,7 +34,7 @@ type Policy struct {
 	matcher     *allowlist.Matcher
 	deny        OperatorDeny
 	nat64       []netip.Prefix
-	localAddrs  []netip.Addr
+	host        *HostAddrs
 	allowedPort map[uint16]bool
 
 	// PendingIDFrom is, with Pending, the id this manifest's folder was
@@ -48,9 +48,9 @@ type PolicyOptions struct {
 	Exemptions Exemptions
 	Deny       OperatorDeny
 	NAT64      []netip.Prefix // added to DefaultNAT64
-	// LocalAddrs are the proxy host's own interface addresses, denied like
-	// loopback: a service bound to a LAN address is still this host.
-	LocalAddrs []netip.Addr
+	// Host holds the proxy host's own interface addresses, denied like
+	// loopback; nil means none are known to be special.
+	Host *HostAddrs
 }
 
 // NewPolicy compiles a policy for m with the given entries in force (the
@@ -63,7 +63,7 @@ func NewPolicy(m *allowlist.Manifest, entries []allowlist.Entry, opts PolicyOpti
 		matcher:     allowlist.Compile(entries),
 		deny:        opts.Deny,
 		nat64:       append(append([]netip.Prefix(nil), DefaultNAT64...), opts.NAT64...),
-		localAddrs:  opts.LocalAddrs,
+		host:        opts.Host,
 		allowedPort: map[uint16]bool{DefaultPort: true},
 	}
 	for _, port := range opts.Exemptions.AllowPorts {
@@ -134,7 +134,11 @@ func (p *Policy) CheckAddr(a netip.Addr) Decision {
 			return Decision{Reason: OperatorDenied, Rule: "deny.cidrs: " + c.String()}
 		}
 	}
-	if !isDenied(a, p.nat64) && !p.isLocal(a, judged) {
+	local, unknown := p.host.holds(a, judged)
+	if unknown != nil && !isDenied(a, p.nat64) {
+		return Decision{Reason: PrivateAddress, Rule: "host addresses unknown (" + unknown.Error() + "): an address that may be this host's own is not connected to"}
+	}
+	if !isDenied(a, p.nat64) && !local {
 		return Decision{Verdict: Allow, Reason: Allowed}
 	}
 	for _, c := range p.Exemptions.AllowPrivate {
@@ -143,14 +147,4 @@ func (p *Policy) CheckAddr(a netip.Addr) Decision {
 		}
 	}
 	return Decision{Reason: PrivateAddress}
-}
-
-func (p *Policy) isLocal(a, judged netip.Addr) bool {
-	for _, l := range p.localAddrs {
-		l = l.Unmap().WithZone("")
-		if l == a || l == judged {
-			return true
-		}
-	}
-	return false
 }

@@ -45,8 +45,8 @@ type Outcome struct {
 // Registry holds the policies of many integrations as numbered generations,
 // swapped atomically. Loads are serialised; readers never block.
 type Registry struct {
-	memory     *Memory
-	localAddrs []netip.Addr
+	memory *Memory
+	host   *HostAddrs
 
 	mu      sync.Mutex // serialises Load
 	current atomic.Pointer[Snapshot]
@@ -55,10 +55,14 @@ type Registry struct {
 // NewRegistry returns an empty registry. memory may be InMemory() for tools
 // that must not write state; localAddrs are the host's interface addresses.
 func NewRegistry(memory *Memory, localAddrs []netip.Addr) *Registry {
-	r := &Registry{memory: memory, localAddrs: localAddrs}
+	r := &Registry{memory: memory, host: NewHostAddrs(localAddrs)}
 	r.current.Store(&Snapshot{Policies: map[string]*Policy{}})
 	return r
 }
+
+// HostAddrs is the host's addresses every policy of r judges by; updating
+// it applies to every policy at once, without a reload.
+func (r *Registry) HostAddrs() *HostAddrs { return r.host }
 
 // Snapshot returns the current generation.
 func (r *Registry) Snapshot() *Snapshot { return r.current.Load() }
@@ -223,7 +227,7 @@ func (r *Registry) rebuild(cfg Config, in Integration, last *Policy, gen uint64)
 }
 
 func (r *Registry) options(cfg Config, in Integration) PolicyOptions {
-	return PolicyOptions{Exemptions: in.Exemptions, Deny: cfg.Deny, NAT64: cfg.NAT64, LocalAddrs: r.localAddrs}
+	return PolicyOptions{Exemptions: in.Exemptions, Deny: cfg.Deny, NAT64: cfg.NAT64, Host: r.host}
 }
 
 func sameEntries(a, b []allowlist.Entry) bool {

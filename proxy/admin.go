@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"net"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -24,4 +27,105 @@ func AdminHandler(ready func() (bool, string), reg *prometheus.Registry) http.Ha
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	return mux
+}
+
+// The admin endpoint's own reserve. In a pod the integration can reach it,
+// so it must stay up whatever the integration does to it or to its own
+// listener: it holds at most adminMaxConns connections, and a new one
+// evicts the longest-waiting connection that has not sent its request, so
+// idle sockets cannot lock a probe out; request heads are small and must
+// arrive quickly. Its descriptors are outside the Gate, which stops proxy
+// connections well below RLIMIT_NOFILE.
+const (
+	adminMaxConns      = 32
+	adminHeaderTimeout = 2 * time.Second
+	adminMaxHeader     = 8 << 10
+)
+
+// ServeAdmin serves h on ln with the admin reserve until ln is closed.
+func ServeAdmin(ln net.Listener, h http.Handler) error {
+	q := &idleQueue{}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: adminHeaderTimeout,
+		ReadTimeout:       adminHeaderTimeout,
+		WriteTimeout:      10 * time.Second,
+		MaxHeaderBytes:    adminMaxHeader,
+		ConnState:         q.track,
+	}
+	srv.SetKeepAlivesEnabled(false)
+	err := srv.Serve(evictingListener{Listener: ln, q: q})
+	if err == http.ErrServerClosed {
+		return nil
+	}
+	return err
+}
+
+// idleQueue knows the admin connections open, and which of them are
+// still waiting for their request, oldest first.
+type idleQueue struct {
+	mu      sync.Mutex
+	open    map[net.Conn]bool
+	waiting []net.Conn
+}
+
+func (q *idleQueue) track(c net.Conn, st http.ConnState) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch st {
+	case http.StateActive:
+		q.drop(c)
+	case http.StateClosed, http.StateHijacked:
+		q.drop(c)
+		delete(q.open, c)
+	}
+}
+
+func (q *idleQueue) drop(c net.Conn) {
+	for i, w := range q.waiting {
+		if w == c {
+			q.waiting = append(q.waiting[:i], q.waiting[i+1:]...)
+			return
+		}
+	}
+}
+
+// admit counts c in, evicting the oldest waiting connection when full. It
+// reports false when every connection is busy serving a request.
+func (q *idleQueue) admit(c net.Conn) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.open == nil {
+		q.open = map[net.Conn]bool{}
+	}
+	if len(q.open) >= adminMaxConns {
+		if len(q.waiting) == 0 {
+			return false
+		}
+		oldest := q.waiting[0]
+		oldest.Close()
+		delete(q.open, oldest)
+		q.waiting = q.waiting[1:]
+	}
+	q.open[c] = true
+	q.waiting = append(q.waiting, c)
+	return true
+}
+
+type evictingListener struct {
+	net.Listener
+	q *idleQueue
+}
+
+func (l evictingListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.q.admit(c) {
+			return c, nil
+		}
+		c.Close()
+	}
 }

@@ -37,11 +37,19 @@ func (s *Server) ServeCaptured(ln net.Listener, names *Synthetic) error {
 			return err
 		}
 		delay = 0
+		if !s.admit(c, false) {
+			continue
+		}
+		if !s.startHandler() {
+			s.releaseSlot(c)
+			c.Close()
+			return nil
+		}
 		s.opts.Gate.enter()
-		s.handlers.Add(1)
 		go func() {
 			defer s.handlers.Done()
 			defer s.opts.Gate.leave()
+			defer s.releaseSlot(c)
 			s.captured(c, names)
 		}()
 	}

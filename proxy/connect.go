@@ -48,14 +48,15 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		ev.Method = "captured"
 	}
 	refuse := func(d policy.Decision) { s.refuse(client, p, d, &ev, how) }
-	deadline := time.Now().Add(s.opts.Timeouts.DNS + s.opts.Timeouts.Dial)
+	set := s.settings()
+	deadline := time.Now().Add(set.timeouts.DNS + set.timeouts.Dial)
 	client.SetDeadline(deadline)
 
-	if reason := s.admission(p); reason != "" {
+	if reason := s.admission(p, set); reason != "" {
 		refuse(policy.Decision{Reason: reason})
 		return
 	}
-	defer s.limiter.endHandshake()
+	defer s.releaseSlot(client) // the handshake is over, whatever its outcome
 
 	d := p.DecideTarget(target)
 	ev.Host, ev.Port, ev.Rule, ev.Exemption = d.Host.String(), d.Port, d.Rule, d.Exemption
@@ -70,13 +71,19 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		refuse(*refused)
 		return
 	}
-	upstream, addr, err := dialFirst(ctx, addrs, d.Port, s.opts.Timeouts.Dial, func(a netip.Addr) bool { return p.CheckAddr(a).Verdict.Permits() })
+	upstream, addr, err := dialFirst(ctx, addrs, d.Port, set.timeouts.Dial, func(a netip.Addr) bool { return p.CheckAddr(a).Verdict.Permits() })
 	if err != nil {
 		ev.Err = audit.Cap(err.Error(), 200)
 		refuse(policy.Decision{Reason: policy.DialError, Host: d.Host, Port: d.Port})
 		return
 	}
 	ev.Addr = addr.String()
+	local := upstream.LocalAddr().(*net.TCPAddr).AddrPort()
+	if dd := p.CheckDialled(local.Addr(), addr.Addr()); !dd.Verdict.Permits() {
+		upstream.Close() // it reached this host after all: an address added since the list was read
+		refuse(policy.Decision{Reason: dd.Reason, Rule: dd.Rule, Host: d.Host, Port: d.Port})
+		return
+	}
 	if !s.limiter.startTunnel() {
 		upstream.Close()
 		refuse(policy.Decision{Reason: policy.LimitExceeded, Host: d.Host, Port: d.Port})
@@ -98,14 +105,14 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	}
 
 	if how == explicit {
-		client.SetWriteDeadline(time.Now().Add(s.opts.Timeouts.ClientHello))
+		client.SetWriteDeadline(time.Now().Add(set.timeouts.ClientHello))
 		if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
 			t.abort()
 			s.refusedAfterConnect(&ev, policy.Timeout, "client went away before 200")
 			return
 		}
 	}
-	client.SetDeadline(time.Now().Add(s.opts.Timeouts.ClientHello))
+	client.SetDeadline(time.Now().Add(set.timeouts.ClientHello))
 	raw, sni, err := ReadClientHello(br)
 	if reason := helloReason(err, sni, d.Host); reason != "" {
 		t.abort()
@@ -118,17 +125,13 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	client.SetDeadline(time.Time{})
 
 	ev.Decision, ev.Reason = d.Verdict.String(), string(d.Reason)
-	if err := s.record(p, ev); err != nil && s.opts.OnAuditFailure == policy.DenyOnAuditFailure {
+	if err := s.record(p, ev); err != nil && set.onFailure == policy.DenyOnAuditFailure {
 		t.abort() // nothing is allowed without a record
 		return
 	}
 	// The tunnel runs on a goroutine of its own, so the handler's (deep)
-	// stack, the request and its buffers are freed for as long as the
-	// tunnel lives; only the bytes still to replay are kept.
-	if n := br.Buffered(); n > 0 {
-		pending, _ := br.Peek(n)
-		raw = append(raw, pending...)
-	}
+	// stack and the request are freed for as long as the tunnel lives.
+	raw = append(raw, drain(br)...)
 	handedOff = true
 	s.handlers.Add(1)
 	s.opts.Gate.enter()
@@ -137,22 +140,31 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		defer s.opts.Gate.leave()
 		defer release()
 		s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Inc()
-		up, down := t.run(raw)
-		s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Dec()
-		s.recordClose(p, t, ev, up, down)
+		defer s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Dec()
+		up0, down0, reason, msg := t.retryGuard(raw, br, set.timeouts.ClientHello)
+		if reason != "" {
+			t.closeWith(reason)
+			refused := ev
+			s.refusedAfterConnect(&refused, reason, msg)
+			s.recordClose(p, t, ev, up0, down0)
+			return
+		}
+		up, down := t.run(drain(br))
+		s.recordClose(p, t, ev, up0+up, down0+down)
 	}()
 }
 
 // admission applies the checks that come before looking at the target:
-// the audit log must be writable, and the connection within limits.
-func (s *Server) admission(p *policy.Policy) policy.Reason {
+// the audit log must be writable, and the request within the rate. The
+// connection holds its handshake slot since accept.
+func (s *Server) admission(p *policy.Policy, set *settings) policy.Reason {
 	if p == nil { // the integration was removed; its listener is closing
 		return policy.NotAllowlisted
 	}
-	if !s.opts.Audit.Healthy() && s.opts.OnAuditFailure == policy.DenyOnAuditFailure {
+	if !s.opts.Audit.Healthy() && set.onFailure == policy.DenyOnAuditFailure {
 		return policy.AuditUnavailable
 	}
-	if s.opts.Gate.full() || !s.limiter.startHandshake() {
+	if !s.limiter.allowRequest() {
 		return policy.LimitExceeded
 	}
 	return ""
@@ -162,7 +174,7 @@ func (s *Server) admission(p *policy.Policy) policy.Reason {
 // address outside the public internet denies the whole answer: an attacker
 // who controls the zone can mix a private address in with public ones.
 func (s *Server) resolveChecked(ctx context.Context, p *policy.Policy, d policy.Decision, ev *audit.Event) ([]netip.Addr, *policy.Decision) {
-	ans, err := s.opts.Resolver.Resolve(ctx, d.Host)
+	ans, err := s.opts.Resolver.ResolveFor(ctx, s.opts.Key, d.Host)
 	ev.CNAME = ans.CNAMEs
 	if err != nil {
 		ev.Err = audit.Cap(err.Error(), 200)
@@ -181,6 +193,17 @@ func (s *Server) resolveChecked(ctx context.Context, p *policy.Policy, d policy.
 	}
 	ev.Exemption = exemption
 	return ans.Addrs, nil
+}
+
+// drain returns, and consumes, what br holds already read.
+func drain(br *bufio.Reader) []byte {
+	n := br.Buffered()
+	if n == 0 {
+		return nil
+	}
+	b := make([]byte, n)
+	br.Read(b)
+	return b
 }
 
 // helloReason compares the ClientHello's server_name with the CONNECT host.

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/egressd/egressd/audit"
 	"github.com/egressd/egressd/policy"
@@ -29,14 +29,25 @@ type Daemon struct {
 	Metrics    *Metrics
 	Resolver   *Resolver
 	Gate       *Gate
+	// DerivedMaxConnections is the global cap when the config sets none
+	// (from RLIMIT_NOFILE); a reload that removes limits.max_connections
+	// returns to it.
+	DerivedMaxConnections int
 	// Warn receives start-up warnings (exemptions in force) for stderr.
 	Warn func(string)
 
+	// reloadMu serialises Start and Reload. It is held across file I/O
+	// (the config, every manifest, the state), which a third party may
+	// make slow or block; nothing but another reload ever waits on it.
+	reloadMu  sync.Mutex
+	announced map[[2]string]bool // {id, exemption} in force, as last announced; under reloadMu
+	// mu guards the fields below. It is never held across file I/O or a
+	// drain, so Ready, Listeners and Shutdown never wait behind a reload.
 	mu        sync.Mutex
 	cfg       policy.Config
 	listeners map[string]*listener // by integration key
-	announced map[[2]string]bool   // {id, exemption} in force, as last announced
-	ready     bool
+	ready     atomic.Bool
+	stopping  atomic.Bool
 	serveErr  chan error
 }
 
@@ -51,6 +62,8 @@ type listener struct {
 // serving. An integration whose manifest cannot be loaded at start is an
 // error: egressd does not start half-configured.
 func (d *Daemon) Start(ctx context.Context) error {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
 	cfg, err := d.LoadConfig()
 	if err != nil {
 		return err
@@ -69,41 +82,55 @@ func (d *Daemon) Start(ctx context.Context) error {
 		return fmt.Errorf("cannot start: %s", strings.Join(failed, "\n"))
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.cfg = cfg
 	for _, in := range cfg.Integrations {
 		if err := d.open(ctx, in); err != nil {
-			d.closeAllLocked()
+			d.mu.Unlock()
+			d.closeAll()
 			return err
 		}
 	}
+	d.mu.Unlock()
 	d.announceExemptions()
 	d.warnWritableManifests(cfg)
-	d.ready = true
+	d.warnSharedCap(cfg)
+	d.ready.Store(true)
 	return nil
 }
 
-// warnWritableManifests warns about manifests, or their folders, that users
-// other than the owner can write: an integration running as such a user
-// could rewrite its own allowlist before the next reload.
+// warnWritableManifests warns, at start and on every reload, about each
+// manifest that someone besides the operator can change (see
+// manifestWriters): an integration running as such a user could rewrite
+// its own allowlist before the next reload.
 func (d *Daemon) warnWritableManifests(cfg policy.Config) {
 	for _, in := range cfg.Integrations {
 		p := d.Registry.Policy(in.Manifest)
 		if p == nil {
 			continue
 		}
-		for _, path := range []string{p.ManifestAt, filepath.Dir(p.ManifestAt)} {
-			st, err := os.Stat(path)
-			if err != nil || st.Mode().Perm()&0o022 == 0 {
-				continue
-			}
-			msg := fmt.Sprintf("%s is writable by group or others (mode %v): whoever can write it can change %s's allowlist at the next reload", path, st.Mode().Perm(), p.Manifest.ID)
+		for _, w := range manifestWriters(p.ManifestAt) {
+			msg := fmt.Sprintf("%s: whoever can write it can change %s's allowlist at the next reload", w, p.Manifest.ID)
 			if d.Warn != nil {
 				d.Warn(msg)
 			}
 			d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "writable_manifest", Integration: p.Manifest.ID, Msg: msg})
 		}
 	}
+}
+
+// warnSharedCap warns when the integrations' own bounds add up to more than
+// the global cap: one integration's flood could then reach the cap and
+// refuse another's connections.
+func (d *Daemon) warnSharedCap(cfg policy.Config) {
+	per := int64(cfg.Limits.MaxHandshakes + cfg.Limits.MaxTunnels)
+	if d.Gate == nil || per*int64(len(cfg.Integrations)) <= d.Gate.Max() {
+		return
+	}
+	msg := fmt.Sprintf("%d integrations × (limits.max_handshakes %d + limits.max_tunnels %d) exceed the global cap of %d connections: one integration's flood can refuse another's connections; lower the per-integration limits", len(cfg.Integrations), cfg.Limits.MaxHandshakes, cfg.Limits.MaxTunnels, d.Gate.Max())
+	if d.Warn != nil {
+		d.Warn(msg)
+	}
+	d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "shared_cap", Msg: msg})
 }
 
 // Errors delivers a listener's fatal serve error.
@@ -169,28 +196,50 @@ func (d *Daemon) Listeners() map[string]string {
 }
 
 // Reload re-reads the config and every manifest. A broken config keeps the
-// whole last good state; a broken manifest keeps its last good policy.
-// Listeners of added integrations open, those of removed ones close, and
-// every open tunnel is re-judged against its new policy.
+// whole last good state; a broken manifest keeps its last good policy; a
+// config that changes a setting only a restart can apply is refused, and
+// the message names it. Limits, timeouts and audit.on_failure apply at
+// once. Listeners of added integrations open, those of removed ones close
+// (drained without holding d.mu), and every open tunnel is re-judged
+// against its new policy.
 func (d *Daemon) Reload(ctx context.Context) error {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	if d.stopping.Load() {
+		return errStopping
+	}
 	cfg, err := d.LoadConfig()
+	if err == nil {
+		err = needsRestart(d.Config(), cfg)
+	}
 	if err != nil {
 		d.Audit.Write(audit.Event{Kind: audit.Policy, Action: "config_refused", Err: audit.Cap(err.Error(), 1000), Msg: "the last good configuration stays in force"})
 		d.Metrics.Reloads.WithLabelValues("", "config_refused").Inc()
 		return err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	outs := d.Registry.Load(cfg)
+	if d.stopping.Load() {
+		return errStopping
+	}
 	d.auditOutcomes(outs)
 	d.announceExemptions()
+	d.mu.Lock()
+	if d.stopping.Load() { // Shutdown began while the files were read
+		d.mu.Unlock()
+		return errStopping
+	}
 	d.cfg = cfg
-	var errs []error
+	d.Gate.SetMax(d.maxConnections(cfg.Limits))
+	d.Resolver.SetTimeout(cfg.Timeouts.DNS)
+	var closing []closingListener
 	for key, l := range d.listeners {
 		if d.Registry.Policy(key) == nil || !stillConfigured(cfg, key, l.addr) {
-			d.closeListener(ctx, key, l)
+			delete(d.listeners, key)
+			l.server.StopAccepting() // its address is free for a listener opened below
+			closing = append(closing, closingListener{key, l})
 		}
 	}
+	var errs []error
 	for _, in := range cfg.Integrations {
 		if _, open := d.listeners[in.Manifest]; open || d.Registry.Policy(in.Manifest) == nil {
 			continue
@@ -200,9 +249,32 @@ func (d *Daemon) Reload(ctx context.Context) error {
 		}
 	}
 	for _, l := range d.listeners {
+		l.server.Apply(cfg.Limits, cfg.Timeouts, cfg.Audit.OnFailure)
 		l.server.Redecide()
 	}
+	d.mu.Unlock()
+	d.closeListeners(ctx, cfg.Timeouts.Drain, closing)
+	d.warnWritableManifests(cfg)
+	d.warnSharedCap(cfg)
 	return errors.Join(errs...)
+}
+
+var errStopping = errors.New("egressd is stopping")
+
+type closingListener struct {
+	key string
+	l   *listener
+}
+
+// maxConnections is the global cap a config asks for.
+func (d *Daemon) maxConnections(l policy.Limits) int {
+	switch {
+	case l.MaxConnections > 0:
+		return l.MaxConnections
+	case d.DerivedMaxConnections > 0:
+		return d.DerivedMaxConnections
+	}
+	return int(d.Gate.Max())
 }
 
 // Config is the configuration in force: the last one that loaded.
@@ -221,23 +293,35 @@ func stillConfigured(cfg policy.Config, key, addr string) bool {
 	return false
 }
 
-func (d *Daemon) closeListener(ctx context.Context, key string, l *listener) {
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeouts.Drain)
+// closeListeners drains the listeners of removed integrations, together,
+// for up to drain.
+func (d *Daemon) closeListeners(ctx context.Context, drain time.Duration, closing []closingListener) {
+	ctx, cancel := context.WithTimeout(ctx, drain)
 	defer cancel()
-	l.server.Redecide() // its policy is gone: every tunnel is policy_narrowed
-	l.server.Shutdown(ctx)
-	delete(d.listeners, key)
-	d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "closed", Listener: l.real, Msg: "integration removed from the config"})
+	var wg sync.WaitGroup
+	for _, c := range closing {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.l.server.Redecide() // its policy is gone: every tunnel is policy_narrowed
+			c.l.server.Shutdown(ctx)
+			d.Resolver.Forget(c.key)
+			d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "closed", Listener: c.l.real, Msg: "integration removed from the config"})
+		}()
+	}
+	wg.Wait()
 }
 
 // Shutdown stops accepting on every listener, drains open tunnels until the
 // drain timeout, closes the rest, and writes the audit chain's clean end.
+//
+// It never waits for a reload in progress: a reload stuck reading a file
+// finds, when it returns, that egressd is stopping, and changes nothing.
 func (d *Daemon) Shutdown(ctx context.Context) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.ready = false
-	d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "drain", Msg: fmt.Sprintf("draining open tunnels for up to %s", d.cfg.Timeouts.Drain)})
-	d.closeAllLocked()
+	d.stopping.Store(true)
+	d.ready.Store(false)
+	d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "drain", Msg: fmt.Sprintf("draining open tunnels for up to %s", d.Config().Timeouts.Drain)})
+	d.closeAll()
 	if d.Suppress != nil {
 		d.Suppress.Flush(true)
 	}
@@ -245,11 +329,17 @@ func (d *Daemon) Shutdown(ctx context.Context) {
 	d.Audit.Close()
 }
 
-func (d *Daemon) closeAllLocked() {
-	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Timeouts.Drain)
+// closeAll closes every listener, draining them together.
+func (d *Daemon) closeAll() {
+	d.mu.Lock()
+	listeners := d.listeners
+	d.listeners = map[string]*listener{}
+	drain := d.cfg.Timeouts.Drain
+	d.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	var wg sync.WaitGroup
-	for key, l := range d.listeners {
+	for _, l := range listeners {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -257,7 +347,6 @@ func (d *Daemon) closeAllLocked() {
 				d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "drain_deadline", Listener: l.real, Msg: fmt.Sprintf("closed %d tunnels still open at the drain deadline", n)})
 			}
 		}()
-		delete(d.listeners, key)
 	}
 	wg.Wait()
 }
@@ -266,11 +355,11 @@ func (d *Daemon) closeAllLocked() {
 // audit log writable (unless the operator chose on_failure: continue), with
 // the reason when it is not.
 func (d *Daemon) Ready() (bool, string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if !d.ready {
+	if !d.ready.Load() {
 		return false, "starting or stopping"
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for _, in := range d.cfg.Integrations {
 		if d.listeners[in.Manifest] == nil || d.Registry.Policy(in.Manifest) == nil {
 			return false, "integration not serving: " + in.Manifest
@@ -278,6 +367,9 @@ func (d *Daemon) Ready() (bool, string) {
 	}
 	if !d.Audit.Healthy() && d.cfg.Audit.OnFailure == policy.DenyOnAuditFailure {
 		return false, "audit log unavailable: new connections are refused"
+	}
+	if _, err := d.Registry.HostAddrs().Addrs(); err != nil {
+		return false, "the host's own addresses are unknown: every address is refused (" + err.Error() + ")"
 	}
 	return true, "ok"
 }

@@ -8,31 +8,38 @@ import (
 )
 
 // limiter holds one integration's connection limits: a token bucket for new
-// connections, and caps on CONNECTs in progress and on open tunnels.
+// requests, a cap on connections between accept and splice (handshake
+// slots, taken at accept so that connections that never send a request are
+// counted too), and a cap on open tunnels. A reload changes the limits in
+// place; the counts carry over.
 type limiter struct {
 	rate          *rate.Limiter
 	handshakes    atomic.Int64
-	maxHandshakes int64
+	maxHandshakes atomic.Int64
 	tunnels       atomic.Int64
-	maxTunnels    int64
+	maxTunnels    atomic.Int64
 }
 
 func newLimiter(l policy.Limits) *limiter {
-	return &limiter{
-		rate:          rate.NewLimiter(rate.Limit(l.ConnectionsPerSecond), l.Burst),
-		maxHandshakes: int64(l.MaxHandshakes),
-		maxTunnels:    int64(l.MaxTunnels),
-	}
+	lim := &limiter{rate: rate.NewLimiter(rate.Limit(l.ConnectionsPerSecond), l.Burst)}
+	lim.apply(l)
+	return lim
 }
 
-// startHandshake admits a new CONNECT, or reports false when the bucket is
-// empty or too many are in progress. A true result must be paired with
-// endHandshake.
-func (l *limiter) startHandshake() bool {
-	if !l.rate.Allow() {
-		return false
-	}
-	if l.handshakes.Add(1) > l.maxHandshakes {
+// apply sets new limits. Connections already over a lowered cap stay; new
+// ones wait for the count to fall below it.
+func (l *limiter) apply(lim policy.Limits) {
+	l.rate.SetLimit(rate.Limit(lim.ConnectionsPerSecond))
+	l.rate.SetBurst(lim.Burst)
+	l.maxHandshakes.Store(int64(lim.MaxHandshakes))
+	l.maxTunnels.Store(int64(lim.MaxTunnels))
+}
+
+// takeSlot takes a handshake slot for a connection just accepted, or
+// reports false when every slot is taken. A true result must be paired
+// with endHandshake.
+func (l *limiter) takeSlot() bool {
+	if l.handshakes.Add(1) > l.maxHandshakes.Load() {
 		l.handshakes.Add(-1)
 		return false
 	}
@@ -41,9 +48,12 @@ func (l *limiter) startHandshake() bool {
 
 func (l *limiter) endHandshake() { l.handshakes.Add(-1) }
 
+// allowRequest spends a token for a request read on a connection.
+func (l *limiter) allowRequest() bool { return l.rate.Allow() }
+
 // startTunnel admits a tunnel under the concurrent cap.
 func (l *limiter) startTunnel() bool {
-	if l.tunnels.Add(1) > l.maxTunnels {
+	if l.tunnels.Add(1) > l.maxTunnels.Load() {
 		l.tunnels.Add(-1)
 		return false
 	}
@@ -54,15 +64,34 @@ func (l *limiter) endTunnel() { l.tunnels.Add(-1) }
 
 // Gate is the global cap on connections across every listener, kept below
 // RLIMIT_NOFILE so egressd never runs out of descriptors while holding a
-// half-made tunnel. Accept itself backs off on EMFILE (net/http retries
-// temporary accept errors with exponential delay).
+// half-made tunnel, and so the admin endpoint keeps descriptors of its own.
+// It is checked at accept: a connection past it is closed at once.
 type Gate struct {
 	open atomic.Int64
-	max  int64
+	max  atomic.Int64
 }
 
 // NewGate allows max connections at once; each tunnel holds two fds.
-func NewGate(max int) *Gate { return &Gate{max: int64(max)} }
+func NewGate(max int) *Gate {
+	g := &Gate{}
+	g.max.Store(int64(max))
+	return g
+}
+
+// SetMax changes the cap (a reload of limits.max_connections).
+func (g *Gate) SetMax(max int) {
+	if g != nil {
+		g.max.Store(int64(max))
+	}
+}
+
+// Max returns the cap, 0 for a nil Gate (no cap).
+func (g *Gate) Max() int64 {
+	if g == nil {
+		return 0
+	}
+	return g.max.Load()
+}
 
 func (g *Gate) enter() {
 	if g != nil {
@@ -76,8 +105,8 @@ func (g *Gate) leave() {
 	}
 }
 
-// full reports whether more connections are open than allowed.
-func (g *Gate) full() bool { return g != nil && g.open.Load() > g.max }
+// full reports whether the cap is reached.
+func (g *Gate) full() bool { return g != nil && g.open.Load() >= g.max.Load() }
 
 // Open returns the connections now counted.
 func (g *Gate) Open() int64 { return g.open.Load() }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/egressd/egressd/allowlist"
@@ -26,8 +28,10 @@ type Answer struct {
 // truncation, EDNS0 at 1232 bytes, and CNAME chains followed by owner name.
 //
 // Raw answers are cached (TTL clamped to [0, MaxTTL]) behind singleflight
-// in a bounded LRU. Verdicts are never cached: the caller checks every
-// address on every connection.
+// in bounded LRUs, one share per integration: an integration that
+// resolves a flood of random names under its own wildcard evicts only its
+// own entries, never another's. Verdicts are never cached: the caller
+// checks every address on every connection.
 type Resolver struct {
 	// Servers are upstream resolvers, host:port, tried in order.
 	Servers []string
@@ -38,8 +42,24 @@ type Resolver struct {
 	// Observe, if set, is told each upstream query's duration (for metrics).
 	Observe func(time.Duration)
 
-	cache *lru.Cache[string, cached]
-	group singleflight.Group
+	mu      sync.Mutex
+	caches  map[string]*lru.Cache[string, cached] // one share per integration
+	group   singleflight.Group
+	reloadT atomic.Int64 // a reloaded timeouts.dns, 0 if none
+}
+
+// SetTimeout changes Timeout while resolutions run (a reload).
+func (r *Resolver) SetTimeout(d time.Duration) {
+	if r != nil {
+		r.reloadT.Store(int64(d))
+	}
+}
+
+func (r *Resolver) timeout() time.Duration {
+	if t := r.reloadT.Load(); t > 0 {
+		return time.Duration(t)
+	}
+	return r.Timeout
 }
 
 type cached struct {
@@ -47,44 +67,68 @@ type cached struct {
 	expires time.Time
 }
 
-// Cache limits.
+// Cache limits. cacheEntries is one integration's share.
 const (
 	MaxTTL       = 300 * time.Second
-	cacheEntries = 4096
+	cacheEntries = 1024
 	maxCNAMEs    = 8
 	ednsSize     = 1232
 )
 
 // NewResolver returns a Resolver with a bounded cache.
 func NewResolver(servers []string, timeout time.Duration) *Resolver {
-	c, _ := lru.New[string, cached](cacheEntries)
-	return &Resolver{Servers: servers, Timeout: timeout, cache: c}
+	return &Resolver{Servers: servers, Timeout: timeout, caches: map[string]*lru.Cache[string, cached]{}}
+}
+
+// share returns owner's cache, made on first use.
+func (r *Resolver) share(owner string) *lru.Cache[string, cached] {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.caches[owner]
+	if !ok {
+		c, _ = lru.New[string, cached](cacheEntries)
+		r.caches[owner] = c
+	}
+	return c
+}
+
+// Forget drops owner's share (an integration removed from the config).
+func (r *Resolver) Forget(owner string) {
+	r.mu.Lock()
+	delete(r.caches, owner)
+	r.mu.Unlock()
 }
 
 // ErrNoAddress means the name exists in no usable form: NXDOMAIN, or no A
 // or AAAA records at the end of the chain.
 var ErrNoAddress = errors.New("no A or AAAA records")
 
-// Resolve returns name's addresses. Concurrent calls for one name share one
-// upstream query.
+// Resolve returns name's addresses from the shared (owner "") cache.
 func (r *Resolver) Resolve(ctx context.Context, name allowlist.Name) (Answer, error) {
-	now := r.now()
-	if c, ok := r.cache.Get(name.String()); ok && now.Before(c.expires) {
+	return r.ResolveFor(ctx, "", name)
+}
+
+// ResolveFor returns name's addresses, cached in owner's share.
+// Concurrent calls for one name share one upstream query, whoever asks.
+func (r *Resolver) ResolveFor(ctx context.Context, owner string, name allowlist.Name) (Answer, error) {
+	cache := r.share(owner)
+	if c, ok := cache.Get(name.String()); ok && r.now().Before(c.expires) {
 		return c.ans, nil
 	}
 	v, err, _ := r.group.Do(name.String(), func() (any, error) {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.Timeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout())
 		defer cancel()
 		ans, ttl, err := r.lookup(ctx, name)
-		if err == nil && ttl > 0 {
-			r.cache.Add(name.String(), cached{ans: ans, expires: r.now().Add(ttl)})
-		}
-		return ans, err
+		return cached{ans: ans, expires: r.now().Add(ttl)}, err
 	})
 	if err != nil {
 		return Answer{}, err
 	}
-	return v.(Answer), nil
+	c := v.(cached)
+	if c.expires.After(r.now()) {
+		cache.Add(name.String(), c)
+	}
+	return c.ans, nil
 }
 
 func (r *Resolver) now() time.Time {

@@ -57,13 +57,30 @@ type Server struct {
 	connPrefix string
 	connSeq    atomic.Uint64
 	handlers   sync.WaitGroup // CONNECT handlers running, tunnels included
-	preHandler sync.Map       // net.Conn -> struct{}: accepted, no request read yet
+	slots      sync.Map       // net.Conn -> *pending: accepted, tunnel not started
+	current    atomic.Pointer[settings]
 	baseCtx    context.Context
 	cancel     context.CancelFunc
 	sweepOnce  sync.Once
 
 	mu        sync.Mutex
-	listeners []net.Listener // capture listeners, closed by Shutdown
+	listeners []net.Listener // every listener served, closed by Shutdown
+	closing   bool           // Shutdown is waiting for handlers: no new one may start
+
+	stoppedAccepting atomic.Bool
+}
+
+// startHandler counts a connection's handler in, or reports false once
+// Shutdown has begun waiting for them (a WaitGroup must not go up from
+// zero while someone waits on it).
+func (s *Server) startHandler() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.handlers.Add(1)
+	return true
 }
 
 func (s *Server) trackListener(ln net.Listener) {
@@ -83,14 +100,15 @@ func New(opts Options) *Server {
 		baseCtx:    ctx,
 		cancel:     cancel,
 	}
+	s.current.Store(&settings{limits: opts.Limits, timeouts: opts.Timeouts, onFailure: opts.OnAuditFailure})
 	if s.metrics == nil {
 		s.metrics = NewMetrics(nil)
 	}
 	s.gp = s.newGoproxy()
+	// No ReadHeaderTimeout: the request-header clock starts at accept (see
+	// admit), where a reload can change it.
 	s.http = &http.Server{
 		Handler:                      s,
-		ReadHeaderTimeout:            opts.Timeouts.RequestHeader,
-		ReadTimeout:                  opts.Timeouts.RequestHeader,
 		MaxHeaderBytes:               maxHeaderBytes,
 		DisableGeneralOptionsHandler: true, // OPTIONS * gets our 405, not Go's 200
 		ConnState:                    s.connState,
@@ -132,11 +150,24 @@ func (s *Server) newGoproxy() *goproxy.ProxyHttpServer {
 // *net.TCPConn or *net.UnixConn for the tunnel to splice.
 func (s *Server) Serve(ln net.Listener) error {
 	s.sweepOnce.Do(func() { go s.sweepLoop() })
-	err := s.http.Serve(ln)
-	if errors.Is(err, http.ErrServerClosed) {
+	s.trackListener(ln)
+	err := s.http.Serve(admitListener{Listener: ln, s: s})
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) && s.stoppedAccepting.Load() {
 		return nil
 	}
 	return err
+}
+
+// StopAccepting closes the listeners at once, so their addresses are free
+// for others, while the connections already accepted go on until
+// Shutdown drains them.
+func (s *Server) StopAccepting() {
+	s.stoppedAccepting.Store(true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ln := range s.listeners {
+		ln.Close()
+	}
 }
 
 // Shutdown stops accepting, lets open tunnels drain until ctx is done, then
@@ -148,6 +179,9 @@ func (s *Server) Shutdown(ctx context.Context) int {
 	}
 	s.mu.Unlock()
 	s.http.Shutdown(ctx)
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.handlers.Wait(); close(done) }()
 	closed := 0
@@ -189,7 +223,8 @@ func (s *Server) sweepLoop() {
 		case <-s.baseCtx.Done():
 			return
 		case now := <-tick.C:
-			s.tunnels.sweep(now, s.opts.Timeouts.Idle, s.opts.Timeouts.Lifetime)
+			t := s.settings().timeouts
+			s.tunnels.sweep(now, t.Idle, t.Lifetime)
 			if s.opts.Suppress != nil {
 				s.opts.Suppress.Flush(false)
 			}
@@ -223,7 +258,7 @@ func (w stashWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // ServeHTTP hands every request to goproxy, which routes CONNECT to
 // handleConnect and everything else to a 405.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.preHandler.Delete(r.Context().Value(connKey{}))
+	s.requestArrived(r.Context().Value(connKey{}))
 	st := &stash{}
 	r = r.WithContext(context.WithValue(r.Context(), stashKey{}, st))
 	s.gp.ServeHTTP(stashWriter{ResponseWriter: w, st: st}, r)
@@ -235,9 +270,13 @@ func (s *Server) hijacked(r *http.Request, client net.Conn, _ *goproxy.ProxyCtx)
 	if st != nil && st.br != nil {
 		br = st.br
 	}
-	s.handlers.Add(1)
-	defer s.handlers.Done()
 	defer s.opts.Gate.leave()
+	defer s.releaseSlot(client)
+	if !s.startHandler() {
+		client.Close() // shutting down
+		return
+	}
+	defer s.handlers.Done()
 	s.handleConnect(r, client, br)
 }
 
@@ -252,10 +291,9 @@ func (s *Server) connState(c net.Conn, state http.ConnState) {
 	switch state {
 	case http.StateNew:
 		s.opts.Gate.enter()
-		s.preHandler.Store(c, struct{}{})
 	case http.StateClosed:
 		s.opts.Gate.leave()
-		if _, ok := s.preHandler.LoadAndDelete(c); ok {
+		if s.releaseSlot(c) {
 			s.preHandlerRejected()
 		}
 	}

@@ -2,8 +2,14 @@ package proxy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/egressd/egressd/allowlist"
@@ -20,9 +26,17 @@ import (
 // otherwise reload the policy after every audited connection, and each
 // reload's own audit line would trigger the next, four times a second,
 // forever.
+//
+// A file is followed through every symbolic link on its path: a Kubernetes
+// ConfigMap volume (manifest.json -> ..data/manifest.json, ..data ->
+// ..2026_11_30_…), an "ln -sfn" deploy (current -> releases/v2) and an
+// editor's rename all change what the path resolves to without writing the
+// file itself. Each link on the way is watched, by name, in its folder.
 type WatchSet struct {
 	Files []string
 	Roots []string
+
+	resolved []string // paths(), kept by a Watcher between checks
 }
 
 // WatchSetFor is the watch set of a config loaded from configFile ("" when
@@ -44,34 +58,95 @@ func WatchSetFor(manifests, roots []string, configFile string) WatchSet {
 	return w
 }
 
+// maxLinks bounds how many symbolic links one path may go through, as the
+// kernel's ELOOP does.
+const maxLinks = 40
+
+// resolveChain follows path's symbolic links one at a time and returns
+// every link it went through and the path it ends at. A missing component
+// ends the walk there.
+func resolveChain(path string) (links []string, final string) {
+	p, err := filepath.Abs(path)
+	if err != nil {
+		return nil, path
+	}
+	for range maxLinks {
+		link, next, ok := firstLink(p)
+		if !ok {
+			return links, p
+		}
+		links = append(links, link)
+		p = next
+	}
+	return links, p
+}
+
+// firstLink finds the first symbolic link among p's components and returns
+// it with p rewritten through it.
+func firstLink(p string) (link, next string, ok bool) {
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	cur := "/"
+	for i, part := range parts {
+		here := filepath.Join(cur, part)
+		st, err := os.Lstat(here)
+		if err != nil {
+			return "", "", false
+		}
+		if st.Mode()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(here)
+			if err != nil {
+				return "", "", false
+			}
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(cur, target)
+			}
+			return here, filepath.Join(append([]string{target}, parts[i+1:]...)...), true
+		}
+		cur = here
+	}
+	return "", "", false
+}
+
+// paths are the names whose change may change what Files resolve to: each
+// file as named, each link on its way, and where it ends.
+func (w WatchSet) paths() []string {
+	var out []string
+	for _, f := range w.Files {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			abs = f
+		}
+		links, final := resolveChain(abs)
+		out = append(out, filepath.Clean(abs), final)
+		out = append(out, links...)
+	}
+	return out
+}
+
 // dirs are the folders to watch. It watches folders, not files: editors
 // save by writing a new file and renaming it over the old one, which a
 // watch on the old file would miss.
 func (w WatchSet) dirs() []string {
-	seen := map[string]bool{}
 	var dirs []string
-	add := func(d string) {
-		if d = filepath.Clean(d); !seen[d] {
-			seen[d] = true
-			dirs = append(dirs, d)
-		}
-	}
-	for _, f := range w.Files {
-		add(filepath.Dir(f))
+	for _, p := range w.paths() {
+		dirs = append(dirs, filepath.Dir(p))
 	}
 	for _, r := range w.Roots {
-		add(r)
+		dirs = append(dirs, filepath.Clean(r))
 	}
-	return dirs
+	slices.Sort(dirs)
+	return slices.Compact(dirs)
 }
 
-// relevant reports whether an event on name should cause a reload.
+// relevant reports whether an event on name should cause a reload check.
 func (w WatchSet) relevant(name string, op fsnotify.Op) bool {
 	name = filepath.Clean(name)
-	for _, f := range w.Files {
-		if name == filepath.Clean(f) {
-			return true
-		}
+	paths := w.resolved
+	if paths == nil {
+		paths = w.paths()
+	}
+	if slices.Contains(paths, name) {
+		return true
 	}
 	if !op.Has(fsnotify.Create) && !op.Has(fsnotify.Remove) && !op.Has(fsnotify.Rename) {
 		return false // a write inside a root is some file's content, not a folder coming or going
@@ -85,14 +160,64 @@ func (w WatchSet) relevant(name string, op fsnotify.Op) bool {
 	return false
 }
 
-// Watcher calls reload after anything in its watch set changes, once
-// changes have settled for the debounce period.
+// fingerprint sums what the watch set resolves to: each file's final path
+// and content, and each root's entries. A reload happens only when it
+// changes, so a touched file or a link swapped for an identical one costs
+// nothing. Files are opened without blocking and only regular files are
+// read (at most maxWatchedFile bytes), so a FIFO cannot stall the watcher.
+func (w WatchSet) fingerprint() string {
+	h := sha256.New()
+	for _, f := range w.Files {
+		_, final := resolveChain(f)
+		io.WriteString(h, final+"\x00")
+		io.WriteString(h, contentSum(final)+"\x00")
+	}
+	for _, r := range w.Roots {
+		entries, err := os.ReadDir(r)
+		io.WriteString(h, r+"\x00")
+		if err != nil {
+			io.WriteString(h, "unreadable\x00")
+		}
+		for _, e := range entries {
+			io.WriteString(h, e.Name()+"\x00")
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+const maxWatchedFile = 4 << 20
+
+func contentSum(path string) string {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "missing"
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return "not a regular file"
+	}
+	h := sha256.New()
+	io.Copy(h, io.LimitReader(f, maxWatchedFile))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Watcher calls reload after what its watch set resolves to changes, once
+// changes have settled for the debounce period. It also re-checks every
+// poll period, so a change made where no watch could see it (a folder
+// above the watched ones swapped) is picked up within that period.
 type Watcher struct {
 	fw      *fsnotify.Watcher
 	current func() WatchSet
 	set     WatchSet
+	print   string
+	watched []string
 	settle  time.Duration
+	poll    time.Duration
 }
+
+// watchPoll is how often the watch set is re-checked without an event.
+const watchPoll = 10 * time.Second
 
 // NewWatcher starts watching the folders of current(). current is asked
 // again after each reload, since a reload can add integrations.
@@ -101,15 +226,21 @@ func NewWatcher(current func() WatchSet, settle time.Duration) (*Watcher, error)
 	if err != nil {
 		return nil, err
 	}
-	w := &Watcher{fw: fw, current: current, set: current(), settle: settle}
+	w := &Watcher{fw: fw, current: current, set: current(), settle: settle, poll: watchPoll}
+	w.set.resolved = w.set.paths()
+	w.print = w.set.fingerprint()
 	for _, d := range w.set.dirs() {
 		if err := fw.Add(d); err != nil {
 			fw.Close()
 			return nil, err
 		}
 	}
+	w.watched = w.set.dirs()
 	return w, nil
 }
+
+// Close releases a watch that will not Run.
+func (w *Watcher) Close() { w.fw.Close() }
 
 // Run calls reload after each settled change until ctx is done, then
 // releases the watch.
@@ -118,6 +249,8 @@ func (w *Watcher) Run(ctx context.Context, reload func()) {
 	timer := time.NewTimer(w.settle)
 	timer.Stop()
 	defer timer.Stop()
+	poll := time.NewTicker(w.poll)
+	defer poll.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -130,12 +263,40 @@ func (w *Watcher) Run(ctx context.Context, reload func()) {
 				timer.Reset(w.settle)
 			}
 		case <-timer.C:
-			reload()
-			w.set = w.current()
-			for _, d := range w.set.dirs() {
-				w.fw.Add(d) // a folder already watched is a no-op; a missing one is tried at the next reload
-			}
+			w.check(reload)
+		case <-poll.C:
+			w.check(reload)
 		case <-w.fw.Errors:
 		}
 	}
+}
+
+// check reloads if what the watch set resolves to changed, then follows
+// the (possibly new) set: links swapped, folders added or gone.
+//
+// The fingerprint kept is the one taken before the reload read the files,
+// so a change made while it reads is seen at the next check (at worst one
+// reload too many, never one too few). Only when the reload changed the
+// set itself is the new set's fingerprint taken afresh.
+func (w *Watcher) check(reload func()) {
+	print := w.set.fingerprint()
+	if print != w.print {
+		reload()
+	}
+	next := w.current()
+	if !slices.Equal(next.Files, w.set.Files) || !slices.Equal(next.Roots, w.set.Roots) {
+		print = next.fingerprint()
+	}
+	w.set, w.print = next, print
+	w.set.resolved = w.set.paths()
+	dirs := w.set.dirs()
+	for _, d := range w.watched {
+		if !slices.Contains(dirs, d) {
+			w.fw.Remove(d)
+		}
+	}
+	for _, d := range dirs {
+		w.fw.Add(d) // a folder already watched is a no-op; a missing one is tried at the next check
+	}
+	w.watched = dirs
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"net"
-	"net/netip"
 	"syscall"
 
 	"github.com/miekg/dns"
@@ -20,19 +19,6 @@ func systemResolvers() ([]string, error) {
 		out = append(out, net.JoinHostPort(s, cc.Port))
 	}
 	return out, nil
-}
-
-// localAddrs returns this host's interface addresses, which are denied like
-// loopback.
-func localAddrs() []netip.Addr {
-	addrs, _ := net.InterfaceAddrs()
-	var out []netip.Addr
-	for _, a := range addrs {
-		if p, err := netip.ParsePrefix(a.String()); err == nil {
-			out = append(out, p.Addr())
-		}
-	}
-	return out
 }
 
 func nofileLimit() uint64 {

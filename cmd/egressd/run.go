@@ -111,7 +111,12 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	registry := policy.NewRegistry(mem, localAddrs())
+	registry := policy.NewRegistry(mem, nil)
+	// The supervisor lives as long as the run: the host's addresses are
+	// followed for that long, and egressd refuses to run without them.
+	if err := proxy.FollowHostAddrs(context.Background(), registry.HostAddrs(), nil); err != nil {
+		return nil, err
+	}
 	loaded := registry.Load(cfg)[0]
 	if loaded.Result == policy.Failed {
 		return nil, fmt.Errorf("%s:\n%v", loaded.Key, loaded.Err)

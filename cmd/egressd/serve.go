@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -84,14 +84,26 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		return exitFail
 	}
 	defer sink.close()
-	d, admin, err := buildDaemon(cfg, f, sink, stderr)
+	d, admin, err := buildDaemon(ctx, cfg, f, sink, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd serve:", err)
 		return exitFail
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The watch starts before the first load, so a change made while
+	// egressd starts is a reload, not a miss.
+	var started atomic.Bool
+	w, watchErr := proxy.NewWatcher(func() proxy.WatchSet {
+		if !started.Load() {
+			return watchSet(cfg, f.config)
+		}
+		return watchSet(d.Config(), f.config)
+	}, reloadSettle)
 	if err := d.Start(ctx); err != nil {
+		if watchErr == nil {
+			w.Close()
+		}
 		printLines(stderr, "egressd serve: "+err.Error())
 		return exitFail
 	}
@@ -103,10 +115,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		go admin.serve(d)
 		defer admin.close()
 	}
-	if w, err := proxy.NewWatcher(func() proxy.WatchSet { return watchSet(d.Config(), f.config) }, reloadSettle); err != nil {
-		fmt.Fprintf(stderr, "egressd: warning: manifest changes are not watched (%v); SIGHUP still reloads\n", err)
+	started.Store(true)
+	reload := reloader(ctx, d, stderr)
+	if watchErr != nil {
+		fmt.Fprintf(stderr, "egressd: warning: manifest changes are not watched (%v); SIGHUP still reloads\n", watchErr)
 	} else {
-		go w.Run(ctx, func() { d.Reload(ctx) })
+		go w.Run(ctx, reload)
 	}
 	roll := time.NewTicker(time.Second)
 	defer roll.Stop()
@@ -119,11 +133,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		case s := <-sig:
 			switch s {
 			case syscall.SIGHUP:
-				notify(stderr, daemon.SdNotifyReloading)
-				if err := d.Reload(ctx); err != nil {
-					printLines(stderr, "egressd: reload: "+err.Error())
-				}
-				notify(stderr, daemon.SdNotifyReady)
+				reload()
 				continue
 			case syscall.SIGUSR1:
 				if err := sink.reopen(d.Audit); err != nil {
@@ -138,6 +148,33 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 			fmt.Fprintln(stderr, "egressd serve:", err)
 			d.Shutdown(ctx)
 			return exitFail
+		}
+	}
+}
+
+// reloader runs reloads on a goroutine of their own, so that a reload
+// stuck on a file (a FIFO put where a manifest was) never keeps the signal
+// loop from SIGTERM. Requests made while one runs fold into one more.
+func reloader(ctx context.Context, d *proxy.Daemon, stderr io.Writer) func() {
+	requests := make(chan struct{}, 1)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-requests:
+				notify(stderr, daemon.SdNotifyReloading)
+				if err := d.Reload(ctx); err != nil {
+					printLines(stderr, "egressd: reload: "+err.Error())
+				}
+				notify(stderr, daemon.SdNotifyReady)
+			}
+		}
+	}()
+	return func() {
+		select {
+		case requests <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -251,8 +288,25 @@ func printConfigError(w io.Writer, file string, err error) {
 	}
 }
 
+// hostAddrsChanged records each change of the host's own addresses, and
+// says loudly when they can no longer be read (every address is then
+// refused until they can).
+func hostAddrsChanged(log *audit.Log, stderr io.Writer) func([]netip.Addr, error) {
+	return func(addrs []netip.Addr, err error) {
+		ev := audit.Event{Kind: audit.Lifecycle, Action: "host_addresses"}
+		if err != nil {
+			ev.Err = audit.Cap(err.Error(), 500)
+			ev.Msg = "the host's own addresses are unknown: connections are refused until they can be read"
+			fmt.Fprintln(stderr, "egressd: warning:", ev.Msg+":", err)
+		} else {
+			ev.Msg = audit.Cap(fmt.Sprint(addrs), 2000)
+		}
+		log.Write(ev)
+	}
+}
+
 // buildDaemon wires the packages together for cfg.
-func buildDaemon(cfg policy.Config, f serveFlags, sink *auditSink, stderr io.Writer) (*proxy.Daemon, *adminServer, error) {
+func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *auditSink, stderr io.Writer) (*proxy.Daemon, *adminServer, error) {
 	stateDir := cfg.StateDir
 	if stateDir == "" {
 		stateDir = policy.DefaultStateDir()
@@ -267,7 +321,7 @@ func buildDaemon(cfg policy.Config, f serveFlags, sink *auditSink, stderr io.Wri
 			return nil, nil, err
 		}
 	}
-	registry := policy.NewRegistry(mem, localAddrs())
+	registry := policy.NewRegistry(mem, nil)
 	opts := audit.Options{Key: sink.key, KeyID: cfg.Audit.KeyID, Generation: func() uint64 { return registry.Snapshot().Generation },
 		OnFailure: func(err error) {
 			consequence := "new connections are refused (audit_unavailable)"
@@ -283,6 +337,9 @@ func buildDaemon(cfg policy.Config, f serveFlags, sink *auditSink, stderr io.Wri
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := proxy.FollowHostAddrs(ctx, registry.HostAddrs(), hostAddrsChanged(log, stderr)); err != nil {
+		return nil, nil, fmt.Errorf("cannot start: %w", err)
+	}
 	reg := proxy.NewPromRegistry()
 	metrics := proxy.NewMetrics(reg)
 	metrics.AuditHealthy.Set(1)
@@ -293,14 +350,15 @@ func buildDaemon(cfg policy.Config, f serveFlags, sink *auditSink, stderr io.Wri
 		maxConns = proxy.DefaultMaxConnections(nofileLimit())
 	}
 	d := &proxy.Daemon{
-		LoadConfig: f.load,
-		Registry:   registry,
-		Audit:      log,
-		Suppress:   audit.NewSuppressor(log, time.Second),
-		Metrics:    metrics,
-		Resolver:   res,
-		Gate:       proxy.NewGate(maxConns),
-		Warn:       func(s string) { fmt.Fprintln(stderr, "egressd: warning:", s) },
+		LoadConfig:            f.load,
+		Registry:              registry,
+		Audit:                 log,
+		Suppress:              audit.NewSuppressor(log, time.Second),
+		Metrics:               metrics,
+		Resolver:              res,
+		Gate:                  proxy.NewGate(maxConns),
+		DerivedMaxConnections: proxy.DefaultMaxConnections(nofileLimit()),
+		Warn:                  func(s string) { fmt.Fprintln(stderr, "egressd: warning:", s) },
 	}
 	var admin *adminServer
 	if cfg.Admin != "" {
@@ -317,12 +375,10 @@ func buildDaemon(cfg policy.Config, f serveFlags, sink *auditSink, stderr io.Wri
 type adminServer struct {
 	ln  net.Listener
 	reg *prometheus.Registry
-	srv *http.Server
 }
 
 func (a *adminServer) serve(d *proxy.Daemon) {
-	a.srv = &http.Server{Handler: proxy.AdminHandler(d.Ready, a.reg), ReadHeaderTimeout: 5 * time.Second}
-	a.srv.Serve(a.ln)
+	proxy.ServeAdmin(a.ln, proxy.AdminHandler(d.Ready, a.reg))
 }
 
 func (a *adminServer) close() { a.ln.Close() }

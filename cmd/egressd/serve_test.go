@@ -204,7 +204,7 @@ func TestServeWarnsAboutAWritableManifestFolder(t *testing.T) {
 	go func() {
 		done <- serve(context.Background(), []string{"--manifest", dir, "--listen", "127.0.0.1:0", "--state", t.TempDir(), "--resolver", "127.0.0.1:9"}, &stdout, &stderr, sig)
 	}()
-	waitFor(t, &stderr, `warning: `+regexp.QuoteMeta(dir)+` is writable by group or others \(mode -rwxrwxrwx\): whoever can write it can change com.test.weather's allowlist`)
+	waitFor(t, &stderr, `warning: `+regexp.QuoteMeta(dir)+` can be changed by every user \(mode -rwxrwxrwx, owner \d+, group \d+\): whoever can write it can change com.test.weather's allowlist`)
 	sig <- syscall.SIGTERM
 	<-done
 }
