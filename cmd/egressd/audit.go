@@ -7,10 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/internal/safefile"
 	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/policy"
 )
@@ -201,34 +201,9 @@ func loadNamedManifest(path string) (*allowlist.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Refuse a device before opening it (an open can act on some); the
-	// fstat below covers a swap between this look and the open.
-	if st, err := os.Stat(file); err != nil {
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", file, st.Mode().Type())
-	}
-	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	data, err := safefile.ReadRegular(file, maxNamedManifest)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", file, st.Mode().Type())
-	}
-	if st.Size() > maxNamedManifest {
-		return nil, fmt.Errorf("%s is larger than %d bytes", file, maxNamedManifest)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxNamedManifest+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxNamedManifest {
-		return nil, fmt.Errorf("%s is larger than %d bytes", file, maxNamedManifest)
 	}
 	m, _ := allowlist.Parse(filepath.Base(file), data, nil)
 	return m, nil

@@ -82,7 +82,7 @@ func TestReportDoesNotOpenAFIFOTheLogNamesAsAManifest(t *testing.T) {
 	}()
 	select {
 	case r := <-done:
-		if r.code != 0 || !strings.Contains(r.errs, "is not a regular file") {
+		if r.code != 0 || !strings.Contains(r.errs, "not a regular file") {
 			t.Fatalf("exit %d:\n%s%s", r.code, r.out, r.errs)
 		}
 	case <-time.After(20 * time.Second):

@@ -19,6 +19,11 @@ import (
 // ReadRegular returns the contents of path, which must resolve to a
 // regular file of at most max bytes. Errors read "path: message".
 func ReadRegular(path string, max int64) ([]byte, error) {
+	// Refuse a device or a pipe before opening it (opening some devices
+	// acts on them); the fstat below covers a swap between look and open.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: is %s, not a regular file", path, kind(st.Mode()))
+	}
 	f, err := open(path, 0)
 	if err != nil {
 		return nil, err
