@@ -55,10 +55,7 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 	}
 	var opts audit.VerifyOptions
 	if *keyFile != "" {
-		key, err := os.ReadFile(*keyFile)
-		if err == nil && len(key) < audit.MinKeyLen {
-			err = fmt.Errorf("%s holds %d bytes: egressd refuses keys under %d bytes, so no log was keyed with it", *keyFile, len(key), audit.MinKeyLen)
-		}
+		key, err := readAuditKey(*keyFile)
 		if err != nil {
 			fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 			return exitUsage

@@ -360,3 +360,17 @@ func TestVerifyShowsAHostileChainIdEscaped(t *testing.T) {
 		t.Fatalf("exit %d:\n%q", code, out)
 	}
 }
+
+// TestRunRefusesAShortAuditKey: egressd run read --audit-key with no
+// length check, so a log could be keyed with a key verify then refuses.
+// Every reader of a key file now shares one rule.
+func TestRunRefusesAShortAuditKey(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "manifest.json"), weatherManifest("1.0.0", `"api.weather.example"`), 0o600)
+	short := filepath.Join(dir, "short.key")
+	os.WriteFile(short, []byte("too-short"), 0o600)
+	_, errs, code := runCLI(t, "run", "--state", filepath.Join(dir, "state"), "--audit-log", filepath.Join(dir, "audit.log"), "--audit-key", short, dir, "--", "/bin/true")
+	if code == exitOK || !strings.Contains(errs, "egressd refuses keys under 16 bytes") {
+		t.Fatalf("run with a 9-byte audit key: exit %d: %s", code, errs)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/internal/safefile"
 	"github.com/egressd/egressd/policy"
 )
 
@@ -18,15 +19,26 @@ type auditSink struct {
 	cfg  policy.AuditConfig
 }
 
+// readAuditKey reads an HMAC key file: a regular file (never a FIFO that
+// would stall start-up) of at least audit.MinKeyLen bytes, the rule the
+// writer and verify share.
+func readAuditKey(path string) ([]byte, error) {
+	key, err := safefile.ReadRegular(path, 64<<10)
+	if err != nil {
+		return nil, fmt.Errorf("audit key: %w", err)
+	}
+	if len(key) < audit.MinKeyLen {
+		return nil, fmt.Errorf("audit key %s holds %d bytes: egressd refuses keys under %d bytes", path, len(key), audit.MinKeyLen)
+	}
+	return key, nil
+}
+
 func openAuditSink(cfg policy.AuditConfig, stdout io.Writer) (*auditSink, error) {
 	s := &auditSink{out: stdout, cfg: cfg}
 	if cfg.KeyFile != "" {
-		key, err := os.ReadFile(os.ExpandEnv(cfg.KeyFile))
+		key, err := readAuditKey(os.ExpandEnv(cfg.KeyFile))
 		if err != nil {
-			return nil, fmt.Errorf("audit key: %w", err)
-		}
-		if len(key) < 16 {
-			return nil, fmt.Errorf("audit key %s: shorter than 16 bytes", cfg.KeyFile)
+			return nil, err
 		}
 		s.key = key
 	}

@@ -247,9 +247,9 @@ func (r *runSetup) openAudit(f runFlags, stateDir, id string) error {
 	}
 	var key []byte
 	if f.auditKey != "" {
-		if key, err = os.ReadFile(os.ExpandEnv(f.auditKey)); err != nil {
+		if key, err = readAuditKey(os.ExpandEnv(f.auditKey)); err != nil {
 			file.Close()
-			return fmt.Errorf("audit key: %w", err)
+			return err
 		}
 	}
 	registry := r.registry
