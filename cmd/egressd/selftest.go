@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/egressd/egressd/allowlist"
-	"github.com/egressd/egressd/sandbox"
 	"github.com/egressd/egressd/sandbox/selftest"
 )
 
@@ -108,15 +107,17 @@ func selftestRun(f runFlags, stderr io.Writer) (selftest.Report, error) {
 	if abs, err := filepath.Abs(f.manifest); err == nil {
 		c.Manifest, _ = allowlist.Locate(abs)
 	}
-	hostResult := filepath.Join(r.spec.StateDir, "selftest.json")
-	c.ResultPath = filepath.Join(sandbox.StateDir, "selftest.json")
-	if f.insecureEnvOnly {
-		c.ResultPath = hostResult
-	}
+	c.Sandboxed = !f.insecureEnvOnly
 	arg, _ := json.Marshal(c)
 	r.spec.Args[len(r.spec.Args)-1] = string(arg)
 	report.Host = selftest.ReadHost()
 	report.Host.Mode = "sandbox"
+	// The program's standard output, which egressd run hands it as its
+	// own, carries the results back: the only channel that does not
+	// depend on where the sandbox keeps its state.
+	if err := b.CaptureStdout(); err != nil {
+		return report, fmt.Errorf("capture the probes' output: %w", err)
+	}
 	start := time.Now()
 	var code int
 	if f.insecureEnvOnly {
@@ -125,10 +126,11 @@ func selftestRun(f runFlags, stderr io.Writer) (selftest.Report, error) {
 	} else {
 		code = r.sandboxed(stderr)
 	}
+	output := b.ReturnStdout()
 	b.ReturnStdin()
 	r.close() // the audit log is complete before it is judged
 	closed = true
-	report.Probes, report.Bounds = b.Judge(hostResult, code)
+	report.Probes, report.Bounds = b.Judge(output, code)
 	fmt.Fprintf(stderr, "egressd selftest: %d probes in %s\n", len(report.Probes), time.Since(start).Round(time.Millisecond))
 	return report, nil
 }

@@ -2,10 +2,6 @@
 
 package selftest
 
-import "context"
-
-func foreignABIChild() int { return 0 }
-
-func probeForeignABI(context.Context, *Config) (string, string) {
+func foreignABI() (string, string) {
 	return skipped("a foreign ABI probe exists for amd64 only")
 }

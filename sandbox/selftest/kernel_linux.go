@@ -39,17 +39,16 @@ func kernelProbes() []probe {
 		{"tiocsti", LayerSeccomp, func(context.Context, *Config) (string, string) { return probeTIOCSTI(unix.TIOCSTI) }},
 		{"tiocsti-high-bit", LayerSeccomp, func(context.Context, *Config) (string, string) { return probeTIOCSTI(unix.TIOCSTI | highBit) }},
 		{"socket-vsock-high-bit", LayerSeccomp, func(context.Context, *Config) (string, string) {
-			return reach("socket(AF_VSOCK|1<<32)", unix.SYS_SOCKET, unix.AF_VSOCK|highBit, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			return socketReach("socket(AF_VSOCK|1<<32)", unix.AF_VSOCK|highBit, unix.SOCK_STREAM, 0)
 		}},
 		{"socket-netlink-uevent-high-bit", LayerSeccomp, func(context.Context, *Config) (string, string) {
-			return reach("socket(AF_NETLINK|1<<32, NETLINK_KOBJECT_UEVENT)", unix.SYS_SOCKET, unix.AF_NETLINK|highBit,
-				unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_KOBJECT_UEVENT)
+			return socketReach("socket(AF_NETLINK|1<<32, NETLINK_KOBJECT_UEVENT)", unix.AF_NETLINK|highBit, unix.SOCK_RAW, unix.NETLINK_KOBJECT_UEVENT)
 		}},
 		{"socket-packet", LayerSeccomp, func(context.Context, *Config) (string, string) {
-			return reach("socket(AF_PACKET)", unix.SYS_SOCKET, unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+			return socketReach("socket(AF_PACKET)", unix.AF_PACKET, unix.SOCK_RAW, 0)
 		}},
-		{"foreign-abi", LayerSeccomp, probeForeignABI},
-		{"x32-abi", LayerSeccomp, probeX32},
+		{"foreign-abi", LayerSeccomp, killable("foreign-abi")},
+		{"x32-abi", LayerSeccomp, killable("x32-abi")},
 		{"pidfd-getfd-parent", LayerPID, probePidfdGetfd},
 		{"process-vm-readv-parent", LayerSeccomp, probeVMReadv},
 		{"signal-supervisor", LayerPID, probeSignalParent},
@@ -79,6 +78,28 @@ func reach(what string, nr, a1, a2, a3 uintptr) (string, string) {
 		return closed("%s: %s", what, e)
 	}
 	return opened("%s reached the kernel: %s", what, e)
+}
+
+// sockTypeInvalid is a socket type past SOCK_MAX that passes the flag
+// check: the kernel answers EINVAL for it before it looks the family up.
+const sockTypeInvalid = 0xf
+
+// socketReach makes a socket call the filter must refuse. The filter
+// answers a refused family with EAFNOSUPPORT, as does a kernel that lacks
+// the family (which it may load on demand), so that answer is checked
+// again with an invalid type: the kernel says EINVAL for it before the
+// family is looked up, the filter still EAFNOSUPPORT.
+func socketReach(what string, family, typ, proto uintptr) (string, string) {
+	v, d := reach(what, unix.SYS_SOCKET, family, typ|unix.SOCK_CLOEXEC, proto)
+	if !strings.HasSuffix(d, unix.EAFNOSUPPORT.Error()) {
+		return v, d
+	}
+	switch _, _, e := unix.Syscall(unix.SYS_SOCKET, family, sockTypeInvalid|unix.SOCK_CLOEXEC, proto); e {
+	case unix.EAFNOSUPPORT, unix.EPERM:
+		return closed("%s: %s (the filter's answer: with an invalid type too)", what, e)
+	default:
+		return opened("%s reached the kernel: %s, and with an invalid type the kernel answered %s: no filter refused it", what, unix.EAFNOSUPPORT, e)
+	}
 }
 
 // probeTIOCSTI sends TIOCSTI to a pipe of its own: the kernel answers
@@ -174,9 +195,10 @@ func probePtrace(context.Context, *Config) (string, string) {
 	return opened("attached to pid %d with ptrace", cmd.Process.Pid)
 }
 
-// probeX32 calls keyctl through the x32 ABI (the syscall number with bit
-// 30 set), which a filter that matches numbers only lets through.
-func probeX32(context.Context, *Config) (string, string) {
+// x32ABI calls keyctl through the x32 ABI (the syscall number with bit 30
+// set), which a filter that matches numbers only lets through. It runs in
+// a process of its own (killable): the filter kills the whole process.
+func x32ABI() (string, string) {
 	if runtime.GOARCH != "amd64" {
 		return skipped("x32 exists on amd64 only")
 	}
@@ -261,6 +283,10 @@ func probePidfdGetfd(context.Context, *Config) (string, string) {
 
 // probeVMReadv reads its parent's memory with process_vm_readv, through
 // each of its threads. EFAULT still means the permission check passed.
+// The kernel's own access check (the init is not dumpable and holds
+// capabilities the program lacks) answers EPERM as the filter does, so an
+// EPERM is asked again with invalid flags: the kernel says EINVAL for
+// those before any check, the filter still EPERM.
 func probeVMReadv(context.Context, *Config) (string, string) {
 	ppid, tids := parentThreads()
 	buf := make([]byte, 8)
@@ -276,6 +302,12 @@ func probeVMReadv(context.Context, *Config) (string, string) {
 			last = err
 		default:
 			return opened("process_vm_readv on pid %d's thread %d passed the permission check: %s", ppid, tid, short(err))
+		}
+	}
+	if errnoOf(last) == unix.EPERM {
+		if _, err := unix.ProcessVMReadv(ppid, local, remote, 1); errnoOf(err) == unix.EINVAL {
+			return opened("the seccomp filter let process_vm_readv through (with invalid flags the kernel answered EINVAL); "+
+				"only the kernel's access check refused pid %d: %s", ppid, short(last))
 		}
 	}
 	return closed("process_vm_readv on pid %d's %d threads: %s", ppid, len(tids), short(last))

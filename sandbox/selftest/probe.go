@@ -1,10 +1,12 @@
 package selftest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sort"
@@ -96,9 +98,10 @@ type inner struct {
 }
 
 // ProbeMain is the inner half: egressd __egressd-selftest-probes CONFIG.
-// It writes its results to the config's result path, then signals the
-// sandbox's init last (a dead init takes the sandbox with it, which the
-// outer half sees as a missing final line).
+// It writes its results to standard output, which egressd run passes to
+// the program whatever the sandbox does with the state folder, then
+// signals the sandbox's init last (a dead init takes the sandbox with it,
+// which the outer half sees as a missing final line).
 func ProbeMain(args []string) int {
 	if len(args) == 2 && args[0] == "sleep" {
 		time.Sleep(10 * time.Second) // a ptrace target
@@ -107,8 +110,8 @@ func ProbeMain(args []string) int {
 	if len(args) == 1 && args[0] == "noop" {
 		return 0
 	}
-	if len(args) == 1 && args[0] == "int80" {
-		return foreignABIChild()
+	if len(args) == 2 && args[0] == "killable" {
+		return runKillableChild(args[1])
 	}
 	if len(args) != 1 {
 		fmt.Fprintln(os.Stderr, "selftest probes: want one JSON argument")
@@ -123,39 +126,58 @@ func ProbeMain(args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
 	res := inner{Probes: RunAll(ctx, &c), Bounds: readBounds()}
-	if err := writeJSON(c.ResultPath, res); err != nil {
+	if err := writeResults(os.Stdout, res); err != nil {
 		fmt.Fprintln(os.Stderr, "selftest probes:", err)
 		return 1
 	}
-	res.Probes = append(res.Probes, signalInit())
+	res.Probes = append(res.Probes, signalInit(c.Sandboxed))
 	res.Done = true
-	if err := writeJSON(c.ResultPath, res); err != nil {
+	if err := writeResults(os.Stdout, res); err != nil {
 		fmt.Fprintln(os.Stderr, "selftest probes:", err)
 		return 1
 	}
 	return 0
 }
 
-func writeJSON(path string, v any) error {
-	data, err := json.Marshal(v)
+// resultsPrefix starts each results line: the outer half judges the last
+// such line, and ignores anything else the program printed.
+const resultsPrefix = "egressd-selftest-results "
+
+// writeResults writes one results line in a single write, so that a line
+// is never interleaved with another writer's bytes.
+func writeResults(w io.Writer, in inner) error {
+	data, err := json.Marshal(in)
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
+	_, err = w.Write(append(append([]byte(resultsPrefix), data...), '\n'))
+	return err
+}
+
+// lastResults is the last complete results line in output: a line cut
+// short by the program's death (no newline) does not count.
+func lastResults(output []byte) (inner, error) {
+	var in inner
+	var line []byte
+	lines := bytes.Split(output, []byte("\n"))
+	for _, l := range lines[:len(lines)-1] {
+		if bytes.HasPrefix(l, []byte(resultsPrefix)) {
+			line = l[len(resultsPrefix):]
+		}
 	}
-	return os.Rename(tmp, path)
+	if line == nil {
+		return in, errors.New("no results line on its standard output")
+	}
+	return in, json.Unmarshal(line, &in)
 }
 
 // signalInit sends SIGQUIT to the sandbox's init, as a program that wants
 // it dead would. Only an egressd init is signalled: outside a sandbox pid
 // 1 is the host's init, which this probe never touches.
-func signalInit() Result {
+func signalInit(sandboxed bool) Result {
 	r := Result{Name: "signal-init-sigquit", Layer: LayerPID}
-	cmdline, _ := os.ReadFile("/proc/1/cmdline")
-	if !hasPrefix(string(cmdline), "egressd-init") {
-		r.Result, r.Detail = skipped("pid 1 is not egressd's init (no pid namespace?): the host's init is never signalled")
+	if why := initIsEgressds(sandboxed); why != "" {
+		r.Result, r.Detail = skipped("%s: the host's init is never signalled", why)
 		return r
 	}
 	// An init that forwards the signal to the program must not make the
@@ -170,6 +192,23 @@ func signalInit() Result {
 	time.Sleep(300 * time.Millisecond)
 	r.Result, r.Detail = closed("the init ignored SIGQUIT")
 	return r
+}
+
+// initIsEgressds says why pid 1 is not known to be egressd's init, or ""
+// when it is: the parent of this process, and either named egressd-init or
+// hidden from this process (hidepid) in a run egressd says is sandboxed.
+func initIsEgressds(sandboxed bool) string {
+	if os.Getppid() != 1 {
+		return "pid 1 is not this program's parent (no pid namespace?)"
+	}
+	cmdline, err := os.ReadFile("/proc/1/cmdline")
+	if err == nil && !hasPrefix(string(cmdline), "egressd-init") {
+		return "pid 1 is not egressd's init (no pid namespace?)"
+	}
+	if err != nil && !sandboxed {
+		return "pid 1 is hidden and egressd started no sandbox"
+	}
+	return ""
 }
 
 func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }

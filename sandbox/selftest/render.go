@@ -28,7 +28,8 @@ var fixes = map[string]string{
 	LayerUTS: "The host's hostname is visible inside the sandbox. Report this output as a bug.",
 	LayerAudit: "The program's attempts to get out left no trace in egressd's audit log, so a reviewer cannot see them. " +
 		"Report this output as a bug.",
-	LayerTTY: "The program can leave the user's terminal broken after egressd exits (run \"stty sane\" or \"reset\" to recover). " +
+	LayerTTY: "The program can reconfigure the terminal it shares with the user while it runs (echo, line discipline, output flow, " +
+		"window size), or left it broken after egressd exited (run \"stty sane\" or \"reset\" to recover). " +
 		"Run egressd run with its input not a terminal (</dev/null) until this is fixed, and report this output as a bug.",
 }
 

@@ -9,7 +9,8 @@
 // an upstream DNS server that records every name it is asked) and, once the
 // inner half has run, adds what it observed. The inner half (ProbeMain) is
 // the egressd binary re-run as the sandboxed program; it runs every probe
-// and writes the results to a file the outer half reads.
+// and writes the results to its standard output, which the outer half
+// captures.
 //
 // A probe that cannot run on this host says skipped with the reason; it
 // never counts as closed.
@@ -99,8 +100,7 @@ func DefaultTargets() Targets {
 
 // Config is everything the inner half needs, sent as one JSON argument.
 type Config struct {
-	Nonce      string   `json:"nonce"`       // unique to this run; beacons answer with it
-	ResultPath string   `json:"result_path"` // where the inner half writes its results
+	Nonce      string   `json:"nonce"` // unique to this run; beacons answer with it
 	Targets    Targets  `json:"targets"`
 	HostDNS    []string `json:"host_dns"`    // the host's resolvers, ip:53, from its resolv.conf
 	Loopback   string   `json:"loopback"`    // the outer's loopback beacon, 127.0.0.1:port
@@ -123,4 +123,8 @@ type Config struct {
 	// lent: only then does the terminal probe touch it, so a user's own
 	// terminal is never attacked.
 	TerminalLent bool `json:"terminal_lent,omitempty"`
+	// Sandboxed says egressd started a sandbox (not --insecure-env-only):
+	// only then may a pid 1 hidden from the program be signalled as
+	// egressd's init.
+	Sandboxed bool `json:"sandboxed,omitempty"`
 }

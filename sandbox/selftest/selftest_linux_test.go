@@ -2,14 +2,14 @@ package selftest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -32,14 +32,16 @@ func startBeacons(t *testing.T) *Beacons {
 	return b
 }
 
-func writeInner(t *testing.T, in inner) string {
+// writeInner is what the inner half prints: some noise of the program's
+// own, then its results line.
+func writeInner(t *testing.T, in inner) []byte {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "selftest.json")
-	data, _ := json.Marshal(in)
-	if err := os.WriteFile(p, data, 0o600); err != nil {
+	var out bytes.Buffer
+	out.WriteString("a line the program printed\n")
+	if err := writeResults(&out, in); err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return out.Bytes()
 }
 
 func find(t *testing.T, rs []Result, name string) Result {
@@ -55,9 +57,41 @@ func find(t *testing.T, rs []Result, name string) Result {
 
 func TestJudgeCountsMissingResultsAsOpen(t *testing.T) {
 	b := startBeacons(t)
-	rs, _ := b.Judge(filepath.Join(t.TempDir(), "none.json"), 125)
+	rs, _ := b.Judge([]byte("a line the program printed\n"), 125)
 	if len(rs) != 1 || rs[0].Result != Open {
 		t.Fatalf("no results judged %v", rs)
+	}
+}
+
+// The program dies between writing the first results line and the last: a
+// final line cut short does not count, and the sandbox's death is OPEN.
+func TestJudgeIgnoresAResultsLineCutShortByDeath(t *testing.T) {
+	b := startBeacons(t)
+	out := writeInner(t, inner{Probes: []Result{{Name: "udp", Result: Closed}}})
+	full := writeInner(t, inner{Probes: []Result{{Name: "udp", Result: Closed}, {Name: "signal-init-sigquit", Result: Closed}}, Done: true})
+	out = append(out, full[:len(full)-10]...)
+	rs, _ := b.Judge(out, 131)
+	if r := find(t, rs, "signal-init-sigquit"); r.Result != Open {
+		t.Fatalf("%+v", r)
+	}
+	if r := find(t, rs, "udp"); r.Result != Closed {
+		t.Fatalf("the complete line is judged: %+v", r)
+	}
+}
+
+// The outer half captures what the program writes to the standard output
+// it inherits, as egressd run passes it.
+func TestCaptureStdoutKeepsWhatAChildWrote(t *testing.T) {
+	b := startBeacons(t)
+	if err := b.CaptureStdout(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", "echo from-the-child")
+	cmd.Stdout = os.Stdout
+	err := cmd.Run()
+	out := b.ReturnStdout()
+	if err != nil || string(out) != "from-the-child\n" {
+		t.Fatalf("%v: %q", err, out)
 	}
 }
 
