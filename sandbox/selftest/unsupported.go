@@ -35,3 +35,15 @@ func (b *Beacons) LendTerminal() error {
 
 // ReturnStdin has nothing to return off Linux.
 func (b *Beacons) ReturnStdin() {}
+
+// capturedStdout has nothing to capture: off Linux no sandbox runs.
+type capturedStdout struct{}
+
+// CaptureStdout is a no-op off Linux.
+func (b *Beacons) CaptureStdout() error { return nil }
+
+// ReturnStdout has nothing to return off Linux.
+func (b *Beacons) ReturnStdout() []byte { return nil }
+
+// runKillableChild has no probes the kernel kills off Linux.
+func runKillableChild(string) int { return 2 }
