@@ -27,3 +27,21 @@ func (s *Server) RefuseDirect(proto string, dst netip.AddrPort) {
 	}
 	s.recordDenial(ev)
 }
+
+// RefuseDirectUnseen audits n direct attempts the sandbox's queue to the
+// supervisor dropped before they were read (a burst past its length):
+// refused like the rest, nothing of them left the sandbox, but their
+// destinations were never seen. One line stands for all of them, so the
+// log still accounts for every attempt.
+func (s *Server) RefuseDirectUnseen(n uint64) {
+	if n == 0 {
+		return
+	}
+	p := s.opts.Registry.Policy(s.opts.Key)
+	ev := s.baseEvent(p)
+	ev.Kind, ev.Decision, ev.Reason = audit.Connect, "deny", string(policy.IPLiteral)
+	ev.Suppressed, ev.Unlisted = int64(n), int64(n)
+	ev.Msg = "direct attempts around the proxy that egress0's queue dropped before egressd read them: refused, destinations not seen; nothing left the sandbox"
+	s.metrics.Decisions.WithLabelValues(ev.Integration, ev.Decision, ev.Reason).Add(float64(n))
+	s.opts.Audit.Write(ev)
+}

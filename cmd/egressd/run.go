@@ -323,6 +323,12 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 		sb.Egress.Close()
 	}
 	<-egressDone
+	// What a burst sent past egress0's queue was dropped unread: counted.
+	if n, err := sb.EgressDropped(); err != nil {
+		fmt.Fprintln(stderr, "egressd: warning:", err)
+	} else {
+		r.server.RefuseDirectUnseen(n)
+	}
 	stopAudit()
 	r.reportState(stderr)
 	for _, s := range dnsServers {
