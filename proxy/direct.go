@@ -28,15 +28,26 @@ func (s *Server) RefuseDirect(proto string, dst netip.AddrPort) {
 	s.recordDenial(ev)
 }
 
-// RefuseDirectUnseen audits n direct attempts the sandbox's queue to the
+// RefuseDirectUnseen audits direct attempts the sandbox's queue to the
 // supervisor dropped before they were read (a burst past its length):
 // refused like the rest, nothing of them left the sandbox, but their
-// destinations were never seen. One line stands for all of them, so the
-// log still accounts for every attempt.
-func (s *Server) RefuseDirectUnseen(n uint64) {
-	if n == 0 {
-		return
+// destinations were never seen. dropped is the sandbox's running total;
+// each call writes one line standing for the drops since the last, so the
+// log accounts for every attempt, while the program runs and at its exit.
+func (s *Server) RefuseDirectUnseen(dropped uint64) {
+	for {
+		prev := s.unseenDirect.Load()
+		if dropped <= prev {
+			return
+		}
+		if s.unseenDirect.CompareAndSwap(prev, dropped) {
+			s.writeUnseen(dropped - prev)
+			return
+		}
 	}
+}
+
+func (s *Server) writeUnseen(n uint64) {
 	p := s.opts.Registry.Policy(s.opts.Key)
 	ev := s.baseEvent(p)
 	ev.Kind, ev.Decision, ev.Reason = audit.Connect, "deny", string(policy.IPLiteral)

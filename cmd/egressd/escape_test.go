@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/egressd/egressd/audit"
 )
@@ -497,6 +499,42 @@ func TestRunDatagramFloodPastEgressQueueIsCounted(t *testing.T) {
 	t.Logf("%d datagrams sent, %d dropped by egress0's queue and counted", sent, unseen)
 	if got := refusalsOf(recs, "198.51.100.40:", stop); got != sent {
 		t.Fatalf("the audit log stands for %d of %d datagrams (%d counted unseen)", got, sent, unseen)
+	}
+}
+
+// TestRunDatagramFloodPastEgressQueueIsCountedWhileTheProgramRuns: the
+// drops are audited each second, not only at exit, so a program that
+// floods and then lives on does not keep them out of the log.
+func TestRunDatagramFloodPastEgressQueueIsCountedWhileTheProgramRuns(t *testing.T) {
+	e := newSandboxEnv(t)
+	data, err := os.ReadFile(probeBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "probe"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := e.command(`./probe udpflood 198.51.100.41 40000; read x`)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); cmd.Wait() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	var sent int64
+	if _, err2 := fmt.Sscanf(line, "sent %d", &sent); err != nil || err2 != nil {
+		t.Fatalf("probe: %q %v", line, err)
+	}
+	deadline := time.Now().Add(30 * time.Second) // bounds a failure only
+	for {
+		recs, _ := audit.ReadFiles([]string{e.audit}) // a line being written may not parse yet
+		if got := refusalsOf(recs, "198.51.100.41:", len(recs)); got == sent {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("while the program runs, the audit log stands for %d of %d datagrams:\n%s", got, sent, e.auditLog())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
