@@ -308,8 +308,10 @@ func TestRunEveryDirectAttemptIsAudited(t *testing.T) {
 			t.Errorf("%s is not in the audit log with its destination and reason ip_literal:\n%s", a, e.auditLog())
 		}
 	}
-	if n := refusalsOf(recs, "", len(recs)); n != int64(len(attempts)) {
-		t.Errorf("the audit log stands for %d refusals, want %d:\n%s", n, len(attempts), e.auditLog())
+	// At least one each: a SYN the kernel retransmits before egressd's
+	// reset arrives (a loaded machine) is a second attempt, audited too.
+	if n := refusalsOf(recs, "", len(recs)); n < int64(len(attempts)) {
+		t.Errorf("the audit log stands for %d refusals, want at least %d:\n%s", n, len(attempts), e.auditLog())
 	}
 	// UDP-Lite: UDP's header under another protocol number.
 	if out := e.runProbe(egressdBinary(t), "udplite", "192.0.2.77:5000"); !strings.Contains(out, "udplite: <nil>") && !strings.Contains(out, "protocol not supported") {
