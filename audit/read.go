@@ -87,6 +87,23 @@ func (r Record) target() string {
 	return r.HostRaw
 }
 
+// Accounts says whether r accounts for a refusal of target by name: a
+// line of its own for it, or a summary line whose folded sample lists it.
+// A target only counted in a summary's "unlisted" is not accounted for by
+// name; folding guarantees that for a handful of targets per class and
+// second, and for special addresses whatever floods (see Suppressor).
+func (r Record) Accounts(target string) bool {
+	if r.Suppressed == 0 {
+		return target != "" && (r.target() == target || r.HostRaw == target)
+	}
+	for _, f := range r.Folded {
+		if f.Target == target && f.Count > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // ReadFiles reads every line of the files, in order. A line that is not
 // JSON is an error naming the file and line: a report over a damaged log
 // should not quietly leave things out (verify says how it was damaged).

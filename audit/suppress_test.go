@@ -270,3 +270,52 @@ func TestFoldedDomainFrontingKeepsEachSNIApart(t *testing.T) {
 		}
 	}
 }
+
+// records reads the connect and dns lines back as a report would.
+func (f *foldLog) records(t *testing.T) []Record {
+	var out []Record
+	for _, l := range f.lines(t) {
+		b, _ := json.Marshal(l)
+		var r Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestAHandfulOfTargetsIsEachAccountedForByName: within one class and
+// second, the first maxVerbatim+maxSample distinct targets are each named,
+// as a line or in the summary's sample (Record.Accounts); past that a plain
+// address is only counted, while the metadata address still gets a line.
+func TestAHandfulOfTargetsIsEachAccountedForByName(t *testing.T) {
+	f := newFoldLog(t)
+	var handful []string
+	for i := range maxVerbatim + maxSample {
+		handful = append(handful, "198.51.100."+strconv.Itoa(i+1)+":443")
+	}
+	for _, target := range append(handful, "203.0.113.99:443", "169.254.169.254:80") {
+		f.s.Write(ipLiteral(target))
+	}
+	recs := f.records(t)
+	named := func(target string) bool {
+		for _, r := range recs {
+			if r.Accounts(target) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, target := range append(handful, "169.254.169.254:80") {
+		if !named(target) {
+			t.Errorf("%s is not named in the log:\n%s", target, f.buf.String())
+		}
+	}
+	if named("203.0.113.99:443") || named("") {
+		t.Errorf("a target past the sample is named, or the empty target is:\n%s", f.buf.String())
+	}
+	if n := accounted(f.lines(t)); n != int64(len(handful)+2) {
+		t.Errorf("the lines stand for %d events, want %d", n, len(handful)+2)
+	}
+}

@@ -27,3 +27,32 @@ func (s *Server) RefuseDirect(proto string, dst netip.AddrPort) {
 	}
 	s.recordDenial(ev)
 }
+
+// RefuseDirectUnseen audits direct attempts the sandbox's queue to the
+// supervisor dropped before they were read (a burst past its length):
+// refused like the rest, nothing of them left the sandbox, but their
+// destinations were never seen. dropped is the sandbox's running total;
+// each call writes one line standing for the drops since the last, so the
+// log accounts for every attempt, while the program runs and at its exit.
+func (s *Server) RefuseDirectUnseen(dropped uint64) {
+	for {
+		prev := s.unseenDirect.Load()
+		if dropped <= prev {
+			return
+		}
+		if s.unseenDirect.CompareAndSwap(prev, dropped) {
+			s.writeUnseen(dropped - prev)
+			return
+		}
+	}
+}
+
+func (s *Server) writeUnseen(n uint64) {
+	p := s.opts.Registry.Policy(s.opts.Key)
+	ev := s.baseEvent(p)
+	ev.Kind, ev.Decision, ev.Reason = audit.Connect, "deny", string(policy.IPLiteral)
+	ev.Suppressed, ev.Unlisted = int64(n), int64(n)
+	ev.Msg = "direct attempts around the proxy that egress0's queue dropped before egressd read them: refused, destinations not seen; nothing left the sandbox"
+	s.metrics.Decisions.WithLabelValues(ev.Integration, ev.Decision, ev.Reason).Add(float64(n))
+	s.opts.Audit.Write(ev)
+}

@@ -68,6 +68,7 @@ type Server struct {
 	closing   bool           // Shutdown is waiting for handlers: no new one may start
 
 	stoppedAccepting atomic.Bool
+	unseenDirect     atomic.Uint64 // egress0's drops audited so far, see RefuseDirectUnseen
 }
 
 // startHandler counts a connection's handler in, or reports false once

@@ -3,9 +3,12 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -120,4 +123,48 @@ func routeEverything(ipv6 bool) error {
 		}
 	}
 	return nil
+}
+
+// egress0 holds at most its queue length (500 packets) that the supervisor
+// has not read yet; the kernel drops what a burst sends past that, and
+// counts it. Those are attempts too, whose destinations no one saw, so the
+// supervisor keeps the sandbox's /proc/net/dev open (the open file keeps
+// the namespace, and so egress0's counters, alive after the program exits)
+// and audits the count.
+
+// openEgressStats opens /proc/net/dev as the init's network namespace
+// shows it.
+func openEgressStats(initPID int) (*os.File, error) {
+	return os.Open(fmt.Sprintf("/proc/%d/net/dev", initPID))
+}
+
+// EgressDropped is how many packets the program sent to egress0 that the
+// kernel dropped, its queue being full, before the supervisor read them.
+func (sb *Sandbox) EgressDropped() (uint64, error) {
+	if sb.egressStats == nil {
+		return 0, errors.New("sandbox: egress0's counters are not open")
+	}
+	buf := make([]byte, 64<<10)
+	n, err := sb.egressStats.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, fmt.Errorf("sandbox: egress0's counters: %w", err)
+	}
+	return txDropped(string(buf[:n]), egressLink)
+}
+
+// txDropped reads a device's transmit drops out of /proc/net/dev's text:
+// after "name:", eight receive counters, then bytes, packets, errs, drop.
+func txDropped(dev, name string) (uint64, error) {
+	for _, line := range strings.Split(dev, "\n") {
+		ifname, counters, ok := strings.Cut(line, ":")
+		if !ok || strings.TrimSpace(ifname) != name {
+			continue
+		}
+		f := strings.Fields(counters)
+		if len(f) < 12 {
+			break
+		}
+		return strconv.ParseUint(f[11], 10, 64)
+	}
+	return 0, fmt.Errorf("sandbox: no %s in /proc/net/dev", name)
 }

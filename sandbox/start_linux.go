@@ -38,11 +38,12 @@ type Sandbox struct {
 	// with ServeEgress, so every direct attempt is audited and refused.
 	Egress *os.File
 
-	cmd  *exec.Cmd
-	ctl  control
-	live *os.File
-	done chan int
-	exit exitReport
+	egressStats *os.File // the sandbox's /proc/net/dev, see EgressDropped
+	cmd         *exec.Cmd
+	ctl         control
+	live        *os.File
+	done        chan int
+	exit        exitReport
 }
 
 // ErrNamespaces means the kernel refused to create the namespaces.
@@ -185,6 +186,9 @@ func (sb *Sandbox) receiveListeners() error {
 		f := os.NewFile(uintptr(fds[i]), name)
 		if name == nameEgress {
 			sb.Egress = f
+			if sb.egressStats, err = openEgressStats(sb.cmd.Process.Pid); err != nil {
+				return fmt.Errorf("sandbox: egress0's counters: %w", err)
+			}
 			continue
 		}
 		var err error
@@ -255,6 +259,9 @@ func (sb *Sandbox) Close() {
 	}
 	if sb.Egress != nil {
 		sb.Egress.Close()
+	}
+	if sb.egressStats != nil {
+		sb.egressStats.Close()
 	}
 	for _, c := range []interface{ Close() error }{sb.Proxy, sb.DNSUDP, sb.DNSTCP} {
 		if c != nil {

@@ -40,14 +40,15 @@ func Start(Spec, Options) (*Sandbox, error) { return nil, ErrUnsupported }
 // InitMain always fails here.
 func InitMain() int { return 125 }
 
-func (*Sandbox) Run() error                    { return ErrUnsupported }
-func (*Sandbox) Wait() int                     { return 125 }
-func (*Sandbox) Signal(os.Signal) error        { return ErrUnsupported }
-func (*Sandbox) Kill()                         {}
-func (*Sandbox) Close()                        {}
-func (*Sandbox) Stop(os.Signal, time.Duration) {}
-func (*Sandbox) InitDied() bool                { return false }
-func (*Sandbox) Escalated() bool               { return false }
+func (*Sandbox) Run() error                     { return ErrUnsupported }
+func (*Sandbox) Wait() int                      { return 125 }
+func (*Sandbox) Signal(os.Signal) error         { return ErrUnsupported }
+func (*Sandbox) Kill()                          {}
+func (*Sandbox) Close()                         {}
+func (*Sandbox) Stop(os.Signal, time.Duration)  {}
+func (*Sandbox) InitDied() bool                 { return false }
+func (*Sandbox) Escalated() bool                { return false }
+func (*Sandbox) EgressDropped() (uint64, error) { return 0, ErrUnsupported }
 
 // ClaimStateFolder always fails here.
 func ClaimStateFolder(string, string) (string, int, error) { return "", 0, ErrUnsupported }

@@ -284,7 +284,18 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	defer sb.Close()
 	grace := r.cfg.Timeouts.StopGrace
 	stop := forwardSignals(func(s os.Signal) error { sb.Stop(s, grace); return nil }) // before the target can print "ready"
-	stopAudit := r.maintainAudit(stderr)
+	// What a burst sent past egress0's queue was dropped unread: counted,
+	// each second and at exit.
+	warned := false // countUnseen runs on one goroutine, then after it
+	countUnseen := func() {
+		if n, err := sb.EgressDropped(); err != nil && !warned {
+			warned = true
+			fmt.Fprintln(stderr, "egressd: warning:", err)
+		} else if err == nil {
+			r.server.RefuseDirectUnseen(n)
+		}
+	}
+	stopAudit := r.maintainAudit(stderr, countUnseen)
 	names := proxy.NewSynthetic(1<<16-2, 5*time.Minute)
 	go r.server.Serve(sb.Proxy)
 	for _, ln := range sb.Capture {
@@ -324,6 +335,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	}
 	<-egressDone
 	stopAudit()
+	countUnseen()
 	r.reportState(stderr)
 	for _, s := range dnsServers {
 		s.Shutdown()

@@ -26,8 +26,9 @@ func exitMessage(sb *sandbox.Sandbox, code int, grace time.Duration) string {
 }
 
 // maintainAudit rolls run's audit file at audit.max_size_mb and reopens it
-// on SIGUSR1 (logrotate's postrotate), as serve does, until stop is called.
-func (r *runSetup) maintainAudit(stderr io.Writer) (stop func()) {
+// on SIGUSR1 (logrotate's postrotate), as serve does, and calls each
+// second once a second, until stop is called.
+func (r *runSetup) maintainAudit(stderr io.Writer, each func()) (stop func()) {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	roll := time.NewTicker(time.Second)
@@ -38,6 +39,7 @@ func (r *runSetup) maintainAudit(stderr io.Writer) (stop func()) {
 		for {
 			select {
 			case <-roll.C:
+				each()
 				if err := r.log.RollIfFull(); err != nil {
 					fmt.Fprintln(stderr, "egressd: audit rotation:", err)
 				}

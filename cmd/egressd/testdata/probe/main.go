@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -68,6 +70,31 @@ func main() {
 			}
 		}
 		fmt.Println("sent", n)
+	case "udpflood":
+		// Datagrams to ports 20000.. of one address from 8 sockets at once,
+		// as fast as the kernel takes them; prints how many it took.
+		n, _ := strconv.Atoi(os.Args[3])
+		dst := net.ParseIP(os.Args[2])
+		var sent atomic.Int64
+		var wg sync.WaitGroup
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := net.ListenUDP("udp", nil)
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				for i := g; i < n; i += 8 {
+					if _, err := c.WriteToUDP([]byte("probe"), &net.UDPAddr{IP: dst, Port: 20000 + i%40000}); err == nil {
+						sent.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		fmt.Println("sent", sent.Load())
 	case "x32":
 		r, _, errno := unix.RawSyscall(0x40000000|unix.SYS_GETPID, 0, 0, 0)
 		fmt.Println("x32 getpid returned", int(r), int(errno))
