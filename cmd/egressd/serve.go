@@ -333,6 +333,11 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 	if cfg.Audit.Checkpoints != "none" {
 		opts.Checkpoint = stderr
 	}
+	if sink.file == nil {
+		// On stdout, the state folder remembers each run's last hash, so the
+		// next run's genesis links to it as a run appended to a file does.
+		opts.RunLink = filepath.Join(stateDir, "audit-stdout.link")
+	}
 	log, err := audit.New(sink.out, opts)
 	if err != nil {
 		return nil, nil, err
