@@ -8,8 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
+
+	"github.com/egressd/egressd/internal/safefile"
 )
 
 // MinKeyLen is the shortest HMAC key egressd accepts, writing or verifying:
@@ -81,7 +82,7 @@ func Verify(files []string, opts VerifyOptions) (Verdict, error) {
 		v.checkpoints[c.Chain][c.Seq] = c.Hash
 	}
 	for i, f := range files {
-		fh, err := os.Open(f)
+		fh, err := safefile.OpenRegular(f)
 		if err != nil {
 			return Verdict{}, err
 		}
