@@ -254,7 +254,7 @@ func (r *runSetup) openAudit(f runFlags, stateDir, id string) error {
 	}
 	registry := r.registry
 	r.sink, r.logPath = &auditSink{out: file, file: file}, path
-	r.log, err = audit.New(file, audit.Options{Key: key, Generation: func() uint64 { return registry.Snapshot().Generation }})
+	r.log, err = audit.New(file, audit.Options{Key: key, KeyID: r.cfg.Audit.KeyID, Generation: func() uint64 { return registry.Snapshot().Generation }})
 	return err
 }
 
