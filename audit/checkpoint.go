@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -68,7 +69,9 @@ func ReadCheckpoints(r io.Reader) ([]CheckpointRecord, error) {
 				Event string `json:"event"`
 				CheckpointRecord
 			}
-			if json.Unmarshal(line, &c) == nil && c.Event == string(Checkpoint) && c.Hash != "" {
+			// A checkpoint line is egressd's own, whole: it begins the line
+			// (a message that merely contains one is not a checkpoint).
+			if bytes.HasPrefix(line, []byte(`{"event":"checkpoint",`)) && json.Unmarshal(line, &c) == nil && c.Event == string(Checkpoint) && c.Hash != "" {
 				out = append(out, c.CheckpointRecord)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/egressd/egressd/internal/safefile"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,8 +29,22 @@ type File struct {
 // an exclusive lock on it. maxSize > 0 makes Full report when the file
 // should be rolled over.
 func OpenFile(path string, maxSize int64) (*File, error) {
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	// A named pipe would block the open until a reader appears, and a
+	// device is no log: refuse both, before the open and after it (fstat),
+	// opening without blocking.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("audit log %s: not a regular file (%s)", path, st.Mode().Type())
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0o600)
 	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("audit log %s: not a regular file", path)
+	}
+	if err := unix.SetNonblock(int(f.Fd()), false); err != nil {
+		f.Close()
 		return nil, err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
@@ -53,7 +68,7 @@ func tailHash(path string, size int64) string {
 	if size == 0 {
 		return "none"
 	}
-	f, err := os.Open(path)
+	f, err := safefile.OpenRegular(path)
 	if err != nil {
 		return "unreadable"
 	}

@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -80,14 +79,14 @@ func groupBudget(group string, isName bool) int {
 }
 
 // foldGroup names the group a target belongs to, for folding: an address
-// range from addrGroups (looked up in the target, then in the dialled
+// range from addrGroups (the address the target spells in any spelling, read
+// by LiteralAddr as the resolver would, then the dialled
 // address), any other address, or a name's parent domain (its last two
 // labels). isName says the group is a parent domain, of which a window
 // holds a bounded number.
 func foldGroup(target, addr string) (group string, isName bool) {
 	for _, s := range []string{target, addr} {
-		if a, ok := parseAddr(s); ok {
-			a = a.Unmap()
+		if a, ok := LiteralAddr(s); ok {
 			for _, g := range addrGroups {
 				if g.prefix.Contains(a) {
 					return g.name, false
@@ -104,18 +103,4 @@ func foldGroup(target, addr string) (group string, isName bool) {
 		labels = labels[len(labels)-2:]
 	}
 	return "name:" + strings.Join(labels, "."), true
-}
-
-// parseAddr reads an address out of "a.b.c.d", "a.b.c.d:port", "[v6]:port"
-// or "v6".
-func parseAddr(s string) (netip.Addr, bool) {
-	if a, err := netip.ParseAddr(s); err == nil {
-		return a, true
-	}
-	if h, _, err := net.SplitHostPort(s); err == nil {
-		if a, err := netip.ParseAddr(h); err == nil {
-			return a, true
-		}
-	}
-	return netip.Addr{}, false
 }

@@ -4,9 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/egressd/egressd/internal/safefile"
 )
 
 // Record is one audit line read back: the fields reports use.
@@ -110,7 +111,7 @@ func (r Record) Accounts(target string) bool {
 func ReadFiles(files []string) ([]Record, error) {
 	var out []Record
 	for _, f := range files {
-		fh, err := os.Open(f)
+		fh, err := safefile.OpenRegular(f)
 		if err != nil {
 			return nil, err
 		}

@@ -39,9 +39,9 @@ func WriteText(w io.Writer, rep Report) error {
 			}
 		}
 		writeUnused(tw, ir)
-		fmt.Fprintln(tw, "\nrefused:\treason\thost\tcount\tfirst\tlast")
+		fmt.Fprintln(tw, "\nrefused:\tkind\treason\thost\tcount\tfirst\tlast")
 		for _, f := range ir.Refused {
-			fmt.Fprintf(tw, "\t%s\t%s\t%d\t%s\t%s\n", q(f.Reason), q(f.Host), f.Count, f.First.Format(time.RFC3339), f.Last.Format(time.RFC3339))
+			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%d\t%s\t%s\n", q(f.Kind), q(f.Reason), q(f.Host), f.Count, f.First.Format(time.RFC3339), f.Last.Format(time.RFC3339))
 		}
 		fmt.Fprintln(tw, "\npolicy:\ttime\tversion\tresult\tdetail")
 		for _, c := range ir.Policy {

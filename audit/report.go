@@ -54,8 +54,11 @@ type HostUse struct {
 	BytesDown   int64  `json:"bytes_down"`
 }
 
-// Refusal groups refused attempts by reason and host.
+// Refusal groups refused attempts by kind, reason and host. Kind is
+// "connect" (a connection) or "dns" (a query to the sandbox's DNS server,
+// refused before any connection: an exfiltration name, a metadata name).
 type Refusal struct {
+	Kind   string    `json:"kind"`
 	Reason string    `json:"reason"`
 	Host   string    `json:"host,omitempty"`
 	Count  int64     `json:"count"`
@@ -97,7 +100,19 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 	type key struct{ id, host string }
 	reached := map[key]*HostUse{}
 	would := map[key]*HostUse{}
-	refused := map[[3]string]*Refusal{}
+	refused := map[[4]string]*Refusal{}
+	refuse := func(r Record, kind string) {
+		k := [4]string{r.Integration, kind, r.Reason, r.target()}
+		f := refused[k]
+		if f == nil {
+			f = &Refusal{Kind: kind, Reason: r.Reason, Host: r.target(), First: r.Time}
+			refused[k] = f
+		}
+		f.Count += r.count()
+		if r.Time.After(f.Last) {
+			f.Last = r.Time
+		}
+	}
 	connHost := map[string]*HostUse{} // conn id -> its host's usage, for close events
 	var failed []Record               // refused attempts, to tell "tried" from "never tried"
 	var all []Record
@@ -141,16 +156,11 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 				connHost[r.Conn] = u
 			default:
 				failed = append(failed, r)
-				k := [3]string{r.Integration, r.Reason, r.target()}
-				f := refused[k]
-				if f == nil {
-					f = &Refusal{Reason: r.Reason, Host: r.target(), First: r.Time}
-					refused[k] = f
-				}
-				f.Count += n
-				if r.Time.After(f.Last) {
-					f.Last = r.Time
-				}
+				refuse(r, string(Connect))
+			}
+		case string(DNS):
+			if r.Decision == "deny" {
+				refuse(r, string(DNS))
 			}
 		case string(Close):
 			if u := connHost[r.Conn]; u != nil {
@@ -174,6 +184,9 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 		sortUses(ir.WouldDeny)
 		sort.Slice(ir.Refused, func(i, j int) bool {
 			a, b := ir.Refused[i], ir.Refused[j]
+			if a.Kind != b.Kind {
+				return a.Kind < b.Kind
+			}
 			if a.Reason != b.Reason {
 				return a.Reason < b.Reason
 			}

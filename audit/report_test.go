@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,6 +137,39 @@ func TestTriedEntriesMatchAWildcardByExactlyOneLabel(t *testing.T) {
 	} {
 		if got := entryNames(c.entry, c.host); got != c.want {
 			t.Errorf("entryNames(%q, %q) = %v", c.entry, c.host, got)
+		}
+	}
+}
+
+// The attacker's r10: a sandboxed program asks DNS for an exfiltration name
+// and the metadata name; both are refused by the sandbox's DNS server and
+// logged as "event":"dns". The report must show them, text and JSON.
+func TestReportShowsSandboxDNSRefusals(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	f, err := OpenFile(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := New(f, Options{})
+	for _, name := range []string{"c2VjcmV0.exfil.example.net.", "metadata.google.internal."} {
+		l.Write(Event{Kind: DNS, Integration: "com.test.weather", Decision: "deny", Reason: "not_allowlisted", Host: strings.TrimSuffix(name, "."), HostRaw: name})
+	}
+	l.Close()
+	f.Close()
+	recs, err := ReadFiles([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := BuildReport(recs, nil)
+	var text bytes.Buffer
+	WriteText(&text, rep)
+	js, _ := json.Marshal(rep)
+	for _, want := range []string{"c2VjcmV0.exfil.example.net", "metadata.google.internal"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the text report omits the DNS refusal of %s:\n%s", want, text.String())
+		}
+		if !strings.Contains(string(js), `"kind":"dns","reason":"not_allowlisted","host":"`+want+`"`) {
+			t.Errorf("the JSON report omits the DNS refusal of %s:\n%s", want, js)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"strings"
 	"sync"
 	"time"
 )
@@ -120,6 +121,17 @@ func (w *foldWindow) admit(target, addr string) bool {
 		return true
 	}
 	w.folded++
+	if name, ok := strings.CutPrefix(group, "metadata:"); ok {
+		// Past its budget a metadata address is still named: its further
+		// spellings are counted under the address itself (at most one entry
+		// per metadata address), never in the unlisted remainder.
+		key := name + " (other spellings)"
+		if _, listed := w.counts[key]; !listed {
+			w.order = append(w.order, key)
+		}
+		w.counts[key]++
+		return false
+	}
 	if w.sampled < maxSample {
 		w.sampled++
 		w.counts[target] = 1

@@ -8,8 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
+
+	"github.com/egressd/egressd/internal/safefile"
 )
 
 // MinKeyLen is the shortest HMAC key egressd accepts, writing or verifying:
@@ -81,7 +82,7 @@ func Verify(files []string, opts VerifyOptions) (Verdict, error) {
 		v.checkpoints[c.Chain][c.Seq] = c.Hash
 	}
 	for i, f := range files {
-		fh, err := os.Open(f)
+		fh, err := safefile.OpenRegular(f)
 		if err != nil {
 			return Verdict{}, err
 		}
@@ -118,6 +119,8 @@ type verifier struct {
 	lastFile    string
 	// lastChainFile is the file where the last closed chain ended.
 	lastChainFile string
+	// unlinked counts chains whose genesis names no run before it.
+	unlinked int
 }
 
 // lineFields are the fields Verify reads from each line.
@@ -276,18 +279,22 @@ func (v *verifier) genesis(file string, f lineFields, firstOfAll bool) bool {
 	return true
 }
 
-// followsRun checks a new chain's prev_run, the hash of the last line its
-// writer found in the file: the run before it in the same file must end
-// there. A genesis without prev_run (a log from before it was recorded, or
-// not a file) is not checked.
+// followsRun checks a new chain's prev_run, the hash of the last line of
+// the run before it (found in the file it was appended to, or remembered in
+// the state folder for a stream): the run before it here must end there. A
+// genesis without prev_run, or with prev_run=unknown (a log from before it
+// was recorded, a stream without a state folder, a run after a crash), is
+// not linked: the verdict says that boundary's order is not proven.
 func (v *verifier) followsRun(file string, f lineFields, id string) bool {
 	prevRun := msgField(f.Msg, "prev_run")
 	sameFile := len(v.out.Chains) > 0 && v.lastChainFile == file
 	switch {
-	case prevRun == "":
+	case prevRun == "" || prevRun == "unknown":
+		v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s (%s) does not name the run before it (prev_run %s): that no run was removed, replayed or reordered before it is not proven", id, file, orNone(prevRun)))
+		v.unlinked++
 		return true
 	case prevRun == "none" && sameFile:
-		v.fail(file, f.Seq, fmt.Sprintf("chain %s was started in an empty file, yet chain %s comes before it in this file: runs were spliced together", id, v.out.Chains[len(v.out.Chains)-1].ID))
+		v.fail(file, f.Seq, fmt.Sprintf("chain %s says no run came before it (an empty file, or the first run with its state folder), yet chain %s comes before it here: runs were spliced together", id, v.out.Chains[len(v.out.Chains)-1].ID))
 	case prevRun == "none":
 		return true
 	case !sameFile && (len(v.out.Chains) == 0 || prevRun != v.prev):

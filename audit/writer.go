@@ -37,6 +37,11 @@ type Options struct {
 	// edit is caught.
 	Checkpoint      io.Writer
 	CheckpointEvery int
+	// RunLink, for a log written to a stream rather than a *File (stdout),
+	// is a file in the state folder remembering the last hash of the run
+	// before, so the genesis can name it as prev_run (see runlink.go).
+	// Without it a stream log's genesis says prev_run=unknown.
+	RunLink string
 	// OnFailure, if set, is called once, with the error, when the first
 	// write fails: the operator must hear of it at once, not at the next
 	// look at /readyz.
@@ -59,7 +64,8 @@ type Log struct {
 	ckpt    io.Writer
 	ckEvery uint64
 	onFail  func(error)
-	rolling bool // the *File out is full; RollIfFull rotates it
+	runLink string // the state folder's link file, for a stream log
+	rolling bool   // the *File out is full; RollIfFull rotates it
 	failed  atomic.Bool
 	lastErr atomic.Value // error
 }
@@ -78,9 +84,21 @@ func New(out io.Writer, opts Options) (*Log, error) {
 	l.zl = zerolog.New(&l.buf)
 	l.host, _ = os.Hostname()
 	g := l.genesis(opts.Prev)
-	if f, ok := out.(*File); ok && opts.Prev == "" {
-		// A new run appended to a file names the run before it.
-		g.Msg += " prev_run=" + f.tail
+	if opts.Prev == "" {
+		// A new run names the run before it: the last line of the file it
+		// is appended to, or for a stream the last hash the state folder
+		// remembers.
+		prevRun := "unknown"
+		if f, ok := out.(*File); ok {
+			prevRun = f.tail
+		} else if opts.RunLink != "" {
+			prevRun = readRunLink(opts.RunLink)
+			if err := writeRunLink(opts.RunLink, "open "+l.chainID); err != nil {
+				return nil, fmt.Errorf("audit: remembering the run in %s: %w", opts.RunLink, err)
+			}
+			l.runLink = opts.RunLink
+		}
+		g.Msg += " prev_run=" + prevRun
 	}
 	return l, l.Write(g)
 }
@@ -193,6 +211,10 @@ func (l *Log) RollIfFull() error {
 func (l *Log) Close() error {
 	err := l.Write(Event{Kind: Lifecycle, Action: "shutdown", Msg: "chain=" + l.chainID})
 	l.checkpoint()
+	if err == nil && l.runLink != "" {
+		_, hash := l.LastHash()
+		err = writeRunLink(l.runLink, hash)
+	}
 	return err
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/policy"
 )
 
@@ -24,6 +25,7 @@ Either way the approval is bound to one list's digest. A running
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
+	stdout, stderr = termsafe.Lines(stdout), termsafe.Lines(stderr)
 	if (*manifest == "") == (fs.NArg() == 0) || (*manifest == "" && fs.NArg() != 2) || (*newID && *manifest == "") {
 		fs.Usage()
 		return exitUsage

@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,9 +44,17 @@ func serveDir(t *testing.T, dir, auditExtra string) string {
 
 func startServeProcess(t *testing.T, cfg string) *serveProcess {
 	t.Helper()
+	return startServeProcessTo(t, cfg, nil)
+}
+
+// startServeProcessTo starts serve with its stdout (where audit.path "-"
+// writes) going to stdout.
+func startServeProcessTo(t *testing.T, cfg string, stdout io.Writer) *serveProcess {
+	t.Helper()
 	sp := &serveProcess{stderr: &lockedBuffer{}, done: make(chan error, 1)}
 	sp.cmd = exec.Command(egressdBinary(t), "serve", "--config", cfg)
 	sp.cmd.Dir = filepath.Dir(cfg)
+	sp.cmd.Stdout = stdout
 	sp.cmd.Stderr = sp.stderr
 	if err := sp.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -192,6 +202,48 @@ func TestRemovingAWholeRunFromAKeyedFileIsCaught(t *testing.T) {
 		writeLines(t, auditFile, withoutRun(all, c.run))
 		if out, code := verify(t, "--key", key, auditFile); code != 1 || !strings.Contains(out, c.want) {
 			t.Fatalf("run %d removed: exit %d\n%s", c.run, code, out)
+		}
+	}
+}
+
+// The attacker's r9: serve with its keyed audit log on stdout (the
+// default), restarted twice, every run appended to one captured log. Without
+// the key, the middle run (the one that asked for the metadata address) is
+// removed, or the runs swapped: the state folder links each run to the one
+// before, so verify says BROKEN.
+func TestRemovingOrSwappingARunOfAKeyedStdoutLogIsCaught(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "audit.key")
+	os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef"), 0o600)
+	cfg := serveDir(t, dir, "\n  key_file: "+key+"\n  key_id: k1")
+	body, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, []byte(strings.Replace(string(body), "path: "+filepath.Join(dir, "audit.log"), `path: "-"`, 1)), 0o600)
+	captured := filepath.Join(dir, "captured.log")
+	out, err := os.OpenFile(captured, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	for i := range 3 {
+		sp := startServeProcessTo(t, cfg, out)
+		connectReason(t, sp.listen, "evil"+string(rune('a'+i))+".example")
+		sp.stop(t)
+	}
+	all := readLines(t, captured)
+	if got, code := verify(t, "--key", key, captured); code != 0 || !strings.Contains(got, "in 3 chain(s)") || strings.Contains(got, "not proven") {
+		t.Fatalf("three keyed runs on stdout: exit %d\n%s", code, got)
+	}
+	var runs [][]string
+	for _, l := range all {
+		if strings.Contains(l, `"action":"genesis"`) {
+			runs = append(runs, nil)
+		}
+		runs[len(runs)-1] = append(runs[len(runs)-1], l)
+	}
+	for name, lines := range map[string][][]string{"middle run removed": {runs[0], runs[2]}, "runs swapped": {runs[2], runs[1], runs[0]}, "first run removed": {runs[1], runs[2]}} {
+		writeLines(t, captured, slices.Concat(lines...))
+		if got, code := verify(t, "--key", key, captured); code != 1 || !strings.Contains(got, "BROKEN") {
+			t.Errorf("%s: exit %d\n%s", name, code, got)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/policy"
 	"github.com/egressd/egressd/proxy"
 	"github.com/egressd/egressd/sandbox"
@@ -46,6 +47,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
+	stderr = termsafe.Lines(stderr) // every message one line, escaped
 	command := fs.Args()
 	if f.manifest == "" {
 		if len(command) == 0 {
@@ -254,7 +256,7 @@ func (r *runSetup) openAudit(f runFlags, stateDir, id string) error {
 	}
 	registry := r.registry
 	r.sink, r.logPath = &auditSink{out: file, file: file}, path
-	r.log, err = audit.New(file, audit.Options{Key: key, Generation: func() uint64 { return registry.Snapshot().Generation }})
+	r.log, err = audit.New(file, audit.Options{Key: key, KeyID: r.cfg.Audit.KeyID, Generation: func() uint64 { return registry.Snapshot().Generation }})
 	return err
 }
 

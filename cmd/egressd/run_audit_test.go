@@ -113,3 +113,22 @@ func waitForFiles(t *testing.T, pattern string, n int) []string {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// egressd run ignored audit.key_id from --config (serve honours it): the
+// genesis said key_id=unnamed, so verify could not tell which key to use.
+func TestRunNamesTheAuditKeyIdFromItsConfig(t *testing.T) {
+	e := newSandboxEnv(t)
+	key := filepath.Join(e.state, "audit.key")
+	os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef"), 0o600)
+	_, errOut, code := runCmd(t, e.configured("audit:\n  key_file: "+key+"\n  key_id: run-2026\n", "true"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	data, err := os.ReadFile(e.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "key_id=run-2026 ") {
+		t.Errorf("the genesis does not name the configured key id:\n%.600s", data)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/egressd/egressd/audit"
 	"github.com/egressd/egressd/configs"
+	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/policy"
 	"github.com/egressd/egressd/proxy"
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,6 +60,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return exitUsage
 	}
+	stderr = termsafe.Lines(stderr) // every message one line, escaped: nothing forges a checkpoint
 	if f.config != "" && f.manifest != "" {
 		fmt.Fprintln(stderr, "egressd serve: give --config or --manifest, not both")
 		return exitUsage
@@ -332,6 +334,11 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 		}}
 	if cfg.Audit.Checkpoints != "none" {
 		opts.Checkpoint = stderr
+	}
+	if sink.file == nil {
+		// On stdout, the state folder remembers each run's last hash, so the
+		// next run's genesis links to it as a run appended to a file does.
+		opts.RunLink = filepath.Join(stateDir, "audit-stdout.link")
 	}
 	log, err := audit.New(sink.out, opts)
 	if err != nil {

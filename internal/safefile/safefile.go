@@ -49,6 +49,29 @@ func ReadRegular(path string, max int64) ([]byte, error) {
 	return data, nil
 }
 
+// OpenRegular opens path, which must resolve to a regular file, for a
+// streaming read of any length (an audit log): never blocking on a named
+// pipe, never opening a device. Errors read "path: message".
+func OpenRegular(path string) (*os.File, error) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: is %s, not a regular file", path, kind(st.Mode()))
+	}
+	f, err := open(path, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: is %s, not a regular file", path, kind(st.Mode()))
+	}
+	return f, nil
+}
+
 // ReadDir lists the folder path, which must resolve to a folder, in name
 // order.
 func ReadDir(path string) ([]fs.DirEntry, error) {

@@ -7,6 +7,7 @@ package termsafe
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -61,4 +62,26 @@ func unsafeRune(r rune) bool {
 		return true // bidi marks, embeddings, overrides and isolates
 	}
 	return false
+}
+
+// Lines returns a writer for a stream of one-line messages (stderr, the
+// journal): each Write is one message, and every control character in it
+// is escaped, a line break inside it too, so no message can paint the
+// terminal or forge a line of its own (a fake checkpoint, a fake "ok"). A
+// trailing line break ends the message and is kept.
+func Lines(w io.Writer) io.Writer { return lineWriter{w} }
+
+type lineWriter struct{ w io.Writer }
+
+func (l lineWriter) Write(p []byte) (int, error) {
+	s := string(p)
+	body, nl := strings.CutSuffix(s, "\n")
+	out := String(body)
+	if nl {
+		out += "\n"
+	}
+	if _, err := io.WriteString(l.w, out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -1,6 +1,10 @@
 package termsafe
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
 
 func TestStringEscapesWhatATerminalWouldAct(t *testing.T) {
 	cases := []struct{ name, in, want string }{
@@ -75,5 +79,14 @@ func TestEscapedTextHoldsNoControlByte(t *testing.T) {
 		if c := out[i]; c < 0x20 || c == 0x7f {
 			t.Fatalf("control byte %#x at %d in %q", c, i, out)
 		}
+	}
+}
+
+func TestLinesEscapesALineBreakInsideAMessage(t *testing.T) {
+	var b strings.Builder
+	fmt.Fprintf(Lines(&b), "egressd: warning: %s changed its id\n", "/x/plugin\x1b]0;PWNED\x07\n{\"event\":\"checkpoint\",\"chain\":\"c\",\"seq\":9,\"hash\":\"00\"}")
+	want := `egressd: warning: /x/plugin\x1b]0;PWNED\x07\x0a{"event":"checkpoint","chain":"c","seq":9,"hash":"00"} changed its id` + "\n"
+	if b.String() != want {
+		t.Errorf("got  %q\nwant %q", b.String(), want)
 	}
 }

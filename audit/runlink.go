@@ -1,0 +1,67 @@
+package audit
+
+import (
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/egressd/egressd/internal/safefile"
+)
+
+// A log written to a stream (stdout, read back from the journal or a
+// container log) has no file to find the run before it in. RunLink is a
+// small file in the state folder that remembers the hash of the last line
+// the previous run wrote, so the next run's genesis names it as prev_run
+// just as a run appended to a file does: a run removed, replayed or moved
+// between two others then breaks a link only the key could forge.
+//
+// The file holds one of:
+//   - a 64-digit hash: the last line of a run that closed cleanly;
+//   - "open CHAIN": a run started and has not closed (it is running, or it
+//     crashed), so its last hash is not known.
+//
+// A missing file means no run wrote with this state folder before
+// (prev_run=none); anything else gives prev_run=unknown, which verify
+// reports as a boundary whose order it cannot prove.
+const runLinkMax = 256
+
+// readRunLink returns the prev_run value for a new run.
+func readRunLink(path string) string {
+	data, err := safefile.ReadRegular(path, runLinkMax)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "none"
+	}
+	if err != nil {
+		return "unknown"
+	}
+	s := strings.TrimSpace(string(data))
+	if _, err := hex.DecodeString(s); err != nil || len(s) != 64 {
+		return "unknown"
+	}
+	return s
+}
+
+// writeRunLink replaces the file's content atomically (a crash leaves the
+// old content or the new, never a torn one).
+func writeRunLink(path, content string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".runlink-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(content + "\n"); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
