@@ -14,10 +14,16 @@ import (
 // read {"domains":[…],"DOMAINS":[…]} as whichever came last. Reading through
 // a map keeps "DOMAINS" an unknown key, and checkDuplicateKeys refuses a key
 // given twice, so egressd reads the same list every other tool shows.
+//
+// A key egressd looks up that is present only in another case ("Network"
+// with no "network") is an error too: a case-insensitive reader takes it
+// for the key egressd reads as absent. Every lookup goes through lookup,
+// which reports such spellings once per object.
 type fields struct {
-	m    map[string]json.RawMessage
-	path string
-	ps   *Problems
+	m       map[string]json.RawMessage
+	path    string
+	ps      *Problems
+	checked map[string]bool // keys already checked for other-case spellings
 }
 
 func objectAt(raw json.RawMessage, path string, ps *Problems) (fields, bool) {
@@ -26,7 +32,22 @@ func objectAt(raw json.RawMessage, path string, ps *Problems) (fields, bool) {
 		ps.errorf(path, "must be an object")
 		return fields{}, false
 	}
-	return fields{m: m, path: path, ps: ps}, true
+	return fields{m: m, path: path, ps: ps, checked: map[string]bool{}}, true
+}
+
+// lookup returns the value at key, exactly spelled, and reports every key
+// of the object that differs from it only in case.
+func (f fields) lookup(key string) (json.RawMessage, bool) {
+	if f.checked != nil && !f.checked[key] {
+		f.checked[key] = true
+		for _, k := range f.keys() {
+			if k != key && foldKey(k) == foldKey(key) {
+				f.ps.errorf(f.at(k), fmt.Sprintf("key differs from %q only in case; egressd reads only %q, and a case-insensitive reader would read this one", key, key))
+			}
+		}
+	}
+	raw, ok := f.m[key]
+	return raw, ok
 }
 
 func (f fields) at(key string) string {
@@ -36,7 +57,7 @@ func (f fields) at(key string) string {
 	return f.path + "." + key
 }
 
-func (f fields) has(key string) bool { _, ok := f.m[key]; return ok }
+func (f fields) has(key string) bool { _, ok := f.lookup(key); return ok }
 
 // keys returns the object's keys in sorted order, so problems come out in
 // the same order every time.
@@ -51,7 +72,7 @@ func (f fields) keys() []string {
 
 // requiredString returns the string at key, reporting a missing or mistyped one.
 func (f fields) requiredString(key string) (string, bool) {
-	raw, ok := f.m[key]
+	raw, ok := f.lookup(key)
 	if !ok {
 		f.ps.errorf(f.at(key), "is required")
 		return "", false
@@ -75,7 +96,7 @@ func (f fields) optionalString(key string) (string, bool) {
 
 // array returns the elements at key, reporting a mistyped value.
 func (f fields) array(key string) ([]json.RawMessage, bool) {
-	raw, ok := f.m[key]
+	raw, ok := f.lookup(key)
 	if !ok {
 		return nil, false
 	}
@@ -89,7 +110,7 @@ func (f fields) array(key string) ([]json.RawMessage, bool) {
 
 // object returns the object at key, reporting a mistyped value.
 func (f fields) object(key string) (fields, bool) {
-	raw, ok := f.m[key]
+	raw, ok := f.lookup(key)
 	if !ok {
 		return fields{}, false
 	}
@@ -111,7 +132,7 @@ func (f fields) onlyKeys(allowed ...string) {
 
 // literalOne checks that key holds exactly the JSON number 1.
 func (f fields) literalOne(key string) {
-	raw, ok := f.m[key]
+	raw, ok := f.lookup(key)
 	if !ok {
 		f.ps.errorf(f.at(key), "is required (1)")
 		return

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"golang.org/x/mod/semver"
 )
@@ -111,6 +112,12 @@ func CompareVersions(a, b string) int { return semver.Compare("v"+a, "v"+b) }
 // it found either way.
 func Parse(name string, data []byte, rules *Rules) (*Manifest, Problems) {
 	var ps Problems
+	if at := invalidUTF8(data); at >= 0 {
+		// encoding/json would read the bytes as U+FFFD; Python's json.load
+		// and others refuse the file: one manifest, one meaning.
+		ps.errorf("", fmt.Sprintf("invalid UTF-8 at byte %d; a manifest is UTF-8 text", at))
+		return nil, ps
+	}
 	if dup, msg, err := checkDuplicateKeys(data); err != nil {
 		ps.errorf("", err.Error())
 		return nil, ps
@@ -140,6 +147,18 @@ func Parse(name string, data []byte, rules *Rules) (*Manifest, Problems) {
 		return nil, ps
 	}
 	return m, ps
+}
+
+// invalidUTF8 returns the offset of the first byte that is not UTF-8, or -1.
+func invalidUTF8(data []byte) int {
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
 }
 
 // detectFormat picks the format by the file name. Only a file named

@@ -34,8 +34,11 @@ func parseVoiceOS(top fields, m *Manifest, rules *Rules) {
 			}
 			continue
 		}
+		// A reader that takes the first network permission would see a
+		// narrower list than a merge: one list, in one permission.
 		if networks++; networks > 1 {
-			ps.warnf(p.path, "a second network permission; its domains are added to the first")
+			ps.errorf(p.path, "a second network permission; list every domain in one")
+			continue
 		}
 		parseEntries(domains, p.at("domains"), m, rules, ps)
 	}

@@ -11,6 +11,9 @@ type admission struct {
 	inForce []allowlist.Entry // the list that applies now
 	pending string            // a widening version waiting for the gate, or ""
 	idFrom  string            // with pending: the id the folder was approved under
+	// released says a widening or id change came into force through
+	// widen: auto, without the operator's approval, or "".
+	released string
 }
 
 // admitAt applies the version rules to m, found at places: its folder,
@@ -38,6 +41,12 @@ func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration) (
 		kept, err := parseApproved(s.IDs[from].Approved.Entries)
 		return admission{inForce: kept, pending: m.Version, idFrom: from}, err
 	}
+	var released string
+	for _, place := range places {
+		if f, bound := s.Folders[place]; bound && f.ID != m.ID && in.Widen == WidenAuto {
+			released = fmt.Sprintf("%s changed its id from %s to %s %s; widen: auto let it in without the operator's approval", place, f.ID, m.ID, m.Version)
+		}
+	}
 	for _, place := range places {
 		if f, bound := s.Folders[place]; !bound || f.ID != m.ID || f.Pending != nil {
 			s.Folders[place] = Folder{ID: m.ID}
@@ -47,6 +56,9 @@ func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration) (
 	adm, err := admit(&r, known, m, in)
 	if err == nil {
 		s.IDs[m.ID] = r
+	}
+	if adm.released == "" {
+		adm.released = released
 	}
 	return adm, err
 }
@@ -88,8 +100,12 @@ func admit(r *Record, known bool, m *allowlist.Manifest, in Integration) (admiss
 		return admission{}, err
 	}
 	if !widens(m.Entries, approved) || gatePasses(r, m, digest, in) {
+		adm := admission{inForce: m.Entries}
+		if widens(m.Entries, approved) && in.Widen == WidenAuto {
+			adm.released = releasedNotice(m, approved, "widen: auto")
+		}
 		r.Approved = approvedOf(m, digest)
-		return admission{inForce: m.Entries}, nil
+		return adm, nil
 	}
 	return admission{inForce: approved, pending: m.Version}, nil
 }

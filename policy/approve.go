@@ -45,65 +45,164 @@ func FolderOf(manifestFile string) string {
 }
 
 // ApprovePending approves what egressd saw and holds as pending for id at
-// version: a widening, or an id change in a folder. It binds the approval
-// to the digest egressd recorded, so another list at that version is not
-// approved. A version egressd has not seen cannot be approved this way.
-func (m *Memory) ApprovePending(id, version string) (Approval, error) {
-	var a Approval
+// version: a widening, or an id change in a folder (and the listener it is
+// served on). Each approval binds to the digest egressd recorded, so
+// another list at that version is not approved. When the pending records
+// hold different lists, or id changes in different folders, it approves
+// none and lists them: one command approves one list the operator saw.
+// digest, if not "", picks the record. It returns every binding it made.
+func (m *Memory) ApprovePending(id, version, digest string) ([]Approval, error) {
+	var made []Approval
 	err := m.update(func(s *State) error {
-		for _, dir := range sortedKeys(s.Folders) {
-			f := s.Folders[dir]
-			if p := f.Pending; p != nil && p.ID == id && p.Version == version {
-				p.Approved = true
-				s.Folders[dir] = f
-				a = Approval{ID: id, Version: version, Digest: p.Digest, What: fmt.Sprintf("the id change of %s from %s", dir, f.ID)}
+		all := pendingOf(s, id, version)
+		cands := all[:0:0]
+		for _, c := range all {
+			if digest == "" || c.Digest == digest {
+				cands = append(cands, c)
 			}
 		}
-		if a.ID != "" {
-			return nil
-		}
-		r, known := s.IDs[id]
 		switch {
-		case !known:
-			return fmt.Errorf("%s is not in version memory (%s): nothing is pending for it; check the spelling (egressd state list shows what it holds)", id, m.where())
-		case r.Version != version && allowlist.CompareVersions(version, r.Version) > 0:
-			return fmt.Errorf("egressd has not seen %s %s (the highest version seen is %s), so there is no list to bind the approval to; approve the manifest itself: egressd approve --manifest PATH", id, version, r.Version)
-		case r.Version != version || r.Approved.Digest == r.Digest:
-			return fmt.Errorf("%s %s is not pending: %s %s is in force (%s)", id, version, id, r.Approved.Version, m.where())
+		case len(cands) == 0 && len(all) > 0:
+			return fmt.Errorf("no pending record of %s %s has list digest %s; pending:\n%s", id, version, digest, listPending(all))
+		case len(cands) == 0:
+			return m.notPending(s, id, version)
+		case !oneBinding(cands):
+			return fmt.Errorf("%s %s is pending with more than one list or in more than one folder, and one approval binds one list; approve the one you reviewed with egressd approve --manifest PATH (or --digest DIGEST ID VERSION); pending:\n%s", id, version, listPending(cands))
 		}
-		if r.Approvals == nil {
-			r.Approvals = map[string]string{}
+		for _, c := range cands {
+			made = append(made, c.approve(s))
 		}
-		r.Approvals[version] = r.Digest
-		s.IDs[id] = r
-		a = Approval{ID: id, Version: version, Digest: r.Digest, What: "a widening"}
 		return nil
 	})
-	return a, err
+	return made, err
+}
+
+// pendingRecord is one thing waiting for approval of id at version: an id
+// change at a place (a folder or a listener), or a widening of the id's
+// own record (place "").
+type pendingRecord struct {
+	ID, Version, Place, Digest, From string
+}
+
+func (c pendingRecord) String() string {
+	if c.Place == "" {
+		return fmt.Sprintf("  a widening, list digest %s", c.Digest)
+	}
+	return fmt.Sprintf("  the id change of %s from %s, list digest %s", c.Place, c.From, c.Digest)
+}
+
+func listPending(cs []pendingRecord) string {
+	lines := make([]string, len(cs))
+	for i, c := range cs {
+		lines[i] = c.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// pendingOf lists what waits for approval of id at version, in place order.
+func pendingOf(s *State, id, version string) []pendingRecord {
+	var out []pendingRecord
+	for _, place := range sortedKeys(s.Folders) {
+		f := s.Folders[place]
+		if p := f.Pending; p != nil && !p.Approved && p.ID == id && p.Version == version {
+			out = append(out, pendingRecord{ID: id, Version: version, Place: place, Digest: p.Digest, From: f.ID})
+		}
+	}
+	if r, ok := s.IDs[id]; ok && r.Version == version && r.Approved.Digest != r.Digest && r.Approvals[version] != r.Digest {
+		out = append(out, pendingRecord{ID: id, Version: version, Digest: r.Digest})
+	}
+	return out
+}
+
+// oneBinding reports whether cs hold one list in at most one folder: a
+// folder and the listener it is served on are one integration.
+func oneBinding(cs []pendingRecord) bool {
+	folders := 0
+	for _, c := range cs {
+		if c.Digest != cs[0].Digest {
+			return false
+		}
+		if c.Place != "" && !strings.HasPrefix(c.Place, listenerPlace) {
+			folders++
+		}
+	}
+	return folders <= 1
+}
+
+// approve marks c approved in s and says what it bound.
+func (c pendingRecord) approve(s *State) Approval {
+	a := Approval{ID: c.ID, Version: c.Version, Digest: c.Digest}
+	if c.Place != "" {
+		f := s.Folders[c.Place]
+		f.Pending.Approved = true
+		s.Folders[c.Place] = f
+		a.What = fmt.Sprintf("the id change of %s from %s", c.Place, c.From)
+		return a
+	}
+	r := s.IDs[c.ID]
+	if r.Approvals == nil {
+		r.Approvals = map[string]string{}
+	}
+	r.Approvals[c.Version] = c.Digest
+	s.IDs[c.ID] = r
+	a.What = "a widening"
+	return a
+}
+
+// notPending says why nothing waits for id at version.
+func (m *Memory) notPending(s *State, id, version string) error {
+	for _, place := range sortedKeys(s.Folders) {
+		if p := s.Folders[place].Pending; p != nil && p.Approved && p.ID == id && p.Version == version {
+			return fmt.Errorf("%s %s is already approved at %s (list digest %s); reload egressd (SIGHUP) to apply it", id, version, place, p.Digest)
+		}
+	}
+	r, known := s.IDs[id]
+	switch {
+	case known && r.Version == version && r.Approvals[version] == r.Digest && r.Approved.Digest != r.Digest:
+		return fmt.Errorf("%s %s is already approved (list digest %s); reload egressd (SIGHUP) to apply it", id, version, r.Digest)
+	case !known:
+		return fmt.Errorf("%s is not in version memory (%s): nothing is pending for it; check the spelling (egressd state list shows what it holds)", id, m.where())
+	case r.Version != version && allowlist.CompareVersions(version, r.Version) > 0:
+		return fmt.Errorf("egressd has not seen %s %s (the highest version seen is %s), so there is no list to bind the approval to; approve the manifest itself: egressd approve --manifest PATH", id, version, r.Version)
+	}
+	return fmt.Errorf("%s %s is not pending: %s %s is in force (%s)", id, version, id, r.Approved.Version, m.where())
 }
 
 // ApproveManifest approves the list in man, read from folder, ahead of or
-// after its load. An id never loaded is refused unless firstList is set:
-// then its list is recorded as the id's first approved list, as its first
-// load would.
-func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstList bool) (Approval, error) {
+// after its load: the id change of folder, and of any listener where that
+// same list waits, or else a widening of the id. An id never loaded is
+// refused unless firstList is set: then its list is recorded as the id's
+// first approved list, as its first load would. It returns every binding
+// it made.
+func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstList bool) ([]Approval, error) {
 	digest := man.Digest()
-	a := Approval{ID: man.ID, Version: man.Version, Digest: digest}
+	var made []Approval
 	err := m.update(func(s *State) error {
+		made = nil
+		for _, c := range pendingOf(s, man.ID, man.Version) {
+			if c.Digest == digest && strings.HasPrefix(c.Place, listenerPlace) {
+				made = append(made, c.approve(s))
+			}
+		}
+		a := Approval{ID: man.ID, Version: man.Version, Digest: digest}
 		if f, bound := s.Folders[folder]; bound && f.ID != man.ID {
 			f.Pending = &IDChange{ID: man.ID, Version: man.Version, Digest: digest, Approved: true}
 			s.Folders[folder] = f
 			a.What = fmt.Sprintf("the id change of %s from %s", folder, f.ID)
+			made = append(made, a)
 			return nil
 		}
 		r, known := s.IDs[man.ID]
 		switch {
+		case !known && len(made) > 0:
+			return nil // an id change on a listener, from a new folder
 		case !known && !firstList:
 			return fmt.Errorf("%s has never been loaded (%s): check the spelling, or pass --new-id to record this list as its first approved list", man.ID, m.where())
 		case !known:
 			s.IDs[man.ID] = Record{Version: man.Version, Digest: digest, Approved: approvedOf(man, digest)}
 			s.Folders[folder] = Folder{ID: man.ID}
 			a.What = "the first list"
+			made = append(made, a)
 			return nil
 		case allowlist.CompareVersions(man.Version, r.Version) < 0:
 			return fmt.Errorf("%s %s is lower than %s, seen before (%s); versions only go up", man.ID, man.Version, r.Version, m.where())
@@ -116,9 +215,10 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 		r.Approvals[man.Version] = digest
 		s.IDs[man.ID] = r
 		a.What = "a widening"
+		made = append(made, a)
 		return nil
 	})
-	return a, err
+	return made, err
 }
 
 // Forget removes id from version memory: its record, the folders bound to

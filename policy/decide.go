@@ -41,11 +41,13 @@ type Policy struct {
 	// approved under when the pending version changed the id.
 	PendingIDFrom  string
 	pendingMatcher *allowlist.Matcher // the pending version's list
+	widenAuto      bool               // the config admits widenings without approval
 }
 
 // PolicyOptions are the inputs of NewPolicy beyond the manifest.
 type PolicyOptions struct {
 	Exemptions Exemptions
+	WidenAuto  bool // widen: auto, announced with the exemptions
 	Deny       OperatorDeny
 	NAT64      []netip.Prefix // added to DefaultNAT64
 	// Host holds the proxy host's own interface addresses, denied like
@@ -65,6 +67,7 @@ func NewPolicy(m *allowlist.Manifest, entries []allowlist.Entry, opts PolicyOpti
 		nat64:       append(append([]netip.Prefix(nil), DefaultNAT64...), opts.NAT64...),
 		host:        opts.Host,
 		allowedPort: map[uint16]bool{DefaultPort: true},
+		widenAuto:   opts.WidenAuto,
 	}
 	for _, port := range opts.Exemptions.AllowPorts {
 		p.allowedPort[port] = true

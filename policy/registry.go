@@ -38,7 +38,7 @@ type Outcome struct {
 	Result     Result
 	Pending    string   // the pending version, with Result Pending
 	Warnings   []string // manifest warnings, "path: message"
-	Notice     string   // with Result Pending: what waits and the command that approves it
+	Notice     string   // what waits and the command that approves it, or a widening widen: auto let in
 	Err        error    // why the manifest was refused
 }
 
@@ -191,6 +191,9 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 	p.ManifestAt, p.Generation = file, gen
 	p.setPending(adm.pending, adm.idFrom)
 	out.Notice = p.PendingNotice()
+	if adm.released != "" {
+		out.Notice = adm.released
+	}
 	out.policy = p
 	switch {
 	case adm.pending != "":
@@ -227,7 +230,7 @@ func (r *Registry) rebuild(cfg Config, in Integration, last *Policy, gen uint64)
 }
 
 func (r *Registry) options(cfg Config, in Integration) PolicyOptions {
-	return PolicyOptions{Exemptions: in.Exemptions, Deny: cfg.Deny, NAT64: cfg.NAT64, Host: r.host}
+	return PolicyOptions{Exemptions: in.Exemptions, WidenAuto: in.Widen == WidenAuto, Deny: cfg.Deny, NAT64: cfg.NAT64, Host: r.host}
 }
 
 func sameEntries(a, b []allowlist.Entry) bool {

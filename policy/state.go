@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/egressd/egressd/internal/safefile"
 )
 
 // Memory is version memory: what egressd remembers about each integration
@@ -84,18 +86,24 @@ func (m *Memory) where() string {
 	return "version memory (this process only)"
 }
 
-// Read returns the whole state. Writes replace the file by rename, so a
+// maxStateBytes bounds the state file: thousands of ids fit in a few
+// hundred kilobytes.
+const maxStateBytes = 32 << 20
+
+// Read returns the whole state. It reads through internal/safefile: a
+// named pipe or a device in place of the file fails at once instead of
+// blocking every load. Writes replace the file by rename, so a
 // read without the lock still sees one whole version of it.
 func (m *Memory) Read() (State, error) {
 	if m.dir == "" {
 		return m.mem.clone(), nil
 	}
-	data, err := os.ReadFile(m.Path())
+	data, err := safefile.ReadRegular(m.Path(), maxStateBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return *newState(), nil
 	}
 	if err != nil {
-		return State{}, fmt.Errorf("policy: state file %s: %w", m.Path(), err)
+		return State{}, fmt.Errorf("policy: state file: %w", err) // err names the file
 	}
 	s, err := DecodeState(data)
 	if err != nil {

@@ -98,8 +98,12 @@ func DecodeState(data []byte) (State, error) {
 	if top == nil {
 		return State{}, errors.New("not a JSON object")
 	}
+	_, layout2 := top["egressd_state"]
+	if err := checkStateKeys(data, layout2); err != nil {
+		return State{}, err
+	}
 	s := newState()
-	if _, ok := top["egressd_state"]; ok {
+	if layout2 {
 		var doc stateDoc
 		if err := strictUnmarshal(data, &doc); err != nil {
 			return State{}, err

@@ -221,6 +221,7 @@ func (d *Daemon) Reload(ctx context.Context) error {
 	if d.stopping.Load() {
 		return errStopping
 	}
+	d.announceDenyWithdrawn(policy.DenyWithdrawn(d.Config().Deny, cfg.Deny))
 	d.auditOutcomes(outs)
 	d.announceExemptions()
 	d.mu.Lock()
@@ -381,7 +382,7 @@ func (d *Daemon) auditOutcomes(outs []policy.Outcome) {
 		if o.Err != nil {
 			ev.Err = audit.Cap(o.Err.Error(), 1000)
 		}
-		if o.Notice != "" { // a widening or id change waits for the operator
+		if o.Notice != "" { // a widening or id change waits for the operator, or widen: auto let it in
 			ev.Msg = audit.Cap(strings.Join(append(o.Warnings, o.Notice), "; "), 1000)
 			if d.Warn != nil {
 				d.Warn(o.Notice)
@@ -400,7 +401,7 @@ func (d *Daemon) auditOutcomes(outs []policy.Outcome) {
 func (d *Daemon) announceExemptions() {
 	now := map[[2]string]bool{} // {id, exemption}
 	for _, p := range d.Registry.Snapshot().Policies {
-		for _, name := range p.Exemptions.Names() {
+		for _, name := range p.Loosenings() {
 			now[[2]string{p.Manifest.ID, name}] = true
 		}
 	}
@@ -415,6 +416,17 @@ func (d *Daemon) announceExemptions() {
 		}
 	}
 	d.announced = now
+}
+
+// announceDenyWithdrawn warns about each operator denial a reload removed,
+// on stderr and in the audit log: the targets it held back now pass.
+func (d *Daemon) announceDenyWithdrawn(sentences []string) {
+	for _, msg := range sentences {
+		d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "deny_withdrawn", Msg: msg})
+		if d.Warn != nil {
+			d.Warn(msg)
+		}
+	}
 }
 
 func (d *Daemon) exemptionEvent(k [2]string, action, format string, gauge float64) {

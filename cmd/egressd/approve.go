@@ -11,22 +11,26 @@ import (
 )
 
 func runApprove(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("approve", `usage: egressd approve [--state DIR] ID VERSION
+	fs := newFlagSet("approve", `usage: egressd approve [--state DIR] [--digest DIGEST] ID VERSION
        egressd approve [--state DIR] [--new-id] --manifest PATH
 
 Approves a manifest version whose network list adds entries, or whose id
 changed in a folder egressd knows. ID VERSION approves what egressd saw and
 holds as pending; --manifest approves that manifest's list, seen or not.
-Either way the approval is bound to one list's digest. A running
+Either way the approval is bound to one list's digest: when several
+folders wait with different lists (or in different folders) for one ID
+VERSION, nothing is approved until --manifest or --digest picks one.
+Every binding made is printed. A running
 "egressd serve" applies it on its next reload (SIGHUP).`, stderr)
 	state := fs.String("state", policy.DefaultStateDir(), "version memory directory")
 	manifest := fs.String("manifest", "", "approve this manifest file or folder's list")
+	digest := fs.String("digest", "", "with ID VERSION: approve only the pending list with this digest (sha256:…)")
 	newID := fs.Bool("new-id", false, "with --manifest: the id was never loaded; record its list as the first approved one")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
 	stdout, stderr = termsafe.Lines(stdout), termsafe.Lines(stderr)
-	if (*manifest == "") == (fs.NArg() == 0) || (*manifest == "" && fs.NArg() != 2) || (*newID && *manifest == "") {
+	if (*manifest == "") == (fs.NArg() == 0) || (*manifest == "" && fs.NArg() != 2) || (*newID && *manifest == "") || (*digest != "" && *manifest != "") {
 		fs.Usage()
 		return exitUsage
 	}
@@ -35,7 +39,7 @@ Either way the approval is bound to one list's digest. A running
 		fmt.Fprintln(stderr, err)
 		return exitFail
 	}
-	var a policy.Approval
+	var made []policy.Approval
 	if *manifest != "" {
 		m, file, ps, loadErr := allowlist.Load(*manifest, &allowlist.Rules{})
 		if loadErr == nil && m == nil {
@@ -45,15 +49,18 @@ Either way the approval is bound to one list's digest. A running
 			fmt.Fprintln(stderr, "egressd approve:", loadErr)
 			return exitFail
 		}
-		a, err = mem.ApproveManifest(m, policy.FolderOf(file), *newID)
+		made, err = mem.ApproveManifest(m, policy.FolderOf(file), *newID)
 	} else {
-		a, err = mem.ApprovePending(fs.Arg(0), fs.Arg(1))
+		made, err = mem.ApprovePending(fs.Arg(0), fs.Arg(1), *digest)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd approve:", err)
 		return exitFail
 	}
-	fmt.Fprintf(stdout, "approved %s %s, list digest %s (%s) in %s; reload egressd (SIGHUP) to apply it\n", a.ID, a.Version, a.Digest, a.What, mem.Path())
+	for _, a := range made {
+		fmt.Fprintf(stdout, "approved %s %s, list digest %s (%s) in %s\n", a.ID, a.Version, a.Digest, a.What, mem.Path())
+	}
+	fmt.Fprintln(stdout, "reload egressd (SIGHUP) to apply it")
 	return exitOK
 }
 

@@ -119,3 +119,31 @@ func TestServeReloadAnnouncesAndWithdrawsExemptions(t *testing.T) {
 	}
 	sv.stop(t)
 }
+
+// TestServeReloadThatLoosensPolicyIsAnnounced is the attack of a reload
+// adding widen: auto and dropping deny.hosts: a pending widening and an
+// operator-denied host were released with no stderr line and only a
+// "policy loaded" audit line. Each loosening is announced like an
+// exemption (stderr warning and lifecycle event), and the released
+// widening says widen: auto let it in.
+func TestServeReloadThatLoosensPolicyIsAnnounced(t *testing.T) {
+	f := newReloadFixture(t)
+	f.write(t, "", "deny:\n  hosts: [blocked.example.com]\n")
+	sv := startServe(t, "--config", f.cfg)
+	weather := filepath.Join(f.root, "integrations", "weather", "manifest.json")
+	os.WriteFile(weather, weatherManifest("2.0.0", `"api.weather.example","evil.example","blocked.example.com"`), 0o600)
+	sv.sig <- syscall.SIGHUP
+	waitFor(t, &sv.stderr, `waits for the operator's approval`)
+
+	f.write(t, "    widen: auto\n", "")
+	sv.sig <- syscall.SIGHUP
+	waitFor(t, &sv.stderr, `warning: .*deny\.hosts no longer denies blocked\.example\.com`)
+	waitFor(t, &sv.stderr, `warning: exemption in force for com\.test\.weather: widen:auto`)
+	waitFor(t, &sv.stderr, `warning: com\.test\.weather 2\.0\.0 adds .*evil\.example.* widen: auto let it in without the operator's approval`)
+	waitFor(t, &lockedFile{path: f.audit}, `"action":"deny_withdrawn"`)
+	waitFor(t, &lockedFile{path: f.audit}, `"exemption":"widen:auto","action":"exemption"`)
+	if r := connectReason(t, sv.listen, "evil.example"); r == "not_allowlisted" || r == "pending_approval" {
+		t.Fatalf("the announced widening is not in force: %s", r)
+	}
+	sv.stop(t)
+}

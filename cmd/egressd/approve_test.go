@@ -1,0 +1,40 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestOneApproveOfAnIDTwoFoldersChangedToDoesNotReleaseBothLists is the
+// attack of one "egressd approve ID VERSION" releasing two lists: a hostile
+// folder and a legitimate one both change their id to com.acme.new 1.0.0,
+// the hostile one with exfil.example.net added. The approval must refuse,
+// list both pending records, and bind only the one the operator names.
+func TestOneApproveOfAnIDTwoFoldersChangedToDoesNotReleaseBothLists(t *testing.T) {
+	state, hostile, legit := t.TempDir(), t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, hostile, "com.evil.tool", "1.0.0", "api.example.com"))
+	loadAsServe(t, state, erpFolder(t, legit, "com.acme.old", "1.0.0", "api.example.com"))
+	loadAsServe(t, state, erpFolder(t, legit, "com.acme.new", "1.0.0", "api.example.com"))
+	loadAsServe(t, state, erpFolder(t, hostile, "com.acme.new", "1.0.0", "api.example.com", "exfil.example.net"))
+
+	out, errs, code := runCLI(t, "approve", "--state", state, "com.acme.new", "1.0.0")
+	if code != exitFail || !strings.Contains(errs, hostile) || !strings.Contains(errs, legit) || !strings.Contains(errs, "--manifest PATH") {
+		t.Fatalf("one approve for two different lists: exit %d: %s %s", code, out, errs)
+	}
+	if out, _, _ := runCLI(t, "explain", "--manifest", hostile, "--state", state, "exfil.example.net"); strings.HasPrefix(out, "allow") {
+		t.Fatalf("a refused approval released the hostile list: %s", out)
+	}
+
+	out, errs, code = runCLI(t, "approve", "--state", state, "--manifest", legit)
+	if code != exitOK || !strings.Contains(out, "the id change of "+legit+" from com.acme.old") {
+		t.Fatalf("exit %d: %s %s", code, out, errs)
+	}
+	if out, _, _ := runCLI(t, "explain", "--manifest", hostile, "--state", state, "exfil.example.net"); strings.HasPrefix(out, "allow") {
+		t.Fatalf("approving the legitimate folder released the hostile list: %s", out)
+	}
+	// Only the hostile record is left pending: ID VERSION names one list now.
+	out, errs, code = runCLI(t, "approve", "--state", state, "com.acme.new", "1.0.0")
+	if code != exitOK || strings.Count(out, "approved ") != 1 || !strings.Contains(out, hostile) {
+		t.Fatalf("exit %d: %s %s", code, out, errs)
+	}
+}
