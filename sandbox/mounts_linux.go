@@ -203,7 +203,22 @@ func bind(root, src, dst string, readOnly bool) error {
 			flags |= ms
 		}
 	}
-	return unix.Mount("", target, "", flags, "")
+	if err := unix.Mount("", target, "", flags, ""); err != nil {
+		return err
+	}
+	return readOnlyBelow(target)
+}
+
+// readOnlyBelow makes every mount at or under target read-only, nosuid and
+// nodev. MS_REMOUNT acts on the top mount only: a host mount nested in a
+// bound folder (a node_modules volume) stayed writable from inside. It
+// fails closed where the kernel lacks mount_setattr.
+func readOnlyBelow(target string) error {
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if err := unix.MountSetattr(unix.AT_FDCWD, target, unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW, attr); err != nil {
+		return fmt.Errorf("read-only below %s: %w", target, err)
+	}
+	return nil
 }
 
 func mkdirMount(root, dir, fstype string, flags uintptr, data string) error {
@@ -250,7 +265,10 @@ func remountReadOnly(dir string) error {
 	if err := unix.Mount(dir, dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return err
 	}
-	return unix.Mount("", dir, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "")
+	if err := unix.Mount("", dir, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return err
+	}
+	return readOnlyBelow(dir)
 }
 
 // buildDev makes a /dev with the harmless devices only: no tty, no disks.
