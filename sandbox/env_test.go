@@ -42,3 +42,26 @@ func TestDeclaredKeysNamingOtherCredentialsOrTheLoaderAreHeldBack(t *testing.T) 
 		t.Errorf("crossed names %q", got)
 	}
 }
+
+// TestWellKnownProviderCredentialsAndHooksAreHeldBack: a manifest that
+// declared GITHUB_PERSONAL_ACCESS_TOKEN, ANTHROPIC_AUTH_TOKEN,
+// CLAUDE_CODE_OAUTH_TOKEN, OPENROUTER_API_KEY, VERCEL_TOKEN or PGPASSFILE got
+// the launcher's value, and so did the hooks LUA_INIT, LESSOPEN and
+// SSLKEYLOGFILE. The list is a denylist: the manifest's own secret still
+// crosses.
+func TestWellKnownProviderCredentialsAndHooksAreHeldBack(t *testing.T) {
+	held := []string{"GITHUB_PERSONAL_ACCESS_TOKEN", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "OPENROUTER_API_KEY",
+		"VERCEL_TOKEN", "PGPASSFILE", "PGSERVICEFILE", "MYSQL_HOST", "DOCKER_CERT_PATH", "OPENAI_ORG_ID", "GH_HOST",
+		"GOOGLE_GHA_CREDS_PATH", "AZURE_CLIENT_SECRET", "NPM_TOKEN", "KUBECONFIG",
+		"LUA_INIT", "LUA_INIT_5_4", "LESSOPEN", "LESSCLOSE", "SSLKEYLOGFILE", "GIT_SSH_COMMAND", "PERL5DB",
+		"RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS"}
+	launcher := []string{"COFFEE_API_KEY=ok", "PAGER_SIZE=ok"}
+	for _, k := range held {
+		launcher = append(launcher, k+"=leak")
+	}
+	declared := append([]string{"COFFEE_API_KEY", "PAGER_SIZE"}, held...)
+	got := strings.Join(Crossed(launcher, declared, nil), ",")
+	if got != "COFFEE_API_KEY,PAGER_SIZE" {
+		t.Fatalf("crossed %q, want only COFFEE_API_KEY,PAGER_SIZE", got)
+	}
+}

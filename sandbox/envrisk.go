@@ -27,8 +27,18 @@ var credentialNames = map[string]bool{
 	"GIT_ASKPASS": true, "SSH_ASKPASS": true, "SUDO_ASKPASS": true,
 }
 
-// credentialPrefixes are families of another service's credentials.
-var credentialPrefixes = []string{"AWS_", "AZURE_", "ARM_", "GCLOUD_", "CLOUDSDK_", "GOOGLE_CLOUD_", "ALIBABA_CLOUD_", "OCI_CLI_"}
+// credentialPrefixes are families of another service's credentials: every
+// variable of a well-known provider, since their names change (GITHUB_TOKEN,
+// GITHUB_PERSONAL_ACCESS_TOKEN, ...). This is a denylist: a provider not
+// named here crosses when a manifest declares its key (see
+// docs/threat-model.md).
+var credentialPrefixes = []string{"AWS_", "AZURE_", "ARM_", "GCLOUD_", "CLOUDSDK_", "GOOGLE_", "GCP_", "ALIBABA_CLOUD_", "OCI_CLI_",
+	"GITHUB_", "GH_", "GITLAB_", "ANTHROPIC_", "CLAUDE_", "OPENAI_", "OPENROUTER_", "AZURE_OPENAI_", "GEMINI_", "MISTRAL_",
+	"GROQ_", "DEEPSEEK_", "XAI_", "HF_", "HUGGINGFACE_", "REPLICATE_", "TOGETHER_", "PERPLEXITY_", "VERCEL_", "NETLIFY_",
+	"CLOUDFLARE_", "CF_API_", "HEROKU_", "FLY_", "SUPABASE_", "DIGITALOCEAN_", "LINODE_", "HCLOUD_", "VAULT_", "CONSUL_",
+	"NOMAD_", "TF_VAR_", "TF_TOKEN_", "PG", "MYSQL_", "MONGO", "REDIS_", "DOCKER_", "KUBE", "HELM_", "NPM_", "YARN_NPM_",
+	"PYPI_", "TWINE_", "CARGO_REGISTR", "SLACK_", "STRIPE_", "TWILIO_", "SENDGRID_", "SENTRY_", "DATADOG_", "DD_API",
+	"OP_", "BW_", "SSH_", "GPG_", "GNUPG"}
 
 // loaderNames change what the loader or an interpreter reads or trusts.
 var loaderNames = map[string]bool{
@@ -40,10 +50,14 @@ var loaderNames = map[string]bool{
 	"JDK_JAVA_OPTIONS": true, "CLASSPATH": true, "LUA_PATH": true, "LUA_CPATH": true, "PHPRC": true, "TCLLIBPATH": true,
 	"OPENSSL_CONF": true, "OPENSSL_ENGINES": true, "SSL_CERT_FILE": true, "SSL_CERT_DIR": true, "CURL_CA_BUNDLE": true,
 	"REQUESTS_CA_BUNDLE": true, "GOFLAGS": true, "TMPDIR": true,
+	"EDITOR": true, "VISUAL": true, "PAGER": true, "MANPAGER": true, "GIT_PAGER": true, "BROWSER": true,
 }
 
 // loaderPrefixes are families of such variables.
-var loaderPrefixes = []string{"LD_", "DYLD_", "PYTHON", "GIT_", "MALLOC_", "NPM_CONFIG_", "npm_config_"}
+var loaderPrefixes = []string{"LD_", "DYLD_", "PYTHON", "GIT_", "MALLOC_", "NPM_CONFIG_", "npm_config_", "LUA_INIT", "LUA_PATH",
+	"LUA_CPATH", "LESS", "PERL5", "PERL_", "RUBY", "GEM_", "BUNDLE_", "JAVA_", "_JAVA_", "JDK_", "NODE_", "DENO_", "BUN_",
+	"PHP_INI", "R_PROFILE", "R_ENVIRON", "JULIA_", "ERL_", "ELIXIR_", "DOTNET_", "COMPlus_", "CORECLR_", "GOFLAGS", "GOPROXY",
+	"SSLKEYLOGFILE", "OPENSSL_"}
 
 // HeldBack says why a key a manifest declares is not passed unless the
 // operator names it too, or "" when it may cross.

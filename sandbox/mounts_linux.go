@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -203,7 +204,22 @@ func bind(root, src, dst string, readOnly bool) error {
 			flags |= ms
 		}
 	}
-	return unix.Mount("", target, "", flags, "")
+	if err := unix.Mount("", target, "", flags, ""); err != nil {
+		return err
+	}
+	return readOnlyBelow(target)
+}
+
+// readOnlyBelow makes every mount at or under target read-only, nosuid and
+// nodev. MS_REMOUNT acts on the top mount only: a host mount nested in a
+// bound folder (a node_modules volume) stayed writable from inside. It
+// fails closed where the kernel lacks mount_setattr.
+func readOnlyBelow(target string) error {
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if err := unix.MountSetattr(unix.AT_FDCWD, target, unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW, attr); err != nil {
+		return fmt.Errorf("read-only below %s: %w", target, err)
+	}
+	return nil
 }
 
 func mkdirMount(root, dir, fstype string, flags uintptr, data string) error {
@@ -239,18 +255,70 @@ func buildEtc(root string) error {
 		if _, ok := opened[src]; !ok {
 			continue
 		}
+		if st, err := os.Lstat(src); err != nil || !worldReadable(st.Mode()) {
+			continue
+		}
 		if err := bind(root, src, src, true); err != nil {
 			return step("bind "+src, err)
 		}
+		if err := hideRestricted(root, filepath.Join(root, src)); err != nil {
+			return step("hide restricted entries under "+src, err)
+		}
 	}
 	return step("read-only /etc", remountReadOnly(etc))
+}
+
+// worldReadable says whether anyone on the host may read m: a file with
+// o+r, a folder with o+rx. Symlinks resolve inside the sandbox's own tree.
+func worldReadable(m os.FileMode) bool {
+	switch {
+	case m&os.ModeSymlink != 0:
+		return true
+	case m.IsDir():
+		return m.Perm()&0o005 == 0o005
+	}
+	return m.Perm()&0o004 != 0
+}
+
+// hideRestricted covers every entry under the bound folder dir that is not
+// world-readable (/etc/ssl/private, 0710 group ssl-cert): a non-root
+// launcher's supplementary groups still count inside, so group-only
+// secrets would be readable. A folder gets an empty tmpfs over it, a file
+// an empty file; an entry the walk cannot read is covered too.
+func hideRestricted(root, dir string) error {
+	empty := filepath.Join(root, "etc", ".egressd-hidden")
+	if err := os.WriteFile(empty, nil, 0o444); err != nil {
+		return err
+	}
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if p == dir {
+			return err
+		}
+		var info fs.FileInfo
+		if err == nil {
+			info, err = d.Info()
+		}
+		switch {
+		case err == nil && worldReadable(info.Mode()):
+			return nil
+		case d != nil && d.IsDir():
+			if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0755"); err != nil {
+				return err
+			}
+			return fs.SkipDir
+		}
+		return unix.Mount(empty, p, "", unix.MS_BIND, "")
+	})
 }
 
 func remountReadOnly(dir string) error {
 	if err := unix.Mount(dir, dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return err
 	}
-	return unix.Mount("", dir, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "")
+	if err := unix.Mount("", dir, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return err
+	}
+	return readOnlyBelow(dir)
 }
 
 // buildDev makes a /dev with the harmless devices only: no tty, no disks.

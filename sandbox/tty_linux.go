@@ -12,32 +12,44 @@ const nTTY = 0
 // Terminal is the launcher's terminal as it was before the program ran. The
 // program shares it (stdin, stdout and stderr pass through) and can change
 // its line discipline (TIOCSETD n_null leaves it dead), stop its output
-// (TCXONC), turn echo off or resize it; Restore puts it back.
+// (TCXONC), turn echo off or resize it; Restore puts it back. Whether or
+// not they are terminals, fds 0, 1 and 2 are open file descriptions shared
+// with the user's shell: F_SETFL O_NONBLOCK from inside makes the shell's
+// next read fail with EAGAIN, so their file status flags come back too.
 type Terminal struct {
-	fd      int
+	fd      int // -1 when none of fds 0-2 is a terminal
 	termios *unix.Termios
 	winsize *unix.Winsize
 	ldisc   int
+	flags   [3]int // F_GETFL of fds 0-2; -1 when closed
 }
 
-// SaveTerminal saves the state of the first of stdin, stdout and stderr
-// that is a terminal, or returns nil when none is.
+// SaveTerminal saves the file status flags of stdin, stdout and stderr and
+// the state of the first of them that is a terminal.
 func SaveTerminal() *Terminal {
+	t := &Terminal{fd: -1, ldisc: nTTY}
+	for fd := 0; fd <= 2; fd++ {
+		fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+		if err != nil {
+			fl = -1
+		}
+		t.flags[fd] = fl
+	}
 	for fd := 0; fd <= 2; fd++ {
 		termios, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 		if err != nil {
 			continue
 		}
-		t := &Terminal{fd: fd, termios: termios, ldisc: nTTY}
+		t.fd, t.termios = fd, termios
 		if ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ); err == nil {
 			t.winsize = ws
 		}
 		if ld, err := unix.IoctlGetInt(fd, unix.TIOCGETD); err == nil {
 			t.ldisc = ld
 		}
-		return t
+		break
 	}
-	return nil
+	return t
 }
 
 // Restore puts the terminal back: line discipline first (the mode calls go
@@ -48,6 +60,17 @@ func (t *Terminal) Restore() error {
 		return nil
 	}
 	var errs []error
+	for fd, fl := range t.flags {
+		if fl >= 0 {
+			if now, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err == nil && now != fl {
+				_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl)
+				errs = append(errs, err)
+			}
+		}
+	}
+	if t.fd < 0 {
+		return errors.Join(errs...)
+	}
 	if ld, err := unix.IoctlGetInt(t.fd, unix.TIOCGETD); err != nil || ld != t.ldisc {
 		errs = append(errs, unix.IoctlSetPointerInt(t.fd, unix.TIOCSETD, t.ldisc))
 	}

@@ -83,3 +83,33 @@ func TestRunProgramCannotLeaveTheTerminalBroken(t *testing.T) {
 		t.Fatalf("terminal showed %q", shown.String())
 	}
 }
+
+// TestRunProgramCannotLeaveTheTerminalNonBlocking: the program set
+// O_NONBLOCK on its stdin, which is the open file description the user's
+// shell reads from, and egressd never undid it: the shell's next read
+// failed with EAGAIN. The file status flags of fds 0, 1 and 2 come back.
+func TestRunProgramCannotLeaveTheTerminalNonBlocking(t *testing.T) {
+	e := newSandboxEnv(t)
+	master, slave := openPTY(t)
+	sfd := int(slave.Fd()) // Fd puts the file in blocking mode
+	before, err := unix.FcntlInt(uintptr(sfd), unix.F_GETFL, 0)
+	if err != nil || before&unix.O_NONBLOCK != 0 {
+		t.Fatalf("fresh pty flags %#x (%v)", before, err)
+	}
+	var shown bytes.Buffer
+	drained := make(chan struct{})
+	go func() { io.Copy(&shown, master); close(drained) }()
+	cmd := e.command(`perl -e 'use Fcntl; for my $fh (*STDIN, *STDOUT, *STDERR) { fcntl($fh, F_SETFL, O_NONBLOCK|O_APPEND) or print "setfl: $!\n" } ` +
+		`print "flags ", fcntl(STDIN, F_GETFL, 0) & O_NONBLOCK ? "nonblocking" : "blocking", "\n"'`)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	runErr := cmd.Run()
+	after, err := unix.FcntlInt(uintptr(sfd), unix.F_GETFL, 0)
+	slave.Close()
+	<-drained
+	if runErr != nil || !strings.Contains(shown.String(), "flags nonblocking") {
+		t.Fatalf("egressd: %v; the program did not set O_NONBLOCK:\n%s", runErr, shown.String())
+	}
+	if err != nil || after != before {
+		t.Fatalf("file status flags after exit %#x, want %#x (%v)", after, before, err)
+	}
+}
