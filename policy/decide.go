@@ -42,6 +42,7 @@ type Policy struct {
 	PendingIDFrom  string
 	pendingMatcher *allowlist.Matcher // the pending version's list
 	widenAuto      bool               // the config admits widenings without approval
+	secrets        []Secret
 }
 
 // PolicyOptions are the inputs of NewPolicy beyond the manifest.
@@ -53,6 +54,9 @@ type PolicyOptions struct {
 	// Host holds the proxy host's own interface addresses, denied like
 	// loopback; nil means none are known to be special.
 	Host *HostAddrs
+	// Secrets are the credentials bound to hosts (secret.go); validated by
+	// the caller against the manifest before NewPolicy.
+	Secrets []Secret
 }
 
 // NewPolicy compiles a policy for m with the given entries in force (the
@@ -68,6 +72,7 @@ func NewPolicy(m *allowlist.Manifest, entries []allowlist.Entry, opts PolicyOpti
 		host:        opts.Host,
 		allowedPort: map[uint16]bool{DefaultPort: true},
 		widenAuto:   opts.WidenAuto,
+		secrets:     opts.Secrets,
 	}
 	for _, port := range opts.Exemptions.AllowPorts {
 		p.allowedPort[port] = true
