@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/egressd/egressd/audit"
 	"github.com/egressd/egressd/policy"
+	"github.com/egressd/egressd/proxy/broker"
 	"github.com/elazarl/goproxy"
 )
 
@@ -40,6 +42,16 @@ type Options struct {
 	// Gate is the global connection cap shared by every listener; nil
 	// means no global cap.
 	Gate *Gate
+	// Broker terminates TLS for hosts a secret is bound to (issue 15); nil
+	// means no secret may be bound, and a policy that binds one is refused.
+	Broker *BrokerOptions
+}
+
+// BrokerOptions are what brokering needs beyond the policy's secrets.
+type BrokerOptions struct {
+	CA *broker.CA
+	// UpstreamRoots verify origins; nil means the system roots.
+	UpstreamRoots *x509.CertPool
 }
 
 // Server is the CONNECT proxy for one integration on one listener. It is
