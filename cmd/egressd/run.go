@@ -309,7 +309,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 		close(egressDone)
 	}()
 	resolver := &proxy.SandboxDNS{Server: r.server, Synthetic: names, TTL: 30}
-	dnsServers := []*dns.Server{{PacketConn: sb.DNSUDP, Handler: resolver}, {Listener: sb.DNSTCP, Handler: resolver}}
+	dnsServers := []*dns.Server{{PacketConn: sb.DNSUDP, Handler: resolver}, resolver.TCPServer(sb.DNSTCP)} // TCP: bounded connections and messages
 	for _, s := range dnsServers {
 		go s.ActivateAndServe()
 	}
