@@ -18,6 +18,9 @@ import (
 // should.
 const InitArg = "__egressd-sandbox-init"
 
+// nisDomainname is the sandbox's NIS domain name: the kernel's default.
+const nisDomainname = "(none)"
+
 // Fixed fds the supervisor hands the init.
 const (
 	fdControl  = 3
@@ -105,6 +108,11 @@ func InitMain() int {
 	}
 	if err := unix.Sethostname([]byte(Hostname)); err != nil {
 		return fail(step("hostname", err))
+	}
+	// The new UTS namespace starts with a copy of the host's NIS domain
+	// name; "(none)" is what a kernel that was never given one reports.
+	if err := unix.Setdomainname([]byte(nisDomainname)); err != nil {
+		return fail(step("domainname", err))
 	}
 	go watchLiveness()
 	// Listen for SIGCHLD before the target exists, so a target that exits

@@ -125,6 +125,23 @@ func TestRunBombsHitTheirBoundsNotTheHost(t *testing.T) {
 	}
 }
 
+// TestRunNISDomainnameOfTheHostDoesNotLeak: the new UTS namespace got a
+// hostname but kept the host's NIS domain name, which getdomainname(2) and
+// /proc/sys/kernel/domainname showed inside. egressd runs here in a UTS
+// namespace of the test's own, whose domain name is set to a marker.
+func TestRunNISDomainnameOfTheHostDoesNotLeak(t *testing.T) {
+	e := newSandboxEnv(t)
+	const marker = "host-nis.example"
+	cmd := e.command(`cat /proc/sys/kernel/domainname; /usr/bin/python3 -c 'import ctypes; b = ctypes.create_string_buffer(65); ctypes.CDLL(None).getdomainname(b, 65); print(b.value.decode())'`)
+	inner := append([]string{}, cmd.Args...)
+	cmd.Path, cmd.Args = "/bin/sh", append([]string{"sh", "-c", `printf ` + marker + ` > /proc/sys/kernel/domainname && exec "$@"`, "sh"}, inner...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUTS}
+	out, errs, code := runCmd(t, cmd)
+	if code != 0 || out != "(none)\n(none)\n" {
+		t.Fatalf("exit %d, stdout %q (the host's is %q), stderr %q", code, out, marker, errs)
+	}
+}
+
 func TestRunHostnameIsTheSandboxs(t *testing.T) {
 	e := newSandboxEnv(t)
 	host, _ := os.Hostname()
