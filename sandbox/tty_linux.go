@@ -12,15 +12,19 @@ const nTTY = 0
 // Terminal is the launcher's terminal as it was before the program ran. The
 // program shares it (stdin, stdout and stderr pass through) and can change
 // its line discipline (TIOCSETD n_null leaves it dead), stop its output
-// (TCXONC), turn echo off or resize it; Restore puts it back. Whether or
-// not they are terminals, fds 0, 1 and 2 are open file descriptions shared
-// with the user's shell: F_SETFL O_NONBLOCK from inside makes the shell's
-// next read fail with EAGAIN, so their file status flags come back too.
+// (TCXONC), turn echo off, resize it, or make it exclusive (TIOCEXCL: every
+// further open(2) of it but root's fails with EBUSY). The seccomp filter
+// refuses these calls; Restore puts everything back where no filter stood
+// (--insecure-env-only). Whether or not they are terminals, fds 0, 1 and 2
+// are open file descriptions shared with the user's shell: F_SETFL
+// O_NONBLOCK from inside makes the shell's next read fail with EAGAIN, so
+// their file status flags come back too.
 type Terminal struct {
 	fd      int // -1 when none of fds 0-2 is a terminal
 	termios *unix.Termios
 	winsize *unix.Winsize
 	ldisc   int
+	excl    int    // TIOCGEXCL: 1 when exclusive
 	flags   [3]int // F_GETFL of fds 0-2; -1 when closed
 }
 
@@ -47,13 +51,16 @@ func SaveTerminal() *Terminal {
 		if ld, err := unix.IoctlGetInt(fd, unix.TIOCGETD); err == nil {
 			t.ldisc = ld
 		}
+		if x, err := unix.IoctlGetInt(fd, unix.TIOCGEXCL); err == nil {
+			t.excl = x
+		}
 		break
 	}
 	return t
 }
 
 // Restore puts the terminal back: line discipline first (the mode calls go
-// through it), then output flow, modes and window size. It is safe to call
+// through it), then exclusive mode, output flow, modes and window size. It is safe to call
 // more than once, and on a nil Terminal.
 func (t *Terminal) Restore() error {
 	if t == nil {
@@ -73,6 +80,13 @@ func (t *Terminal) Restore() error {
 	}
 	if ld, err := unix.IoctlGetInt(t.fd, unix.TIOCGETD); err != nil || ld != t.ldisc {
 		errs = append(errs, unix.IoctlSetPointerInt(t.fd, unix.TIOCSETD, t.ldisc))
+	}
+	if x, err := unix.IoctlGetInt(t.fd, unix.TIOCGEXCL); err != nil || x != t.excl {
+		req := uint(unix.TIOCNXCL)
+		if t.excl != 0 {
+			req = unix.TIOCEXCL
+		}
+		errs = append(errs, unix.IoctlSetInt(t.fd, req, 0))
 	}
 	errs = append(errs, unix.IoctlSetInt(t.fd, unix.TCXONC, unix.TCOON))
 	errs = append(errs, unix.IoctlSetTermios(t.fd, unix.TCSETS, t.termios))

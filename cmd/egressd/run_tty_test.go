@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -111,5 +112,54 @@ func TestRunProgramCannotLeaveTheTerminalNonBlocking(t *testing.T) {
 	}
 	if err != nil || after != before {
 		t.Fatalf("file status flags after exit %#x, want %#x (%v)", after, before, err)
+	}
+}
+
+// TestRunProgramCannotLeaveTheTerminalExclusive: TIOCEXCL makes a terminal
+// refuse every further open(2) but root's, and the terminal's save and
+// restore put back its modes, line discipline, size and flags but not its
+// exclusive mode. In the sandbox the seccomp filter refuses TIOCEXCL;
+// where nothing refuses it (--insecure-env-only, or a filter that is
+// missing), the program sets it and the terminal must still be
+// non-exclusive after egressd exits.
+func TestRunProgramCannotLeaveTheTerminalExclusive(t *testing.T) {
+	e := newSandboxEnv(t)
+	const script = `perl -e 'if (ioctl(STDIN, 0x540C, 0)) { print "exclusive set\n" } else { print "excl: $!\n" }'`
+	cases := []struct {
+		name, want string
+		command    func() *exec.Cmd
+	}{
+		{"sandboxed", "excl: Operation not permitted", func() *exec.Cmd { return e.command(script) }},
+		{"seccomp_off", "exclusive set", func() *exec.Cmd {
+			cmd := e.command(script)
+			cmd.Path, cmd.Args[0] = hookedBinary(t), hookedBinary(t)
+			cmd.Env = append(cmd.Env, "EGRESSD_TESTHOOK_LAYERS_OFF=seccomp")
+			return cmd
+		}},
+		{"insecure_env_only", "exclusive set", func() *exec.Cmd {
+			cmd := e.command(script)
+			cmd.Args = append(cmd.Args[:2], append([]string{"--insecure-env-only"}, cmd.Args[2:]...)...)
+			return cmd
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			master, slave := openPTY(t)
+			var shown bytes.Buffer
+			drained := make(chan struct{})
+			go func() { io.Copy(&shown, master); close(drained) }()
+			cmd := tc.command()
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+			runErr := cmd.Run()
+			excl, err := unix.IoctlGetInt(int(slave.Fd()), unix.TIOCGEXCL)
+			slave.Close()
+			<-drained
+			if runErr != nil || !strings.Contains(shown.String(), tc.want) {
+				t.Fatalf("egressd: %v; want %q from the program:\n%s", runErr, tc.want, shown.String())
+			}
+			if err != nil || excl != 0 {
+				t.Fatalf("the terminal is exclusive (%d) after egressd exited (%v)", excl, err)
+			}
+		})
 	}
 }
