@@ -121,18 +121,53 @@ type StateUse struct {
 // returns what the folder holds.
 func TidyStateFolder(dir string, uid, gid int) (StateUse, error) {
 	var use StateUse
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, restore, err := openForWalk(unix.AT_FDCWD, dir)
 	if err != nil {
 		return use, fmt.Errorf("state folder %s: %w", dir, err)
 	}
 	if uid != -1 {
 		if err := unix.Fchown(fd, uid, gid); err != nil {
 			unix.Close(fd)
-			return use, err
+			return use, errors.Join(err, restore())
 		}
 	}
 	err = tidy(fd, uid, gid, 0, &use)
-	return use, err
+	return use, errors.Join(err, restore())
+}
+
+// openForWalk opens the folder name in dirfd for reading, without following
+// a symlink. The program can leave a folder its owner cannot read or
+// search (mode --x, or 0); as a normal user egressd is that owner, and has
+// no capability to read past the mode, so the folder gets u+rx for the
+// walk and restore puts the program's mode back. (The other way, walking
+// in a user namespace where the owner is root, needs a helper process;
+// the owner's chmod needs nothing but the owner.) The chmod goes through
+// an O_PATH descriptor of the folder itself, never through a name.
+func openForWalk(dirfd int, name string) (fd int, restore func() error, err error) {
+	path, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, nil, err
+	}
+	restore = func() error { return unix.Close(path) }
+	var st unix.Stat_t
+	if err := unix.Fstat(path, &st); err != nil {
+		restore()
+		return -1, nil, err
+	}
+	const readable = unix.S_IRUSR | unix.S_IXUSR
+	if mode := st.Mode & 0o7777; mode&readable != readable {
+		magic := "/proc/self/fd/" + strconv.Itoa(path)
+		if err := unix.Chmod(magic, mode|readable); err != nil {
+			restore()
+			return -1, nil, err
+		}
+		restore = func() error { return errors.Join(unix.Chmod(magic, mode), unix.Close(path)) }
+	}
+	fd, err = unix.Openat(path, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, nil, errors.Join(err, restore())
+	}
+	return fd, restore, nil
 }
 
 // tidy walks the directory fd, which it closes.
@@ -160,11 +195,11 @@ func tidy(fd, uid, gid, depth int, use *StateUse) error {
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
-			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			sub, restore, err := openForWalk(fd, name)
 			if err != nil {
 				return err
 			}
-			if err := tidy(sub, uid, gid, depth+1, use); err != nil {
+			if err := errors.Join(tidy(sub, uid, gid, depth+1, use), restore()); err != nil {
 				return err
 			}
 		case unix.S_IFREG:
