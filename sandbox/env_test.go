@@ -65,3 +65,32 @@ func TestWellKnownProviderCredentialsAndHooksAreHeldBack(t *testing.T) {
 		t.Fatalf("crossed %q, want only COFFEE_API_KEY,PAGER_SIZE", got)
 	}
 }
+
+// TestHeldBackNamesFromTheResourceBoundsReview pins each name the fourth
+// review (issue 19) checked, and the ones found beside them: credentials
+// of other services (a Bitwarden or 1Password session, a Terraform or
+// Pulumi token) and variables that make an interpreter load code (.NET
+// startup hooks and profilers, JVM options that launcher scripts pass to
+// java, Erlang flags, PHP ini folders, zsh's dot folder, a package index).
+// A manifest's own key, and names that only look alike, still cross.
+func TestHeldBackNamesFromTheResourceBoundsReview(t *testing.T) {
+	const credential, loader = "a well-known credential of another service", "a variable that changes what the loader or an interpreter loads or trusts"
+	for _, tc := range []struct{ name, want string }{
+		{"DIGITALOCEAN_ACCESS_TOKEN", credential}, {"BW_SESSION", credential}, {"BWS_ACCESS_TOKEN", credential},
+		{"OP_SESSION_my", credential}, {"TF_TOKEN_app_terraform_io", credential}, {"ATLAS_TOKEN", credential},
+		{"PULUMI_ACCESS_TOKEN", credential}, {"NGROK_AUTHTOKEN", credential}, {"SNYK_TOKEN", credential},
+		{"CODECOV_TOKEN", credential}, {"HOMEBREW_GITHUB_API_TOKEN", credential}, {"DATABRICKS_TOKEN", credential},
+		{"XAUTHORITY", credential},
+		{"DOTNET_STARTUP_HOOKS", loader}, {"CORECLR_PROFILER_PATH", loader}, {"CORECLR_ENABLE_PROFILING", loader},
+		{"COR_PROFILER_PATH", loader}, {"MONO_ENV_OPTIONS", loader}, {"JAVA_OPTS", loader}, {"JAVA_TOOL_OPTIONS", loader},
+		{"_JAVA_OPTIONS", loader}, {"MAVEN_OPTS", loader}, {"GRADLE_OPTS", loader}, {"SBT_OPTS", loader}, {"ANT_OPTS", loader},
+		{"ERL_AFLAGS", loader}, {"ERL_ZFLAGS", loader}, {"PHP_INI_SCAN_DIR", loader}, {"ZDOTDIR", loader},
+		{"RUSTC_WRAPPER", loader}, {"GOTOOLCHAIN", loader}, {"GOENV", loader}, {"PIP_INDEX_URL", loader},
+		{"UV_INDEX_URL", loader}, {"UV_EXTRA_INDEX_URL", loader},
+		{"COFFEE_API_KEY", ""}, {"CORS_ORIGIN", ""}, {"MAVEN_REPO_NAME", ""}, {"UV_THREADPOOL_SIZE", ""}, {"OPTIONS", ""},
+	} {
+		if got := HeldBack(tc.name); got != tc.want {
+			t.Errorf("HeldBack(%s) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

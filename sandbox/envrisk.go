@@ -25,6 +25,8 @@ var credentialNames = map[string]bool{
 	"PGPASSWORD": true, "MYSQL_PWD": true, "DATABASE_URL": true, "REDIS_URL": true,
 	"DBUS_SESSION_BUS_ADDRESS": true, "XDG_RUNTIME_DIR": true, "CREDENTIALS_DIRECTORY": true, "NOTIFY_SOCKET": true,
 	"GIT_ASKPASS": true, "SSH_ASKPASS": true, "SUDO_ASKPASS": true,
+	"ATLAS_TOKEN": true, "HOMEBREW_GITHUB_API_TOKEN": true, "SNYK_TOKEN": true, "CODECOV_TOKEN": true,
+	"DATABRICKS_TOKEN": true, "XAUTHORITY": true,
 }
 
 // credentialPrefixes are families of another service's credentials: every
@@ -38,7 +40,7 @@ var credentialPrefixes = []string{"AWS_", "AZURE_", "ARM_", "GCLOUD_", "CLOUDSDK
 	"CLOUDFLARE_", "CF_API_", "HEROKU_", "FLY_", "SUPABASE_", "DIGITALOCEAN_", "LINODE_", "HCLOUD_", "VAULT_", "CONSUL_",
 	"NOMAD_", "TF_VAR_", "TF_TOKEN_", "PG", "MYSQL_", "MONGO", "REDIS_", "DOCKER_", "KUBE", "HELM_", "NPM_", "YARN_NPM_",
 	"PYPI_", "TWINE_", "CARGO_REGISTR", "SLACK_", "STRIPE_", "TWILIO_", "SENDGRID_", "SENTRY_", "DATADOG_", "DD_API",
-	"OP_", "BW_", "SSH_", "GPG_", "GNUPG"}
+	"OP_", "BW_", "BWS_", "PULUMI_", "NGROK_", "SSH_", "GPG_", "GNUPG"}
 
 // loaderNames change what the loader or an interpreter reads or trusts.
 var loaderNames = map[string]bool{
@@ -50,13 +52,17 @@ var loaderNames = map[string]bool{
 	"JDK_JAVA_OPTIONS": true, "CLASSPATH": true, "LUA_PATH": true, "LUA_CPATH": true, "PHPRC": true, "TCLLIBPATH": true,
 	"OPENSSL_CONF": true, "OPENSSL_ENGINES": true, "SSL_CERT_FILE": true, "SSL_CERT_DIR": true, "CURL_CA_BUNDLE": true,
 	"REQUESTS_CA_BUNDLE": true, "GOFLAGS": true, "TMPDIR": true,
+	// JVM options that launcher scripts pass to java (-javaagent loads code).
+	"JAVA_OPTS": true, "MAVEN_OPTS": true, "GRADLE_OPTS": true, "SBT_OPTS": true, "ANT_OPTS": true,
+	"ZDOTDIR": true, "RUSTC_WRAPPER": true, "RUSTC": true, "GOTOOLCHAIN": true, "GOENV": true,
 	"EDITOR": true, "VISUAL": true, "PAGER": true, "MANPAGER": true, "GIT_PAGER": true, "BROWSER": true,
 }
 
 // loaderPrefixes are families of such variables.
 var loaderPrefixes = []string{"LD_", "DYLD_", "PYTHON", "GIT_", "MALLOC_", "NPM_CONFIG_", "npm_config_", "LUA_INIT", "LUA_PATH",
 	"LUA_CPATH", "LESS", "PERL5", "PERL_", "RUBY", "GEM_", "BUNDLE_", "JAVA_", "_JAVA_", "JDK_", "NODE_", "DENO_", "BUN_",
-	"PHP_INI", "R_PROFILE", "R_ENVIRON", "JULIA_", "ERL_", "ELIXIR_", "DOTNET_", "COMPlus_", "CORECLR_", "GOFLAGS", "GOPROXY",
+	"PHP_INI", "R_PROFILE", "R_ENVIRON", "JULIA_", "ERL_", "ELIXIR_", "DOTNET_", "COMPlus_", "CORECLR_", "COR_", "MONO_",
+	"GOFLAGS", "GOPROXY", "PIP_", "UV_INDEX", "UV_EXTRA_INDEX", "UV_DEFAULT_INDEX",
 	"SSLKEYLOGFILE", "OPENSSL_"}
 
 // HeldBack says why a key a manifest declares is not passed unless the

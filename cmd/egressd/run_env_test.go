@@ -44,3 +44,33 @@ func TestRunManifestCannotChooseAnotherServicesCredentials(t *testing.T) {
 		}
 	}
 }
+
+// TestRunDeclaredSessionTokensAndStartupHooksStayOutside: a manifest that
+// declares a password manager's session, a .NET startup hook or JVM
+// options for a launcher script gets none of the launcher's values; the
+// start-up notice names each, and the manifest's own key still crosses.
+func TestRunDeclaredSessionTokensAndStartupHooksStayOutside(t *testing.T) {
+	e := newSandboxEnv(t)
+	held := []string{"BW_SESSION", "DOTNET_STARTUP_HOOKS", "JAVA_TOOL_OPTIONS", "MAVEN_OPTS"}
+	os.WriteFile(filepath.Join(e.dir, "voiceos.integration.json"), []byte(`{"schemaVersion":1,"id":"com.test.sandboxed","version":"1.0.0",
+	"runtime":{"kind":"local-mcp","command":"sh","args":[]},
+	"auth":{"kind":"apiKey","fields":[{"key":"DECLARED_SECRET","label":"k"},{"key":"BW_SESSION","label":"b"}]},
+	"preferences":[{"name":"DOTNET_STARTUP_HOOKS","label":"d"},{"name":"JAVA_TOOL_OPTIONS","label":"j"},{"name":"MAVEN_OPTS","label":"m"}],
+	"permissions":[{"kind":"network","domains":["api.allowed.example"]}]}`), 0o644)
+	cmd := e.command(`for k in DECLARED_SECRET ` + strings.Join(held, " ") + `; do eval "echo $k=\${$k:-absent}"; done`)
+	cmd.Env = append(cmd.Env, "BW_SESSION=vault-session", "DOTNET_STARTUP_HOOKS=/tmp/hook.dll",
+		"JAVA_TOOL_OPTIONS=-javaagent:/tmp/a.jar", "MAVEN_OPTS=-javaagent:/tmp/a.jar")
+	out, errs, code := runCmd(t, cmd)
+	want := "DECLARED_SECRET=declared-value\n"
+	for _, k := range held {
+		want += k + "=absent\n"
+	}
+	if code != 0 || out != want {
+		t.Fatalf("exit %d\nstdout %q\nwant   %q\nstderr %s", code, out, want, errs)
+	}
+	for _, k := range held {
+		if !strings.Contains(errs, "the manifest declares "+k+":") {
+			t.Errorf("the start-up notice does not name %s:\n%s", k, errs)
+		}
+	}
+}
