@@ -1,9 +1,13 @@
 package proxy
 
 import (
+	"context"
 	"crypto/tls"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"net/netip"
 	"testing"
 	"time"
@@ -198,4 +202,99 @@ func TestSandboxDNSFloodOfRandomSubdomainsIsBounded(t *testing.T) {
 	if lines > 5*windows || stands != int64(refused) {
 		t.Fatalf("%d audit lines over %d window(s) standing for %d refusals; %d were refused", lines, windows, stands, refused)
 	}
+}
+
+// TestSandboxDNSOverTCPBoundsConnectionsAndMessageSizes: the TCP server of
+// the sandbox resolver keeps at most MaxSandboxDNSConns connections (the
+// next is closed at accept and audited), closes a connection that declares
+// a message over MaxDNSQueryBytes before reading or allocating it, answers
+// a query padded to exactly the bound, and shuts down while the program
+// still holds its connections.
+func TestSandboxDNSOverTCPBoundsConnectionsAndMessageSizes(t *testing.T) {
+	e := newEnv(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := (&SandboxDNS{Server: e.srv, Synthetic: NewSynthetic(100, time.Minute), TTL: 30}).TCPServer(ln)
+	started := make(chan struct{})
+	srv.NotifyStartedFunc = func() { close(started) }
+	go srv.ActivateAndServe()
+	<-started
+	addr := ln.Addr().String()
+	closedByServer := func(c net.Conn) bool {
+		c.SetReadDeadline(time.Now().Add(30 * time.Second)) // bounds a failure only
+		_, err := c.Read(make([]byte, 1))
+		return err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
+	}
+
+	// A query padded with EDNS0 to exactly MaxDNSQueryBytes is answered.
+	q := new(dns.Msg)
+	q.SetQuestion("api.allowed.example.", dns.TypeA)
+	q.SetEdns0(1232, false)
+	opt := q.IsEdns0()
+	opt.Option = append(opt.Option, &dns.EDNS0_PADDING{Padding: make([]byte, 0)})
+	if packed, _ := q.Pack(); len(packed) < MaxDNSQueryBytes {
+		opt.Option[0].(*dns.EDNS0_PADDING).Padding = make([]byte, MaxDNSQueryBytes-len(packed))
+	}
+	if packed, _ := q.Pack(); len(packed) != MaxDNSQueryBytes {
+		t.Fatalf("padded query is %d bytes", len(packed))
+	}
+	client := &dns.Client{Net: "tcp", Timeout: 30 * time.Second}
+	if r, _, err := client.Exchange(q, addr); err != nil || len(r.Answer) != 1 {
+		t.Fatalf("a query of %d bytes: %v %v", MaxDNSQueryBytes, r, err)
+	}
+
+	// One byte over: closed after the length, nothing more read.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write(binary.BigEndian.AppendUint16(nil, MaxDNSQueryBytes+1))
+	if !closedByServer(c) {
+		t.Fatal("a connection declaring a message over the bound stayed open")
+	}
+	c.Close()
+	e.log.waitEvent(t, map[string]any{"event": "dns", "reason": "limit_exceeded", "msg": "DNS connection closed: it declared a message over 4096 bytes"})
+
+	// MaxSandboxDNSConns held open: the next is closed at accept.
+	var held []net.Conn
+	for i := 0; i < MaxSandboxDNSConns; i++ {
+		c, err := client.Dial(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err := exchangeOn(c, "api.allowed.example."); err != nil || len(r.Answer) != 1 { // admitted, and served
+			t.Fatalf("connection %d: %v %v", i, r, err)
+		}
+		held = append(held, c)
+	}
+	extra, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !closedByServer(extra) {
+		t.Fatalf("connection %d was kept", MaxSandboxDNSConns+1)
+	}
+	extra.Close()
+	e.log.waitEvent(t, map[string]any{"event": "dns", "reason": "limit_exceeded", "msg": "DNS connection closed at accept: the sandbox's DNS-over-TCP connections are at 64"})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.ShutdownContext(ctx); err != nil {
+		t.Fatalf("shutdown with %d connections held: %v", len(held), err)
+	}
+	for _, c := range held {
+		c.Close()
+	}
+}
+
+func exchangeOn(c *dns.Conn, name string) (*dns.Msg, error) {
+	q := new(dns.Msg)
+	q.SetQuestion(name, dns.TypeA)
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	if err := c.WriteMsg(q); err != nil {
+		return nil, err
+	}
+	return c.ReadMsg()
 }
