@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"net/netip"
+	"os"
 	"testing"
 	"time"
 
