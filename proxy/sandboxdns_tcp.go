@@ -20,11 +20,12 @@ import (
 // connections at once (the rest are closed at accept and audited, folded),
 // each message at most MaxDNSQueryBytes (miekg/dns's own reader allocates
 // whatever 16-bit length the client declares, 64 KB per connection, before
-// a byte of it arrives), each message read whole within dnsTCPReadTimeout
-// of its first byte being awaited, and an idle connection closed after
-// dnsTCPIdleTimeout. The supervisor's DNS buffers are so at most
-// MaxSandboxDNSConns × MaxDNSQueryBytes (256 KB), and its DNS descriptors
-// at most MaxSandboxDNSConns.
+// a byte of it arrives), the first message read whole within
+// dnsTCPReadTimeout of the accept and each later one within
+// dnsTCPIdleTimeout of the previous answer (one deadline covers the whole
+// message, so a trickle does not extend it). The supervisor's DNS buffers
+// are so at most MaxSandboxDNSConns × MaxDNSQueryBytes (256 KB), and its
+// DNS descriptors at most MaxSandboxDNSConns.
 const (
 	MaxSandboxDNSConns = 64
 	// MaxDNSQueryBytes is well above any query: a question is at most
