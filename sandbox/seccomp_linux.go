@@ -90,14 +90,15 @@ var deniedCalls = map[string]uint32{
 // deniedIoctls write to a terminal the target may share with the user:
 // TIOCSTI and TIOCLINUX type into it; the rest change its line discipline,
 // flow, modes and size under the user's shell, discard what the user
-// typed (TCFLSH), lock the user out of reopening it (TIOCEXCL), or send
+// typed (TCFLSH), lock the user out of reopening it (TIOCEXCL) or undo a
+// lock the user set (TIOCNXCL), or send
 // breaks and set modem lines on a serial line.
 var deniedIoctls = map[string]uint32{
 	"TIOCSTI": unix.TIOCSTI, "TIOCLINUX": unix.TIOCLINUX, "TIOCSETD": unix.TIOCSETD, "TCXONC": unix.TCXONC,
 	"TCSETS": unix.TCSETS, "TCSETSW": unix.TCSETSW, "TCSETSF": unix.TCSETSF,
 	"TCSETS2": unix.TCSETS2, "TCSETSW2": unix.TCSETSW2, "TCSETSF2": unix.TCSETSF2,
 	"TCSETA": unix.TCSETA, "TCSETAW": unix.TCSETAW, "TCSETAF": unix.TCSETAF, "TIOCSWINSZ": unix.TIOCSWINSZ,
-	"TCFLSH": unix.TCFLSH, "TIOCEXCL": unix.TIOCEXCL, "TCSBRK": unix.TCSBRK, "TCSBRKP": unix.TCSBRKP,
+	"TCFLSH": unix.TCFLSH, "TIOCEXCL": unix.TIOCEXCL, "TIOCNXCL": unix.TIOCNXCL, "TCSBRK": unix.TCSBRK, "TCSBRKP": unix.TCSBRKP,
 	"TIOCSBRK": unix.TIOCSBRK, "TIOCCBRK": unix.TIOCCBRK, "TIOCMSET": unix.TIOCMSET, "TIOCMBIS": unix.TIOCMBIS, "TIOCMBIC": unix.TIOCMBIC,
 }
 

@@ -163,3 +163,42 @@ func TestRunProgramCannotLeaveTheTerminalExclusive(t *testing.T) {
 		})
 	}
 }
+
+// TestRunProgramCannotClearTheUsersExclusiveTerminal: the other way round,
+// a user whose terminal is exclusive keeps it so. In the sandbox the filter
+// refuses TIOCNXCL; where nothing refuses it, the restore sets it again.
+func TestRunProgramCannotClearTheUsersExclusiveTerminal(t *testing.T) {
+	e := newSandboxEnv(t)
+	const script = `perl -e 'if (ioctl(STDIN, 0x540D, 0)) { print "exclusive cleared\n" } else { print "nxcl: $!\n" }'`
+	for _, tc := range []struct {
+		name, flag, want string
+	}{
+		{"sandboxed", "", "nxcl: Operation not permitted"},
+		{"insecure_env_only", "--insecure-env-only", "exclusive cleared"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			master, slave := openPTY(t)
+			if err := unix.IoctlSetInt(int(slave.Fd()), unix.TIOCEXCL, 0); err != nil {
+				t.Fatal(err)
+			}
+			var shown bytes.Buffer
+			drained := make(chan struct{})
+			go func() { io.Copy(&shown, master); close(drained) }()
+			cmd := e.command(script)
+			if tc.flag != "" {
+				cmd.Args = append(cmd.Args[:2], append([]string{tc.flag}, cmd.Args[2:]...)...)
+			}
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+			runErr := cmd.Run()
+			excl, err := unix.IoctlGetInt(int(slave.Fd()), unix.TIOCGEXCL)
+			slave.Close()
+			<-drained
+			if runErr != nil || !strings.Contains(shown.String(), tc.want) {
+				t.Fatalf("egressd: %v; want %q from the program:\n%s", runErr, tc.want, shown.String())
+			}
+			if err != nil || excl != 1 {
+				t.Fatalf("the terminal is not exclusive (%d) after egressd exited (%v)", excl, err)
+			}
+		})
+	}
+}
