@@ -131,7 +131,8 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	}
 	// The tunnel runs on a goroutine of its own, so the handler's (deep)
 	// stack and the request are freed for as long as the tunnel lives.
-	raw = append(raw, drain(br)...)
+	// What the client sent behind the hello stays in br: guardHandshake
+	// checks it before it goes upstream.
 	handedOff = true
 	s.handlers.Add(1)
 	s.opts.Gate.enter()
@@ -141,11 +142,14 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		defer release()
 		s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Inc()
 		defer s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Dec()
-		up0, down0, reason, msg := t.retryGuard(raw, br, set.timeouts.ClientHello)
-		if reason != "" {
-			t.closeWith(reason)
+		up0, down0, no := t.guardHandshake(raw, br, set.timeouts.ClientHello)
+		if no.reason != "" {
+			t.closeWith(no.reason)
 			refused := ev
-			s.refusedAfterConnect(&refused, reason, msg)
+			if !no.sni.IsZero() {
+				refused.SNI = no.sni.String() // where the client really meant to go
+			}
+			s.refusedAfterConnect(&refused, no.reason, no.msg)
 			s.recordClose(p, t, ev, up0, down0)
 			return
 		}
