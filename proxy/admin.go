@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"sync"
@@ -43,15 +44,27 @@ const (
 )
 
 // ServeAdmin serves h on ln with the admin reserve until ln is closed.
-func ServeAdmin(ln net.Listener, h http.Handler) error {
+func ServeAdmin(ln net.Listener, h http.Handler) error { return serveAdmin(ln, h, nil) }
+
+// serveAdmin is ServeAdmin; onState, if not nil, is told every connection
+// state change after the reserve has seen it (tests wait on it).
+func serveAdmin(ln net.Listener, h http.Handler, onState func(net.Conn, http.ConnState)) error {
 	q := &idleQueue{}
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           q.serving(h),
 		ReadHeaderTimeout: adminHeaderTimeout,
 		ReadTimeout:       adminHeaderTimeout,
 		WriteTimeout:      10 * time.Second,
 		MaxHeaderBytes:    adminMaxHeader,
-		ConnState:         q.track,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, adminConnKey{}, c)
+		},
+		ConnState: func(c net.Conn, st http.ConnState) {
+			q.track(c, st)
+			if onState != nil {
+				onState(c, st)
+			}
+		},
 	}
 	srv.SetKeepAlivesEnabled(false)
 	err := srv.Serve(evictingListener{Listener: ln, q: q})
@@ -62,20 +75,37 @@ func ServeAdmin(ln net.Listener, h http.Handler) error {
 }
 
 // idleQueue knows the admin connections open, and which of them are
-// still waiting for their request, oldest first.
+// still waiting for their request, oldest first. A connection waits until
+// its request head is complete and the handler runs, not merely until its
+// first byte (net/http's StateActive): a client that drips a byte at a time
+// is idle as far as the reserve is concerned, and is evicted first.
 type idleQueue struct {
 	mu      sync.Mutex
 	open    map[net.Conn]bool
 	waiting []net.Conn
 }
 
+// adminConnKey carries a request's connection in its context, so the
+// handler can tell the queue the request is complete.
+type adminConnKey struct{}
+
+// serving wraps h so a connection stops being evictable once its request
+// has been read whole.
+func (q *idleQueue) serving(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(adminConnKey{}).(net.Conn); ok {
+			q.mu.Lock()
+			q.drop(c)
+			q.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 func (q *idleQueue) track(c net.Conn, st http.ConnState) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	switch st {
-	case http.StateActive:
-		q.drop(c)
-	case http.StateClosed, http.StateHijacked:
+	if st == http.StateClosed || st == http.StateHijacked {
 		q.drop(c)
 		delete(q.open, c)
 	}
