@@ -176,7 +176,9 @@ func (s *Server) admission(p *policy.Policy, set *settings) policy.Reason {
 
 // resolveChecked resolves an allowed name and checks every address. Any
 // address outside the public internet denies the whole answer: an attacker
-// who controls the zone can mix a private address in with public ones.
+// who controls the zone can mix a private address in with public ones. An
+// address the kernel would deliver to this host is checked too, by asking
+// the kernel its route (routedHere).
 func (s *Server) resolveChecked(ctx context.Context, p *policy.Policy, d policy.Decision, ev *audit.Event) ([]netip.Addr, *policy.Decision) {
 	ans, err := s.opts.Resolver.ResolveFor(ctx, s.opts.Key, d.Host)
 	ev.CNAME = ans.CNAMEs
@@ -190,6 +192,12 @@ func (s *Server) resolveChecked(ctx context.Context, p *policy.Policy, d policy.
 		if !c.Verdict.Permits() {
 			ev.Addr, ev.Rule = a.String(), c.Rule
 			return nil, &policy.Decision{Reason: c.Reason, Rule: c.Rule, Host: d.Host, Port: d.Port}
+		}
+		if here, err := routedHere(a); here || err != nil {
+			if c = p.CheckRoutedHere(a, err); !c.Verdict.Permits() {
+				ev.Addr, ev.Rule = a.String(), c.Rule
+				return nil, &policy.Decision{Reason: c.Reason, Rule: c.Rule, Host: d.Host, Port: d.Port}
+			}
 		}
 		if c.Exemption != "" && !strings.Contains(exemption, c.Exemption) {
 			exemption = strings.TrimPrefix(exemption+","+c.Exemption, ",")
