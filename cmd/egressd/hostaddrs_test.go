@@ -191,52 +191,13 @@ func TestServeDeniesAnAddressAddedToTheHostWhileServing(t *testing.T) {
 	const self = "203.0.114.5" // exists only inside the test's namespace
 	dns.Add(t, "self.weather.example. 60 IN A "+self, "self6.weather.example. 60 IN AAAA 2001:db8:5::5")
 
-	bin := egressdBinary(t)
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "manifest.json"), weatherManifest("1.0.0", `"self.weather.example","self6.weather.example"`), 0o600)
-	auditFile := filepath.Join(dir, "audit.log")
-	cmd := exec.Command("ip", "netns", "exec", n.name, bin, "serve", "--manifest", dir, "--listen", "127.0.0.1:0",
-		"--state", filepath.Join(dir, "state"), "--resolver", dns.Addr, "--audit-log", auditFile)
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	listen := waitFor(t, &stderr, `serving com.test.weather on (127\.0\.0\.1:\d+)`)[1]
-	connect := func(host string) string {
-		var c net.Conn
-		n.do(t, func() {
-			var err error
-			if c, err = net.Dial("tcp", listen); err != nil {
-				t.Fatal(err)
-			}
-		})
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(30 * time.Second))
-		io.WriteString(c, "CONNECT "+host+":443 HTTP/1.1\r\n\r\n")
-		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.Header.Get("X-Egress-Reason")
-	}
+	connectTo, audit := serveIn(t, n, dns, `"self.weather.example","self6.weather.example"`)
+	connect := func(host string) string { return connectTo(host + ":443") }
 	if r := connect("self.weather.example"); r != "dial_error" {
 		t.Fatalf("before the address exists: %s (want dial_error: allowed, nothing there)", r)
 	}
 	n.ip(t, "addr", "add", self+"/32", "dev", "d0")
 	n.ip(t, "addr", "add", "2001:db8:5::5/128", "dev", "d0", "nodad")
-	audit := &lockedFile{path: auditFile}
 	waitFor(t, audit, `"action":"host_addresses","msg":"[^"]*`+self+`[^"]*2001:db8:5::5`)
 	if r := connect("self.weather.example"); r != "private_address" {
 		t.Fatalf("a name resolving to an address added while serving: %s", r)
