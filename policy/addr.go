@@ -25,9 +25,14 @@ var deniedV4 = []netip.Prefix{
 	netip.MustParsePrefix("168.63.129.16/32"),
 }
 
-// deniedV6 are IPv6 ranges that are not the public internet. 6to4 and Teredo
-// are denied outright: each tunnels to an IPv4 address of the sender's
-// choosing.
+// deniedV6 are IPv6 ranges that are not the public internet: the entries
+// of IANA's IPv6 Special-Purpose Address Registry, whether or not the
+// registry calls them globally reachable, since none is a place an
+// integration has business reaching over https. 6to4 and Teredo are denied
+// outright: each tunnels to an IPv4 address of the sender's choosing.
+// Anything outside 2000::/3, the only space IANA allocates for global
+// unicast, is denied as well (globalUnicast), so a range the registry adds
+// there later is denied before this list learns its name.
 var deniedV6 = []netip.Prefix{
 	netip.MustParsePrefix("::/128"),
 	netip.MustParsePrefix("::1/128"),
@@ -35,12 +40,27 @@ var deniedV6 = []netip.Prefix{
 	netip.MustParsePrefix("fe80::/10"),
 	netip.MustParsePrefix("fec0::/10"),
 	netip.MustParsePrefix("ff00::/8"),
-	netip.MustParsePrefix("100::/64"),
+	netip.MustParsePrefix("100::/64"),       // discard-only (RFC 6666)
+	netip.MustParsePrefix("100:0:0:1::/64"), // dummy prefix (RFC 9780)
 	netip.MustParsePrefix("2001:db8::/32"),
 	netip.MustParsePrefix("3fff::/20"),
 	netip.MustParsePrefix("2002::/16"),
-	netip.MustParsePrefix("2001::/32"),
+	// IETF protocol assignments (RFC 2928), all of it: Teredo 2001::/32,
+	// the PCP, TURN and DNS-SD anycast addresses in 2001:1::/48,
+	// benchmarking 2001:2::/48 (RFC 5180), AMT 2001:3::/32, the AS112
+	// delegation 2001:4:112::/48 (RFC 7535), ORCHID 2001:10::/28 and
+	// ORCHIDv2 2001:20::/28 (RFC 7343), drone DETs 2001:30::/28 (RFC 9374),
+	// and whatever the IETF assigns there next.
+	netip.MustParsePrefix("2001::/23"),
+	// AS112 direct delegation (RFC 7534): a sink for misdirected reverse
+	// lookups that any network may run locally; it serves no https.
+	netip.MustParsePrefix("2620:4f:8000::/48"),
+	netip.MustParsePrefix("5f00::/16"), // SRv6 segment identifiers (RFC 9602)
 }
+
+// globalUnicast is 2000::/3, the only IPv6 space IANA allocates for the
+// public internet (the other spaces are reserved or special-purpose).
+var globalUnicast = netip.MustParsePrefix("2000::/3")
 
 // DefaultNAT64 is the RFC 6052 well-known prefix. Config can add the
 // operator's own translator prefixes.
@@ -129,6 +149,8 @@ func isDenied(a netip.Addr, nat64 []netip.Prefix) bool {
 	table := deniedV6
 	if a.Is4() {
 		table = deniedV4
+	} else if !globalUnicast.Contains(a) {
+		return true
 	}
 	for _, p := range table {
 		if p.Contains(a) {

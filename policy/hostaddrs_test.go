@@ -46,3 +46,34 @@ func TestADialThatReachedThisHostIsRefused(t *testing.T) {
 		t.Fatalf("exempted: %+v", d)
 	}
 }
+
+// TestCheckDialledRefusesAConnectionThatLeftFromLoopback: IPv6 to an
+// address of a local route (ip -6 route add local PREFIX dev lo) leaves
+// from ::1, so local and remote differ and the connection reached the
+// host unnoticed. One that left from loopback for an address that is not
+// loopback reached this host, whatever the lists said.
+func TestCheckDialledRefusesAConnectionThatLeftFromLoopback(t *testing.T) {
+	p := NewPolicy(testManifest(t), nil, PolicyOptions{})
+	cases := []struct {
+		name, local, remote string
+		denied              bool
+	}{
+		{"v6_local_route_from_loopback", "::1", "2a0f:ffff:17::9", true},
+		{"v4_from_loopback_to_public", "127.0.0.1", "203.0.114.9", true},
+		{"v4_same_address", "203.0.114.9", "203.0.114.9", true},
+		{"v4_mapped_loopback_source", "::ffff:127.0.0.1", "203.0.114.9", true},
+		{"loopback_to_loopback", "127.0.0.1", "127.0.0.2", false},
+		{"ordinary_connection", "192.0.2.10", "203.0.114.9", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := p.CheckDialled(netip.MustParseAddr(tc.local), netip.MustParseAddr(tc.remote))
+			if d.Verdict.Permits() == tc.denied {
+				t.Fatalf("CheckDialled(%s, %s) = %v %s", tc.local, tc.remote, d.Verdict, d.Rule)
+			}
+			if tc.denied && (d.Reason != PrivateAddress || !strings.Contains(d.Rule, "this host")) {
+				t.Fatalf("reason %s rule %q", d.Reason, d.Rule)
+			}
+		})
+	}
+}

@@ -19,10 +19,12 @@ func TestNAT64LocalUsePrefixIsDeniedWhole(t *testing.T) {
 		{"local_use_public_in_last_32_bits", "64:ff9b:1::8.8.8.8", true},
 		{"local_use_first", "64:ff9b:1::", true},
 		{"local_use_last", "64:ff9b:1:ffff:ffff:ffff:ffff:ffff", true},
-		{"just_after_local_use", "64:ff9b:2::808:808", false},
+		// Outside every NAT64 prefix and outside 2000::/3: reserved space,
+		// denied since issue 17.3 whatever its tail holds.
+		{"just_after_local_use_reserved_space", "64:ff9b:2::808:808", true},
 		{"well_known_96_metadata", "64:ff9b::169.254.169.254", true},
 		{"well_known_96_public", "64:ff9b::8.8.8.8", false},
-		{"just_after_well_known_96", "64:ff9b:0:0:1::a9fe:a9fe", false},
+		{"just_after_well_known_96_reserved_space", "64:ff9b:0:0:1::a9fe:a9fe", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

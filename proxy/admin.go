@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"sync"
@@ -43,15 +44,27 @@ const (
 )
 
 // ServeAdmin serves h on ln with the admin reserve until ln is closed.
-func ServeAdmin(ln net.Listener, h http.Handler) error {
+func ServeAdmin(ln net.Listener, h http.Handler) error { return serveAdmin(ln, h, nil) }
+
+// serveAdmin is ServeAdmin; onState, if not nil, is told every connection
+// state change after the reserve has seen it (tests wait on it).
+func serveAdmin(ln net.Listener, h http.Handler, onState func(net.Conn, http.ConnState)) error {
 	q := &idleQueue{}
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           q.serving(h),
 		ReadHeaderTimeout: adminHeaderTimeout,
 		ReadTimeout:       adminHeaderTimeout,
 		WriteTimeout:      10 * time.Second,
 		MaxHeaderBytes:    adminMaxHeader,
-		ConnState:         q.track,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, adminConnKey{}, c)
+		},
+		ConnState: func(c net.Conn, st http.ConnState) {
+			q.track(c, st)
+			if onState != nil {
+				onState(c, st)
+			}
+		},
 	}
 	srv.SetKeepAlivesEnabled(false)
 	err := srv.Serve(evictingListener{Listener: ln, q: q})
@@ -61,37 +74,63 @@ func ServeAdmin(ln net.Listener, h http.Handler) error {
 	return err
 }
 
-// idleQueue knows the admin connections open, and which of them are
-// still waiting for their request, oldest first.
+// idleQueue knows the admin connections open: those still waiting for
+// their request, and those being served, each oldest first. A connection
+// waits until its request head is complete and the handler runs, not
+// merely until its first byte (net/http's StateActive): a client that
+// drips a byte at a time is idle as far as the reserve is concerned, and
+// is evicted first. When every slot is serving, the connection served
+// longest goes: the admin answers are small and written at once, so a
+// connection still being served is one whose client does not read (a
+// slow reader of /metrics would otherwise hold its slot for the write
+// timeout).
 type idleQueue struct {
 	mu      sync.Mutex
 	open    map[net.Conn]bool
 	waiting []net.Conn
+	served  []net.Conn
+}
+
+// adminConnKey carries a request's connection in its context, so the
+// handler can tell the queue the request is complete.
+type adminConnKey struct{}
+
+// serving wraps h so a connection moves from waiting to served once its
+// request has been read whole.
+func (q *idleQueue) serving(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(adminConnKey{}).(net.Conn); ok {
+			q.mu.Lock()
+			if q.open[c] {
+				q.waiting = without(q.waiting, c)
+				q.served = append(q.served, c)
+			}
+			q.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func (q *idleQueue) track(c net.Conn, st http.ConnState) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	switch st {
-	case http.StateActive:
-		q.drop(c)
-	case http.StateClosed, http.StateHijacked:
-		q.drop(c)
+	if st == http.StateClosed || st == http.StateHijacked {
+		q.waiting, q.served = without(q.waiting, c), without(q.served, c)
 		delete(q.open, c)
 	}
 }
 
-func (q *idleQueue) drop(c net.Conn) {
-	for i, w := range q.waiting {
+func without(list []net.Conn, c net.Conn) []net.Conn {
+	for i, w := range list {
 		if w == c {
-			q.waiting = append(q.waiting[:i], q.waiting[i+1:]...)
-			return
+			return append(list[:i], list[i+1:]...)
 		}
 	}
+	return list
 }
 
-// admit counts c in, evicting the oldest waiting connection when full. It
-// reports false when every connection is busy serving a request.
+// admit counts c in. When full, it evicts the oldest waiting connection,
+// or else the one served longest.
 func (q *idleQueue) admit(c net.Conn) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -99,13 +138,17 @@ func (q *idleQueue) admit(c net.Conn) bool {
 		q.open = map[net.Conn]bool{}
 	}
 	if len(q.open) >= adminMaxConns {
-		if len(q.waiting) == 0 {
+		var victim net.Conn
+		switch {
+		case len(q.waiting) > 0:
+			victim, q.waiting = q.waiting[0], q.waiting[1:]
+		case len(q.served) > 0:
+			victim, q.served = q.served[0], q.served[1:]
+		default:
 			return false
 		}
-		oldest := q.waiting[0]
-		oldest.Close()
-		delete(q.open, oldest)
-		q.waiting = q.waiting[1:]
+		victim.Close()
+		delete(q.open, victim)
 	}
 	q.open[c] = true
 	q.waiting = append(q.waiting, c)

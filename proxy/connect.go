@@ -131,7 +131,8 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	}
 	// The tunnel runs on a goroutine of its own, so the handler's (deep)
 	// stack and the request are freed for as long as the tunnel lives.
-	raw = append(raw, drain(br)...)
+	// What the client sent behind the hello stays in br: guardHandshake
+	// checks it before it goes upstream.
 	handedOff = true
 	s.handlers.Add(1)
 	s.opts.Gate.enter()
@@ -141,11 +142,14 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		defer release()
 		s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Inc()
 		defer s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Dec()
-		up0, down0, reason, msg := t.retryGuard(raw, br, set.timeouts.ClientHello)
-		if reason != "" {
-			t.closeWith(reason)
+		up0, down0, no := t.guardHandshake(raw, br, set.timeouts.ClientHello)
+		if no.reason != "" {
+			t.closeWith(no.reason)
 			refused := ev
-			s.refusedAfterConnect(&refused, reason, msg)
+			if !no.sni.IsZero() {
+				refused.SNI = no.sni.String() // where the client really meant to go
+			}
+			s.refusedAfterConnect(&refused, no.reason, no.msg)
 			s.recordClose(p, t, ev, up0, down0)
 			return
 		}
@@ -172,7 +176,9 @@ func (s *Server) admission(p *policy.Policy, set *settings) policy.Reason {
 
 // resolveChecked resolves an allowed name and checks every address. Any
 // address outside the public internet denies the whole answer: an attacker
-// who controls the zone can mix a private address in with public ones.
+// who controls the zone can mix a private address in with public ones. An
+// address the kernel would deliver to this host is checked too, by asking
+// the kernel its route (routedHere).
 func (s *Server) resolveChecked(ctx context.Context, p *policy.Policy, d policy.Decision, ev *audit.Event) ([]netip.Addr, *policy.Decision) {
 	ans, err := s.opts.Resolver.ResolveFor(ctx, s.opts.Key, d.Host)
 	ev.CNAME = ans.CNAMEs
@@ -186,6 +192,12 @@ func (s *Server) resolveChecked(ctx context.Context, p *policy.Policy, d policy.
 		if !c.Verdict.Permits() {
 			ev.Addr, ev.Rule = a.String(), c.Rule
 			return nil, &policy.Decision{Reason: c.Reason, Rule: c.Rule, Host: d.Host, Port: d.Port}
+		}
+		if here, err := routedHere(a); here || err != nil {
+			if c = p.CheckRoutedHere(a, err); !c.Verdict.Permits() {
+				ev.Addr, ev.Rule = a.String(), c.Rule
+				return nil, &policy.Decision{Reason: c.Reason, Rule: c.Rule, Host: d.Host, Port: d.Port}
+			}
 		}
 		if c.Exemption != "" && !strings.Contains(exemption, c.Exemption) {
 			exemption = strings.TrimPrefix(exemption+","+c.Exemption, ",")

@@ -4,25 +4,32 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/policy"
 )
 
-// A TLS 1.3 server that wants another key share answers the first
-// ClientHello with a HelloRetryRequest, and the client sends a second
-// ClientHello, in clear, on the same connection (RFC 8446 §4.1.4). Only
-// the first was checked: a client could name an allowed host first and
-// another one second, and a shared front end that routes on the second
-// hello would be domain fronting again. So before splicing, egressd reads
-// the server's first record; if it is a HelloRetryRequest, it reads the
-// client's next handshake message (after at most one middlebox
-// compatibility ChangeCipherSpec) and holds it to the same checks as the
-// first: a ClientHello with exactly one server_name, equal to the CONNECT
-// host, and no ECH. After a ServerHello that is not a retry, everything
-// the client sends is encrypted or cannot be a new hello the server would
-// accept, and the tunnel is spliced.
+// Only the first ClientHello was checked, and everything the client had
+// sent behind it went upstream with it. But a client may send more before
+// the origin answers: a 0-RTT client's ChangeCipherSpec and early data, and,
+// after a TLS 1.3 HelloRetryRequest (RFC 8446 §4.1.4), a second
+// ClientHello. A second hello naming another host, pipelined or sent after
+// the retry request, reaches a front end that may route on it: domain
+// fronting again. So until the origin has answered with something other
+// than a retry request, egressd forwards the client's records one at a
+// time, each checked (clientRecords): a handshake record must start a
+// ClientHello held to the first one's checks (exactly one server_name,
+// equal to the CONNECT host, no ECH); a ChangeCipherSpec must be the one
+// byte 0x01; application_data and alerts pass as they are; any other record
+// closes the tunnel. Once the origin answers otherwise (a ServerHello that
+// is not a retry, an alert, anything), it has committed to the handshake
+// and reads no ClientHello any more: egressd stops reading the client
+// (finishing and checking a record already begun), relays the answer, and
+// splices. The origin never receives an unchecked byte before that answer.
 
 // helloRetryRandom is the ServerHello.random that marks a HelloRetryRequest.
 var helloRetryRandom = []byte{
@@ -32,55 +39,211 @@ var helloRetryRandom = []byte{
 
 const (
 	recordTypeChangeCipherSpec = 20
+	recordTypeAlert            = 21
+	recordTypeApplicationData  = 23
 	handshakeTypeServerHello   = 2
 	maxRecordBytes             = 16<<10 + 256
 )
 
-// retryGuard runs the exchange above. It sends first (the checked
-// ClientHello and what followed it) upstream, relays the server's first
-// record to the client and, after a retry request, checks and relays the
-// client's second hello. It returns the bytes relayed each way, and a
-// reason when the tunnel must close.
-func (t *tunnel) retryGuard(first []byte, br *bufio.Reader, wait time.Duration) (up, down int64, reason policy.Reason, msg string) {
+// aLongTimeAgo is a deadline that has passed: setting it wakes a blocked read.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// handshakeRefusal is why the handshake guard closed a tunnel, with the
+// server_name of a refused hello.
+type handshakeRefusal struct {
+	reason policy.Reason
+	msg    string
+	sni    allowlist.Name
+}
+
+// guardHandshake sends first (the checked ClientHello) upstream, then runs
+// the exchange above until the origin has answered. It returns the bytes
+// relayed each way, and a refusal when the tunnel must close. The caller
+// splices what is left.
+func (t *tunnel) guardHandshake(first []byte, br *bufio.Reader, wait time.Duration) (up, down int64, no handshakeRefusal) {
 	n, err := t.upstream.Write(first)
 	up += int64(n)
 	if err != nil {
-		return up, down, policy.DialError, "origin went away before the ClientHello was sent"
+		return up, down, handshakeRefusal{reason: policy.DialError, msg: "origin went away before the ClientHello was sent"}
 	}
-	t.upstream.SetReadDeadline(time.Now().Add(wait))
-	record, err := readRecord(t.upstream)
-	t.upstream.SetReadDeadline(time.Time{})
-	if len(record) > 0 {
-		n, werr := t.client.Write(record)
-		down += int64(n)
-		if werr != nil {
-			return up, down, policy.Timeout, "client went away during the TLS handshake"
+	g := &clientRecords{t: t, br: br, wait: wait}
+	done := make(chan handshakeRefusal, 1)
+	go func() { done <- g.forward() }()
+	join := func() handshakeRefusal {
+		g.stop()
+		no := <-done
+		up += g.up
+		t.client.SetReadDeadline(time.Time{})
+		return no
+	}
+	for {
+		record, err := readRecord(t.upstream)
+		answered := err != nil || !(isHelloRetry(record) || isChangeCipherSpec(record))
+		if answered {
+			// Stop checking before the client can see the answer, so what
+			// it sends in reply (a TLS 1.2 ClientKeyExchange) is not judged
+			// as a hello.
+			if no := join(); no.reason != "" {
+				return up, down, no
+			}
+		} else if isHelloRetry(record) {
+			g.retried.Store(true)
+		}
+		if len(record) > 0 {
+			n, werr := t.client.Write(record)
+			down += int64(n)
+			if werr != nil {
+				t.abort()
+				if !answered {
+					join()
+				}
+				return up, down, handshakeRefusal{reason: policy.Timeout, msg: "client went away during the TLS handshake"}
+			}
+		}
+		if answered {
+			return up, down, handshakeRefusal{}
 		}
 	}
-	if err != nil || !isHelloRetry(record) {
-		// Splice. An origin that has not answered within the ClientHello
-		// timeout is spliced unchecked: the retry request is the server's
-		// to send, and a front end answers a hello in one round trip.
-		return up, down, "", ""
+}
+
+// clientRecords forwards the client's records upstream, checked, until
+// stopped. It owns reading the client and writing upstream until forward
+// returns.
+type clientRecords struct {
+	t       *tunnel
+	br      *bufio.Reader
+	wait    time.Duration // to finish a record once begun
+	retried atomic.Bool   // the origin asked for a retry
+	up      int64         // bytes written upstream; read after forward returns
+
+	mu      sync.Mutex
+	stopped bool
+	busy    bool // a record has begun: stop lets it finish
+}
+
+// stop asks forward to return at the next record boundary, waking it if it
+// is waiting for the client.
+func (g *clientRecords) stop() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stopped = true
+	if !g.busy {
+		g.t.client.SetReadDeadline(aLongTimeAgo)
 	}
-	t.client.SetReadDeadline(time.Now().Add(wait))
-	defer t.client.SetReadDeadline(time.Time{})
-	var ccs []byte
-	if b, err := br.Peek(1); err == nil && b[0] == recordTypeChangeCipherSpec {
-		if ccs, err = readRecord(br); err != nil || len(ccs) != tlsRecordHeaderLen+1 {
-			return up, down, policy.NotTLS, "malformed ChangeCipherSpec after a HelloRetryRequest"
+}
+
+// forward checks and forwards records until stopped, or until the client
+// is done. A refusal has closed the tunnel already, so that the reader of
+// the origin's side wakes too.
+func (g *clientRecords) forward() handshakeRefusal {
+	for hellos := 1; ; {
+		begun, err := g.next()
+		if err == io.EOF {
+			g.t.upstream.CloseWrite() // the client is done sending; pass it on
+			return handshakeRefusal{}
+		}
+		if err != nil {
+			g.t.abort()
+			return handshakeRefusal{}
+		}
+		if !begun {
+			return handshakeRefusal{}
+		}
+		record, no := g.checkedRecord(&hellos)
+		if no.reason != "" {
+			g.t.closeWith(no.reason)
+			return no
+		}
+		n, err := g.t.upstream.Write(record)
+		g.up += int64(n)
+		if err != nil {
+			g.t.abort()
+			return handshakeRefusal{reason: policy.DialError, msg: "origin went away during the TLS handshake"}
 		}
 	}
-	raw, sni, err := ReadClientHello(br)
-	if reason := helloReason(err, sni, t.host); reason != "" {
-		return up, down, reason, "second ClientHello, after a HelloRetryRequest: " + errString(err) + sniNote(sni, t.host)
+}
+
+// next waits for the first byte of the client's next record. It reports
+// false when stopped before one began; once one has begun, it is finished
+// and checked whatever happens, within the wait.
+func (g *clientRecords) next() (begun bool, err error) {
+	g.mu.Lock()
+	if g.stopped {
+		g.mu.Unlock()
+		return false, nil
 	}
-	n, err = t.upstream.Write(append(ccs, raw...))
-	up += int64(n)
+	g.busy = false
+	g.t.client.SetReadDeadline(time.Time{})
+	g.mu.Unlock()
+
+	_, err = g.br.Peek(1)
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if err != nil {
-		return up, down, policy.DialError, "origin went away before the second ClientHello was sent"
+		if g.stopped {
+			return false, nil
+		}
+		return false, err
 	}
-	return up, down, "", ""
+	g.busy = true
+	g.t.client.SetReadDeadline(time.Now().Add(g.wait))
+	return true, nil
+}
+
+// checkedRecord reads the client's next record, or the records of its next
+// ClientHello, and checks them.
+func (g *clientRecords) checkedRecord(hellos *int) ([]byte, handshakeRefusal) {
+	hdr, err := g.br.Peek(tlsRecordHeaderLen)
+	if err != nil {
+		return nil, recordRefusal(err, hdr)
+	}
+	switch {
+	case hdr[0] == recordTypeHandshake:
+		*hellos++
+		raw, sni, err := ReadClientHello(g.br)
+		if reason := helloReason(err, sni, g.t.host); reason != "" {
+			no := handshakeRefusal{reason: reason, msg: g.helloName(*hellos) + ": " + errString(err) + sniNote(sni, g.t.host)}
+			if reason == policy.SNIMismatch {
+				no.sni = sni
+			}
+			return nil, no
+		}
+		return raw, handshakeRefusal{}
+	case hdr[1] != 3:
+		return nil, handshakeRefusal{reason: policy.NotTLS, msg: "a record that is not TLS after the ClientHello"}
+	case hdr[0] == recordTypeChangeCipherSpec, hdr[0] == recordTypeAlert, hdr[0] == recordTypeApplicationData:
+		record, err := readRecord(g.br)
+		if err != nil {
+			return nil, recordRefusal(err, record)
+		}
+		if hdr[0] == recordTypeChangeCipherSpec && !isChangeCipherSpec(record) {
+			return nil, handshakeRefusal{reason: policy.NotTLS, msg: "malformed ChangeCipherSpec before the origin answered"}
+		}
+		return record, handshakeRefusal{}
+	default:
+		return nil, handshakeRefusal{reason: policy.NotTLS, msg: "a TLS record of type " + strconv.Itoa(int(hdr[0])) + " before the origin answered"}
+	}
+}
+
+// helloName names the n-th ClientHello for the audit line.
+func (g *clientRecords) helloName(n int) string {
+	name := "ClientHello " + strconv.Itoa(n)
+	if n == 2 {
+		name = "second ClientHello"
+	}
+	if g.retried.Load() {
+		return name + ", after a HelloRetryRequest"
+	}
+	return name + ", before the origin answered"
+}
+
+// recordRefusal turns a failed read of a record begun into a refusal:
+// timeout when the wait ran out, not_tls otherwise.
+func recordRefusal(err error, raw []byte) handshakeRefusal {
+	if he, ok := readErr(err, raw).(*HelloError); ok && he.Reason == policy.Timeout {
+		return handshakeRefusal{reason: policy.Timeout, msg: "a TLS record begun and not finished in time"}
+	}
+	return handshakeRefusal{reason: policy.NotTLS, msg: "incomplete or oversized TLS record after the ClientHello"}
 }
 
 func sniNote(sni, host allowlist.Name) string {
@@ -104,6 +267,12 @@ func readRecord(r io.Reader) ([]byte, error) {
 	copy(rec, hdr)
 	got, err := io.ReadFull(r, rec[tlsRecordHeaderLen:])
 	return rec[:tlsRecordHeaderLen+got], err // every byte consumed, to relay
+}
+
+// isChangeCipherSpec reports whether record is the one-byte
+// ChangeCipherSpec either side may send in clear (RFC 8446 §5).
+func isChangeCipherSpec(record []byte) bool {
+	return len(record) == tlsRecordHeaderLen+1 && record[0] == recordTypeChangeCipherSpec && record[1] == 3 && record[5] == 1
 }
 
 // isHelloRetry reports whether record carries a HelloRetryRequest: a

@@ -35,9 +35,9 @@ type tunnel struct {
 // half-close on.
 type halfCloser interface{ CloseWrite() error }
 
-// run replays what was read while peeking (the ClientHello and anything the
-// client pipelined behind it), then splices both ways until both sides are
-// done. up counts client→origin bytes, down origin→client.
+// run replays what was read from the client and not yet forwarded (the
+// handshake guard forwards the ClientHello and what it checked), then
+// splices both ways until both sides are done. up counts client→origin bytes, down origin→client.
 func (t *tunnel) run(replay []byte) (up, down int64) {
 	n, err := t.upstream.Write(replay)
 	up = int64(n)

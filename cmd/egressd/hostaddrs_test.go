@@ -191,9 +191,29 @@ func TestServeDeniesAnAddressAddedToTheHostWhileServing(t *testing.T) {
 	const self = "203.0.114.5" // exists only inside the test's namespace
 	dns.Add(t, "self.weather.example. 60 IN A "+self, "self6.weather.example. 60 IN AAAA 2001:db8:5::5")
 
+	connectTo, audit := serveIn(t, n, dns, `"self.weather.example","self6.weather.example"`)
+	connect := func(host string) string { return connectTo(host + ":443") }
+	if r := connect("self.weather.example"); r != "dial_error" {
+		t.Fatalf("before the address exists: %s (want dial_error: allowed, nothing there)", r)
+	}
+	n.ip(t, "addr", "add", self+"/32", "dev", "d0")
+	n.ip(t, "addr", "add", "2001:db8:5::5/128", "dev", "d0", "nodad")
+	waitFor(t, audit, `"action":"host_addresses","msg":"[^"]*`+self+`[^"]*2001:db8:5::5`)
+	if r := connect("self.weather.example"); r != "private_address" {
+		t.Fatalf("a name resolving to an address added while serving: %s", r)
+	}
+	if r := connect("self6.weather.example"); r != "private_address" {
+		t.Fatalf("a name resolving to an IPv6 address added while serving: %s", r)
+	}
+}
+
+// serveIn starts egressd serve inside n for a manifest allowing hosts,
+// resolved by dns, and returns a function that sends CONNECT host:port
+// from inside n and returns the reason header, and the audit log.
+func serveIn(t *testing.T, n *netns, dns *proxytest.DNS, hosts string) (connect func(hostport string) string, audit *lockedFile) {
 	bin := egressdBinary(t)
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "manifest.json"), weatherManifest("1.0.0", `"self.weather.example","self6.weather.example"`), 0o600)
+	os.WriteFile(filepath.Join(dir, "manifest.json"), weatherManifest("1.0.0", hosts), 0o600)
 	auditFile := filepath.Join(dir, "audit.log")
 	cmd := exec.Command("ip", "netns", "exec", n.name, bin, "serve", "--manifest", dir, "--listen", "127.0.0.1:0",
 		"--state", filepath.Join(dir, "state"), "--resolver", dns.Addr, "--audit-log", auditFile)
@@ -214,7 +234,7 @@ func TestServeDeniesAnAddressAddedToTheHostWhileServing(t *testing.T) {
 		}
 	})
 	listen := waitFor(t, &stderr, `serving com.test.weather on (127\.0\.0\.1:\d+)`)[1]
-	connect := func(host string) string {
+	return func(hostport string) string {
 		var c net.Conn
 		n.do(t, func() {
 			var err error
@@ -224,24 +244,53 @@ func TestServeDeniesAnAddressAddedToTheHostWhileServing(t *testing.T) {
 		})
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(30 * time.Second))
-		io.WriteString(c, "CONNECT "+host+":443 HTTP/1.1\r\n\r\n")
+		io.WriteString(c, "CONNECT "+hostport+" HTTP/1.1\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return resp.Header.Get("X-Egress-Reason")
+	}, &lockedFile{path: auditFile}
+}
+
+// TestServeDeniesAnAddressTheKernelRoutesToTheHostItself: the host's own
+// addresses were its interface addresses only. An address the kernel's
+// local routing table delivers to the host (ip route add local PREFIX dev
+// lo: AnyIP, a TPROXY setup) is on no interface, so a name resolving to it
+// was allowed and reached a service on the host, the IPv6 connection
+// leaving from ::1 (IPv4 leaves from the address itself, which the check
+// after the dial already caught). In a network namespace the test creates,
+// both families get a local route and a service listens on every address;
+// names resolving into those routes are private_address, with the reason.
+func TestServeDeniesAnAddressTheKernelRoutesToTheHostItself(t *testing.T) {
+	n := newNetns(t)
+	n.ip(t, "route", "add", "local", "203.0.114.0/24", "dev", "lo") // exists only inside the test's namespace
+	n.ip(t, "-6", "route", "add", "local", "2a0f:ffff:17::/64", "dev", "lo")
+	var dns *proxytest.DNS
+	var svc net.Listener
+	n.do(t, func() {
+		dns = proxytest.StartDNS(t)
+		var err error
+		if svc, err = net.Listen("tcp", "[::]:443"); err != nil { // a service on the host, every address
+			t.Fatal(err)
+		}
+	})
+	t.Cleanup(func() { svc.Close() })
+	go func() {
+		for {
+			c, err := svc.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	dns.Add(t, "local4.weather.example. 60 IN A 203.0.114.9", "local6.weather.example. 60 IN AAAA 2a0f:ffff:17::9")
+	connect, audit := serveIn(t, n, dns, `"local4.weather.example","local6.weather.example"`)
+	for _, host := range []string{"local4.weather.example", "local6.weather.example"} {
+		if r := connect(host + ":443"); r != "private_address" {
+			t.Fatalf("%s, routed to the host by a local route: %s", host, r)
+		}
 	}
-	if r := connect("self.weather.example"); r != "dial_error" {
-		t.Fatalf("before the address exists: %s (want dial_error: allowed, nothing there)", r)
-	}
-	n.ip(t, "addr", "add", self+"/32", "dev", "d0")
-	n.ip(t, "addr", "add", "2001:db8:5::5/128", "dev", "d0", "nodad")
-	audit := &lockedFile{path: auditFile}
-	waitFor(t, audit, `"action":"host_addresses","msg":"[^"]*`+self+`[^"]*2001:db8:5::5`)
-	if r := connect("self.weather.example"); r != "private_address" {
-		t.Fatalf("a name resolving to an address added while serving: %s", r)
-	}
-	if r := connect("self6.weather.example"); r != "private_address" {
-		t.Fatalf("a name resolving to an IPv6 address added while serving: %s", r)
-	}
+	waitFor(t, audit, `"host":"local6.weather.example"[^\n]*"rule":"[^"]*this host`)
 }
