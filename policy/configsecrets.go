@@ -71,6 +71,9 @@ func parseTLS(f fileTLS, ins []Integration, ps *problems) TLSFiles {
 	if (t.CACert == "") != (t.CAKey == "") {
 		ps.add("tls", "ca_cert and ca_key go together: the CA's certificate and its private key")
 	}
+	if t.UpstreamCA != "" && t.CACert == "" {
+		ps.add("tls.upstream_ca", "verifies the hosts a secret is bound to, which needs tls.ca_cert and tls.ca_key")
+	}
 	for i, in := range ins {
 		if len(in.Secrets) > 0 && t.CACert == "" {
 			ps.add(fmt.Sprintf("integrations[%d].secrets", i), "a bound secret needs tls.ca_cert and tls.ca_key: egressd presents certificates for the bound hosts from that CA")
