@@ -54,4 +54,3 @@ func tlsFixedAtStart(load func() (policy.Config, error), atStart policy.TLSFiles
 		return cfg, err
 	}
 }
-
