@@ -104,8 +104,12 @@ func (e *secretEnv) secretCommand(flags []string, script string) *exec.Cmd {
 // name-constrained to the bound host, also bound over the system bundle.
 func TestRunSecretValueIsNowhereTheSandboxCanLook(t *testing.T) {
 	e := newSecretEnv(t)
+	node := requireNode(t)
 	script := strings.Join([]string{
 		`echo "ph=$ACME_KEY"`,
+		node + ` -e 'const fs = require("fs"); const env = fs.readFileSync("/proc/self/environ", "latin1");
+console.log("node_placeholder=" + /^egressd-ph-/.test(process.env.ACME_KEY), "node_extra=" + process.env.NODE_EXTRA_CA_CERTS,
+  "node_environ_hit=" + new RegExp("` + valuePattern + `").test(env), "node_ca_loaded=" + require("tls").rootCertificates.length)' 2>&1`,
 		`for f in /proc/[0-9]*/environ; do tr '\0' '\n' < $f 2>/dev/null; done | grep -c '` + valuePattern + `' | sed 's/^/environ_hits=/'`,
 		`for f in /proc/[0-9]*/environ; do tr '\0' '\n' < $f 2>/dev/null; done | grep -q '^ACME_KEY=egressd-ph-' && echo environ_placeholder=yes`,
 		`grep -rsl '` + valuePattern + `' /etc /tmp /home /var /proc/self/cmdline /proc/1/cmdline ` + e.dir + ` | sed 's/^/file_hit=/'`,
@@ -128,10 +132,14 @@ func TestRunSecretValueIsNowhereTheSandboxCanLook(t *testing.T) {
 		t.Fatalf("placeholder %q\n%s", ph, report)
 	}
 	want := "vars=/etc/egressd/ca-certificates.crt,/etc/egressd/ca-certificates.crt,/etc/egressd/ca-certificates.crt,/etc/egressd/ca-certificates.crt"
-	for _, w := range []string{"environ_hits=0", "environ_placeholder=yes", want, "system_bundle=same"} {
+	for _, w := range []string{"environ_hits=0", "environ_placeholder=yes", want, "system_bundle=same",
+		"node_placeholder=true node_extra=/etc/egressd/ca-certificates.crt node_environ_hit=false"} {
 		if !strings.Contains(report, w) {
 			t.Errorf("want %s in:\n%s", w, report)
 		}
+	}
+	if strings.Contains(report, "Ignoring extra certs") {
+		t.Errorf("node could not load the trust bundle:\n%s", report)
 	}
 	if strings.Contains(report, "file_hit=") || strings.Contains(out, secretValue) {
 		t.Errorf("the value is readable inside:\n%s", report)
