@@ -373,6 +373,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 		r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "exemption", Integration: p.Manifest.ID, Exemption: name})
 	}
 	r.env.report(stderr, r.log, p.Manifest.ID)
+	announceSecrets(r.log, p.Manifest.ID, p.Secrets())
 	if err := sb.Run(); err != nil {
 		sb.Kill()
 		fmt.Fprintln(stderr, "egressd run:", err)

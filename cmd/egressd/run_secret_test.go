@@ -147,6 +147,9 @@ console.log("node_placeholder=" + /^egressd-ph-/.test(process.env.ACME_KEY), "no
 	if strings.Contains(errs, secretValue) || strings.Contains(e.auditLog(), secretValue) {
 		t.Errorf("the value is in egressd's stderr or the audit log")
 	}
+	if !strings.Contains(e.auditLog(), `"action":"secret_bound","msg":"ACME_KEY: api.bound.example"`) {
+		t.Errorf("the binding is not in the audit log:\n%s", e.auditLog())
+	}
 	checkBundle(t, []byte(bundle), "api.bound.example")
 }
 

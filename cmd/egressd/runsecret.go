@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/egressd/egressd/audit"
 	"github.com/egressd/egressd/internal/safefile"
 	"github.com/egressd/egressd/policy"
 	"github.com/egressd/egressd/proxy"
@@ -110,4 +111,16 @@ func placeholderEnv(secrets []policy.Secret) (names, env []string) {
 		env = append(env, s.Name+"="+s.Placeholder)
 	}
 	return names, env
+}
+
+// announceSecrets records each binding at start, by NAME and hosts: the
+// value is never written anywhere, the placeholder only in the sandbox.
+func announceSecrets(log *audit.Log, id string, secrets []policy.Secret) {
+	for _, s := range secrets {
+		var hosts []string
+		for _, h := range s.Hosts {
+			hosts = append(hosts, h.String())
+		}
+		log.Write(audit.Event{Kind: audit.Lifecycle, Action: "secret_bound", Integration: id, Msg: s.Name + ": " + strings.Join(hosts, ",")})
+	}
 }

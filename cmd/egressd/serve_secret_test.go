@@ -116,6 +116,16 @@ func TestServeSecretConfigStartsAndCheckCatchesEachBadField(t *testing.T) {
 	if strings.Contains(sp.stderr.String(), secretValue) {
 		t.Fatal("serve's stderr shows the value")
 	}
+	for _, args := range [][]string{
+		{"explain", "--manifest", s.dir, "--config", good, "api.bound.example"},
+		{"state", "list", "--state", filepath.Join(s.dir, "state")},
+		{"check", "--json", "--config", good, s.dir},
+	} {
+		out, errs, _ := runCLI(t, args...)
+		if strings.Contains(out+errs, secretValue) || out+errs == "" {
+			t.Fatalf("egressd %s shows the value or nothing:\n%s%s", strings.Join(args, " "), out, errs)
+		}
+	}
 
 	leaf, leafKey := operatorCA(t, s.dir, "leaf", false)
 	_, otherKey := operatorCA(t, s.dir, "other", true)
