@@ -173,7 +173,9 @@ func PlaceholderProblem(p string) string {
 	case p == "":
 		return "is required: the value the integration's environment carries instead of the secret (\"" + PlaceholderPrefix + "…\")"
 	case !strings.HasPrefix(p, PlaceholderPrefix):
-		return fmt.Sprintf("must start with %q (%q)", PlaceholderPrefix, capQuoted(p))
+		// Not quoted: an operator who put the real key here must not
+		// see it printed.
+		return fmt.Sprintf("must start with %q", PlaceholderPrefix)
 	case len(p) < minPlaceholder:
 		return fmt.Sprintf("must be at least %d characters (%d)", minPlaceholder, len(p))
 	case len(p) > MaxSecretValue:
@@ -185,13 +187,6 @@ func PlaceholderProblem(p string) string {
 		}
 	}
 	return ""
-}
-
-func capQuoted(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
 }
 
 // placeholdersApart refuses two secrets whose placeholders are equal or

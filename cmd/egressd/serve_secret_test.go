@@ -139,7 +139,7 @@ func TestServeSecretConfigStartsAndCheckCatchesEachBadField(t *testing.T) {
 		{"missing_value_file", map[string]string{"value_file": filepath.Join(s.dir, "missing")}, "integrations[0].secrets[0].value_file: "},
 		{"value_file_is_a_folder", map[string]string{"value_file": s.dir}, "is a folder, not a regular file"},
 		{"empty_value_file", map[string]string{"value_file": empty}, "integrations[0].secrets[0]: the value of ACME_KEY (" + empty + ") is empty"},
-		{"placeholder_without_prefix", map[string]string{"placeholder": "sk-looks-like-a-real-key-000"}, `integrations[0].secrets[0].placeholder: must start with "egressd-ph-"`},
+		{"the_value_given_as_placeholder", map[string]string{"placeholder": secretValue}, `integrations[0].secrets[0].placeholder: must start with "egressd-ph-"`},
 		{"short_placeholder", map[string]string{"placeholder": "egressd-ph-abc"}, "integrations[0].secrets[0].placeholder: must be at least 24 characters (14)"},
 		{"undeclared_env", map[string]string{"env": "OTHER_KEY"}, "integrations[0].secrets[0]: OTHER_KEY is not a key the manifest declares"},
 		{"unlisted_host", map[string]string{"hosts": "[paste.example]"}, "integrations[0].secrets[0]: ACME_KEY: host paste.example is not allowed"},
