@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
 	"io"
 	"log"
@@ -237,17 +238,18 @@ func TestRunSecretReachesOnlyTheBoundHost(t *testing.T) {
 	script := strings.Join([]string{
 		`curl -sS -m 10 --http1.1 -H "Authorization: Bearer $ACME_KEY" ` + bound + `; echo`,
 		`curl -sS -m 10 --http2 -H "Authorization: Bearer $ACME_KEY" ` + bound + `; echo`,
+		`curl -sS -m 10 -u "user:$ACME_KEY" ` + bound + `; echo`,
 		`curl -sS -m 10 --cacert ca.pem -H "Authorization: Bearer $ACME_KEY" ` + plain + `; echo`,
 		node + ` -e 'fetch("` + bound + `", {headers: {authorization: "Bearer " + process.env.ACME_KEY}}).then(r => r.text()).then(t => console.log("node:", t), e => console.log("node failed:", e.cause && e.cause.code))'`,
 	}, "; ")
 	out, errs, code := runCmd(t, e.secretCommand([]string{"--secret", "ACME_KEY=api.bound.example", "--upstream-ca", filepath.Join(e.dir, "ca.pem")}, script))
-	if code != 0 || strings.Count(out, "hello from api.bound.example") != 3 || !strings.Contains(out, "hello from plain.bound.example") {
+	if code != 0 || strings.Count(out, "hello from api.bound.example") != 4 || !strings.Contains(out, "hello from plain.bound.example") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	for _, got := range e.rec.received("api.bound.example") {
-		if got != "Bearer "+secretValue {
-			t.Errorf("the bound host received %q", got)
-		}
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("user:"+secretValue))
+	got := e.rec.received("api.bound.example")
+	if len(got) != 4 || got[0] != "Bearer "+secretValue || got[1] != "Bearer "+secretValue || got[2] != basic || got[3] != "Bearer "+secretValue {
+		t.Errorf("the bound host received %q", got)
 	}
 	for _, got := range e.rec.received("plain.bound.example") {
 		if !strings.HasPrefix(got, "Bearer egressd-ph-") {
