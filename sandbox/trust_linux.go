@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // systemBundles are the files TLS clients read their roots from when no
@@ -13,8 +14,10 @@ var systemBundles = []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls
 	"/etc/ssl/ca-bundle.pem", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", "/etc/ssl/cert.pem"}
 
 // bindTrustBundle binds the host file bundle read-only at TrustBundlePath
-// and over every system bundle that is a regular file inside root (a
-// symlink is left alone: mounting over it would follow it out of root).
+// and over every system bundle inside root, once per file it resolves to
+// (Fedora's and Debian's links point into one another). A path that
+// resolves outside root (an absolute link, read before the pivot against
+// the host's tree) is left alone.
 func bindTrustBundle(root, bundle string) error {
 	if bundle == "" {
 		return nil
@@ -22,11 +25,17 @@ func bindTrustBundle(root, bundle string) error {
 	if err := bind(root, bundle, TrustBundlePath, true); err != nil {
 		return err
 	}
+	done := map[string]bool{}
 	for _, p := range systemBundles {
-		if st, err := os.Lstat(filepath.Join(root, p)); err != nil || !st.Mode().IsRegular() {
+		real, err := filepath.EvalSymlinks(filepath.Join(root, p))
+		if err != nil || !strings.HasPrefix(real, root+"/") || done[real] {
 			continue
 		}
-		if err := bind(root, bundle, p, true); err != nil {
+		if st, err := os.Stat(real); err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		done[real] = true
+		if err := bind(root, bundle, strings.TrimPrefix(real, root), true); err != nil {
 			return err
 		}
 	}
