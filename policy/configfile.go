@@ -133,7 +133,7 @@ func LoadConfig(file string) (Config, error) {
 	var ps problems
 	c.TLS = c.TLS.relativeTo(filepath.Dir(file))
 	for i := range c.Integrations {
-		readSecretValues(c.Integrations[i].Secrets, filepath.Dir(file), &ps)
+		readSecretValues(fmt.Sprintf("integrations[%d].secrets", i), c.Integrations[i].Secrets, filepath.Dir(file), &ps)
 	}
 	for i, md := range c.ManifestDirs {
 		dir := md.Dir

@@ -61,7 +61,7 @@ func parseSecrets(at string, fs []fileSecret, ps *problems) []SecretSpec {
 		if msg := PlaceholderProblem(f.Placeholder); msg != "" {
 			ps.add(here+".placeholder", msg)
 		}
-		out = append(out, SecretSpec{At: here, Name: f.Env, Hosts: f.Hosts, Placeholder: f.Placeholder, From: f.ValueFile})
+		out = append(out, SecretSpec{At: here + " (" + f.Env + ")", Name: f.Env, Hosts: f.Hosts, Placeholder: f.Placeholder, From: f.ValueFile})
 	}
 	return out
 }
@@ -87,7 +87,7 @@ func parseTLS(f fileTLS, ins []Integration, ps *problems) TLSFiles {
 // config's folder), one trailing line break trimmed. It runs on every load,
 // so a rotated file applies at the next reload. A problem names the file,
 // never its content.
-func readSecretValues(specs []SecretSpec, dir string, ps *problems) {
+func readSecretValues(at string, specs []SecretSpec, dir string, ps *problems) {
 	for i := range specs {
 		sp := &specs[i]
 		path := os.ExpandEnv(sp.From)
@@ -97,7 +97,7 @@ func readSecretValues(specs []SecretSpec, dir string, ps *problems) {
 		sp.From = path
 		data, err := safefile.ReadRegular(path, SecretValueFileMax)
 		if err != nil {
-			ps.add(sp.At+".value_file", err.Error())
+			ps.add(fmt.Sprintf("%s[%d].value_file", at, i), err.Error())
 			continue
 		}
 		data = bytes.TrimSuffix(data, []byte("\n"))

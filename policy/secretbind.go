@@ -104,14 +104,14 @@ func bindOne(sp SecretSpec, known map[string]bool, allowed *allowlist.Matcher, i
 	for _, h := range sp.Hosts {
 		e, _, err := allowlist.ParseEntry(h)
 		if err != nil {
-			return fail("%s: host %v", sp.Name, err)
+			return fail("host %v", err)
 		}
 		if !hostAllowed(e, allowed, inForce) {
-			return fail("%s: host %s is not allowed by the manifest's list in force (%s)", sp.Name, e, entryList(inForce))
+			return fail("host %s is not allowed by the manifest's list in force (%s)", e, entryList(inForce))
 		}
 		for _, prev := range s.Hosts {
 			if prev == e {
-				return fail("%s: host %s is listed twice", sp.Name, e)
+				return fail("host %s is listed twice", e)
 			}
 		}
 		s.Hosts = append(s.Hosts, e)

@@ -34,10 +34,10 @@ func TestBindSecretsRefusesWhatTheOperatorCannotBind(t *testing.T) {
 		{"host_in_other_case_is_canonical", []SecretSpec{spec("ACME_KEY", "API.acme.example")}, ""},
 		{"undeclared_name", []SecretSpec{spec("HOME_KEY", "api.acme.example")}, "--secret HOME_KEY: HOME_KEY is not a key the manifest declares"},
 		{"egressd_own_variable", []SecretSpec{spec("HTTPS_PROXY", "api.acme.example")}, "HTTPS_PROXY is egressd's own variable"},
-		{"unlisted_host", []SecretSpec{spec("ACME_KEY", "evil.example")}, "ACME_KEY: host evil.example is not allowed by the manifest's list in force"},
+		{"unlisted_host", []SecretSpec{spec("ACME_KEY", "evil.example")}, "--secret ACME_KEY: host evil.example is not allowed by the manifest's list in force"},
 		{"wildcard_wider_than_the_manifest", []SecretSpec{spec("ACME_KEY", "*.acme.example")}, "host *.acme.example is not allowed"},
 		{"name_two_labels_below_the_wildcard", []SecretSpec{spec("ACME_KEY", "a.b.cdn.acme.example")}, "is not allowed"},
-		{"unparsable_host", []SecretSpec{spec("ACME_KEY", "https://api.acme.example/")}, "ACME_KEY: host "},
+		{"unparsable_host", []SecretSpec{spec("ACME_KEY", "https://api.acme.example/")}, "--secret ACME_KEY: host "},
 		{"ip_host", []SecretSpec{spec("ACME_KEY", "192.0.2.1")}, "bare IP addresses are not allowed"},
 		{"no_host", []SecretSpec{spec("ACME_KEY")}, "ACME_KEY is bound to no host"},
 		{"host_twice", []SecretSpec{spec("ACME_KEY", "api.acme.example", "API.acme.example")}, "listed twice"},
@@ -150,7 +150,7 @@ func TestNewVersionThatDropsABoundHostKeepsTheLastGoodPolicy(t *testing.T) {
 	// refused and 1.0.0 with its binding stays.
 	f.write("com.acme.erp", "1.1.0", "docs.acme.example")
 	out := f.load(r, KeptLastGood)
-	if !strings.Contains(out.Err.Error(), "--secret ACME_KEY: ACME_KEY: host api.acme.example is not allowed") {
+	if !strings.Contains(out.Err.Error(), "--secret ACME_KEY: host api.acme.example is not allowed") {
 		t.Fatalf("err = %v", out.Err)
 	}
 	p := r.Policy(f.dir)
@@ -207,7 +207,7 @@ func TestConfigSecretsAndTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := c.Integrations[0].Secrets[0]
-	if string(s.Value) != testValue || s.Name != "ACME_KEY" || s.Placeholder != testPH || s.From != filepath.Join(dir, "acme-key") || s.At != "integrations[0].secrets[0]" {
+	if string(s.Value) != testValue || s.Name != "ACME_KEY" || s.Placeholder != testPH || s.From != filepath.Join(dir, "acme-key") || s.At != "integrations[0].secrets[0] (ACME_KEY)" {
 		t.Fatalf("secret = %+v", s)
 	}
 	if c.TLS.CACert != filepath.Join(dir, "ca.pem") || c.TLS.CAKey != filepath.Join(dir, "ca.key") || c.TLS.UpstreamCA != filepath.Join(dir, "roots.pem") {

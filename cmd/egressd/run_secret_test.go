@@ -192,9 +192,9 @@ func TestRunSecretBindingTheOperatorCannotMakeFailsAtStart(t *testing.T) {
 		want  string
 	}{
 		{"undeclared_key", []string{"--secret", "OTHER_KEY=api.bound.example"}, []string{"OTHER_KEY=" + secretValue}, "--secret OTHER_KEY: OTHER_KEY is not a key the manifest declares"},
-		{"unlisted_host", []string{"--secret", "ACME_KEY=paste.example"}, nil, "ACME_KEY: host paste.example is not allowed by the manifest's list in force"},
+		{"unlisted_host", []string{"--secret", "ACME_KEY=paste.example"}, nil, "--secret ACME_KEY: host paste.example is not allowed by the manifest's list in force"},
 		{"wildcard_wider_than_the_manifest", []string{"--secret", "ACME_KEY=*.bound.example"}, nil, "host *.bound.example is not allowed"},
-		{"unparsable_host", []string{"--secret", "ACME_KEY=https://api.bound.example/"}, nil, "--secret ACME_KEY: ACME_KEY: host "},
+		{"unparsable_host", []string{"--secret", "ACME_KEY=https://api.bound.example/"}, nil, "--secret ACME_KEY: host "},
 		{"unset_in_the_launcher", []string{"--secret", "ACME_KEY=api.bound.example"}, []string{"ACME_KEY="}, "--secret ACME_KEY: ACME_KEY is not set in egressd's environment"},
 		{"no_hosts", []string{"--secret", "ACME_KEY"}, nil, "--secret ACME_KEY: must be NAME=HOST[,HOST…]"},
 		{"twice", []string{"--secret", "ACME_KEY=api.bound.example", "--secret", "ACME_KEY=plain.bound.example"}, nil, "ACME_KEY is bound twice"},
