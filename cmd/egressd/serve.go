@@ -408,5 +408,11 @@ func watchSet(cfg policy.Config, configFile string) proxy.WatchSet {
 	for _, md := range cfg.ManifestDirs {
 		roots = append(roots, md.Dir)
 	}
-	return proxy.WatchSetFor(manifests, roots, configFile)
+	w := proxy.WatchSetFor(manifests, roots, configFile)
+	for _, in := range cfg.Integrations {
+		for _, s := range in.Secrets {
+			w.Files = append(w.Files, s.From) // a rotated value file (a Secret volume's update) is a reload
+		}
+	}
+	return w
 }

@@ -252,3 +252,18 @@ func (a auditFile) String() string {
 	data, _ := os.ReadFile(string(a))
 	return string(data)
 }
+
+// TestServeRotatedValueFileIsAReload: a value file rewritten in place (or
+// swapped by a Secret volume's update) reloads without a SIGHUP, as a
+// manifest change does.
+func TestServeRotatedValueFileIsAReload(t *testing.T) {
+	s := newServeSecretSetup(t)
+	sp := startServeProcess(t, s.config(t, nil))
+	defer sp.stop(t)
+	next := s.valueFile + ".next"
+	os.WriteFile(next, []byte("sk-live-ROTATED-1234567890\n"), 0o600)
+	if err := os.Rename(next, s.valueFile); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, auditFile(filepath.Join(s.dir, "audit.log")), `"event":"policy"[^\n]*"generation":2`)
+}

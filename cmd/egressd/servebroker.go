@@ -48,8 +48,8 @@ func tlsFixedAtStart(load func() (policy.Config, error), atStart policy.TLSFiles
 		cfg, err := load()
 		if err == nil && cfg.TLS != atStart {
 			msg := "tls: changed; the broker's CA and upstream roots are read at start: restart egressd to apply the change (the ones read at start stay in force)"
-			warn(msg)
 			log.Write(audit.Event{Kind: audit.Policy, Action: "restart_needed", Msg: msg})
+			warn(msg)
 		}
 		return cfg, err
 	}
