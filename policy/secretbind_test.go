@@ -10,12 +10,12 @@ import (
 )
 
 const (
-	testValue = "sk-live-DISTINCTIVE-4f9a1c"
-	testPH    = "egressd-ph-AAAAAAAAAAAAAAAAAAAAA"
+	bindTestValue = "sk-live-DISTINCTIVE-4f9a1c"
+	bindTestPlaceholder    = "egressd-ph-AAAAAAAAAAAAAAAAAAAAA"
 )
 
-func spec(name string, hosts ...string) SecretSpec {
-	return SecretSpec{At: "--secret " + name, Name: name, Hosts: hosts, Placeholder: testPH, Value: []byte(testValue), From: "the launcher's environment"}
+func bindSpec(name string, hosts ...string) SecretSpec {
+	return SecretSpec{At: "--secret " + name, Name: name, Hosts: hosts, Placeholder: bindTestPlaceholder, Value: []byte(bindTestValue), From: "the launcher's environment"}
 }
 
 func TestBindSecretsRefusesWhatTheOperatorCannotBind(t *testing.T) {
@@ -27,33 +27,33 @@ func TestBindSecretsRefusesWhatTheOperatorCannotBind(t *testing.T) {
 		specs []SecretSpec
 		want  string // "" means bound
 	}{
-		{"declared_key_exact_host", []SecretSpec{spec("ACME_KEY", "api.acme.example")}, ""},
-		{"passed_with_env", []SecretSpec{spec("PASSED", "api.acme.example")}, ""},
-		{"wildcard_the_manifest_holds", []SecretSpec{spec("ACME_KEY", "*.cdn.acme.example")}, ""},
-		{"name_the_wildcard_matches", []SecretSpec{spec("ACME_KEY", "eu.cdn.acme.example")}, ""},
-		{"host_in_other_case_is_canonical", []SecretSpec{spec("ACME_KEY", "API.acme.example")}, ""},
-		{"undeclared_name", []SecretSpec{spec("HOME_KEY", "api.acme.example")}, "--secret HOME_KEY: HOME_KEY is not a key the manifest declares"},
-		{"egressd_own_variable", []SecretSpec{spec("HTTPS_PROXY", "api.acme.example")}, "HTTPS_PROXY is egressd's own variable"},
-		{"unlisted_host", []SecretSpec{spec("ACME_KEY", "evil.example")}, "--secret ACME_KEY: host evil.example is not allowed by the manifest's list in force"},
-		{"wildcard_wider_than_the_manifest", []SecretSpec{spec("ACME_KEY", "*.acme.example")}, "host *.acme.example is not allowed"},
-		{"name_two_labels_below_the_wildcard", []SecretSpec{spec("ACME_KEY", "a.b.cdn.acme.example")}, "is not allowed"},
-		{"unparsable_host", []SecretSpec{spec("ACME_KEY", "https://api.acme.example/")}, "--secret ACME_KEY: host "},
-		{"ip_host", []SecretSpec{spec("ACME_KEY", "192.0.2.1")}, "bare IP addresses are not allowed"},
-		{"no_host", []SecretSpec{spec("ACME_KEY")}, "ACME_KEY is bound to no host"},
-		{"host_twice", []SecretSpec{spec("ACME_KEY", "api.acme.example", "API.acme.example")}, "listed twice"},
-		{"empty_value", []SecretSpec{with(spec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Value = nil })}, "the value of ACME_KEY (the launcher's environment) is empty"},
-		{"short_value", []SecretSpec{with(spec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Value = []byte("abc") })}, "is shorter than 8 bytes"},
-		{"value_with_line_break", []SecretSpec{with(spec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Value = []byte("abcdefgh\r\nX-Evil: 1") })}, "holds a control character"},
-		{"duplicate_name", []SecretSpec{spec("ACME_KEY", "api.acme.example"), with(spec("ACME_KEY", "paste.example"), func(s *SecretSpec) { s.Placeholder = testPH + "B"; s.At = "second" })}, "second: ACME_KEY is bound twice"},
-		{"placeholder_without_prefix", []SecretSpec{with(spec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Placeholder = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" })}, `placeholder: must start with "egressd-ph-"`},
-		{"placeholder_too_short", []SecretSpec{with(spec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Placeholder = "egressd-ph-abc" })}, "must be at least 24 characters"},
-		{"placeholder_in_value", []SecretSpec{with(spec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Value = []byte("k-" + testPH + "-k") })}, "contain one another"},
-		{"value_in_placeholder", []SecretSpec{with(spec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Value = []byte("AAAAAAAAAAAA") })}, "contain one another"},
-		{"placeholder_equal_to_value", []SecretSpec{with(spec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Value = []byte(testPH) })}, "contain one another"},
-		{"placeholder_inside_another", []SecretSpec{spec("ACME_KEY", "api.acme.example"), with(spec("OTHER_KEY", "paste.example"), func(s *SecretSpec) { s.Placeholder = testPH + "B"; s.Value = []byte("another-value-1") })}, "one contains the other"},
-		{"placeholder_inside_other_value", []SecretSpec{spec("ACME_KEY", "api.acme.example"), with(spec("OTHER_KEY", "paste.example"), func(s *SecretSpec) {
+		{"declared_key_exact_host", []SecretSpec{bindSpec("ACME_KEY", "api.acme.example")}, ""},
+		{"passed_with_env", []SecretSpec{bindSpec("PASSED", "api.acme.example")}, ""},
+		{"wildcard_the_manifest_holds", []SecretSpec{bindSpec("ACME_KEY", "*.cdn.acme.example")}, ""},
+		{"name_the_wildcard_matches", []SecretSpec{bindSpec("ACME_KEY", "eu.cdn.acme.example")}, ""},
+		{"host_in_other_case_is_canonical", []SecretSpec{bindSpec("ACME_KEY", "API.acme.example")}, ""},
+		{"undeclared_name", []SecretSpec{bindSpec("HOME_KEY", "api.acme.example")}, "--secret HOME_KEY: HOME_KEY is not a key the manifest declares"},
+		{"egressd_own_variable", []SecretSpec{bindSpec("HTTPS_PROXY", "api.acme.example")}, "HTTPS_PROXY is egressd's own variable"},
+		{"unlisted_host", []SecretSpec{bindSpec("ACME_KEY", "evil.example")}, "--secret ACME_KEY: host evil.example is not allowed by the manifest's list in force"},
+		{"wildcard_wider_than_the_manifest", []SecretSpec{bindSpec("ACME_KEY", "*.acme.example")}, "host *.acme.example is not allowed"},
+		{"name_two_labels_below_the_wildcard", []SecretSpec{bindSpec("ACME_KEY", "a.b.cdn.acme.example")}, "is not allowed"},
+		{"unparsable_host", []SecretSpec{bindSpec("ACME_KEY", "https://api.acme.example/")}, "--secret ACME_KEY: host "},
+		{"ip_host", []SecretSpec{bindSpec("ACME_KEY", "192.0.2.1")}, "bare IP addresses are not allowed"},
+		{"no_host", []SecretSpec{bindSpec("ACME_KEY")}, "ACME_KEY is bound to no host"},
+		{"host_twice", []SecretSpec{bindSpec("ACME_KEY", "api.acme.example", "API.acme.example")}, "listed twice"},
+		{"empty_value", []SecretSpec{with(bindSpec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Value = nil })}, "the value of ACME_KEY (the launcher's environment) is empty"},
+		{"short_value", []SecretSpec{with(bindSpec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Value = []byte("abc") })}, "is shorter than 8 bytes"},
+		{"value_with_line_break", []SecretSpec{with(bindSpec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Value = []byte("abcdefgh\r\nX-Evil: 1") })}, "holds a control character"},
+		{"duplicate_name", []SecretSpec{bindSpec("ACME_KEY", "api.acme.example"), with(bindSpec("ACME_KEY", "paste.example"), func(s *SecretSpec) { s.Placeholder = bindTestPlaceholder + "B"; s.At = "second" })}, "second: ACME_KEY is bound twice"},
+		{"placeholder_without_prefix", []SecretSpec{with(bindSpec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Placeholder = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" })}, `placeholder: must start with "egressd-ph-"`},
+		{"placeholder_too_short", []SecretSpec{with(bindSpec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Placeholder = "egressd-ph-abc" })}, "must be at least 24 characters"},
+		{"placeholder_in_value", []SecretSpec{with(bindSpec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Value = []byte("k-" + bindTestPlaceholder + "-k") })}, "contain one another"},
+		{"value_in_placeholder", []SecretSpec{with(bindSpec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Value = []byte("AAAAAAAAAAAA") })}, "contain one another"},
+		{"placeholder_equal_to_value", []SecretSpec{with(bindSpec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Value = []byte(bindTestPlaceholder) })}, "contain one another"},
+		{"placeholder_inside_another", []SecretSpec{bindSpec("ACME_KEY", "api.acme.example"), with(bindSpec("OTHER_KEY", "paste.example"), func(s *SecretSpec) { s.Placeholder = bindTestPlaceholder + "B"; s.Value = []byte("another-value-1") })}, "one contains the other"},
+		{"placeholder_inside_other_value", []SecretSpec{bindSpec("ACME_KEY", "api.acme.example"), with(bindSpec("OTHER_KEY", "paste.example"), func(s *SecretSpec) {
 			s.Placeholder = "egressd-ph-BBBBBBBBBBBBBBBBBBBBB"
-			s.Value = []byte("x" + testPH)
+			s.Value = []byte("x" + bindTestPlaceholder)
 		})}, "contains the other's value"},
 	}
 	for _, tc := range cases {
@@ -80,7 +80,7 @@ func TestBindSecretsRefusesWhatTheOperatorCannotBind(t *testing.T) {
 func TestWildcardBindingBindsEveryNameItMatchesAndNoOther(t *testing.T) {
 	m := testManifest(t, "*.cdn.acme.example", "api.acme.example")
 	m.EnvKeys = []string{"ACME_KEY"}
-	ss, err := BindSecrets(m, m.Entries, nil, []SecretSpec{spec("ACME_KEY", "*.cdn.acme.example")})
+	ss, err := BindSecrets(m, m.Entries, nil, []SecretSpec{bindSpec("ACME_KEY", "*.cdn.acme.example")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestBindingToAHostOnlyAPendingVersionListsIsRefused(t *testing.T) {
 	m := testManifest(t, "api.acme.example", "new.acme.example")
 	m.EnvKeys = []string{"ACME_KEY"}
 	inForce := m.Entries[:1] // the new host waits for approval
-	if _, err := BindSecrets(m, inForce, nil, []SecretSpec{spec("ACME_KEY", "new.acme.example")}); err == nil || !strings.Contains(err.Error(), "(api.acme.example)") {
+	if _, err := BindSecrets(m, inForce, nil, []SecretSpec{bindSpec("ACME_KEY", "new.acme.example")}); err == nil || !strings.Contains(err.Error(), "(api.acme.example)") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -136,7 +136,7 @@ func TestPlaceholdersAreRandomPrefixedAndAsLongAsTheValue(t *testing.T) {
 func secretFixture(t *testing.T) *fixture {
 	f := newFixture(t)
 	f.cfg.Integrations[0].PassedEnv = []string{"ACME_KEY"}
-	f.cfg.Integrations[0].Secrets = []SecretSpec{spec("ACME_KEY", "api.acme.example")}
+	f.cfg.Integrations[0].Secrets = []SecretSpec{bindSpec("ACME_KEY", "api.acme.example")}
 	return f
 }
 
@@ -199,15 +199,15 @@ func TestConfigSecretsAndTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("acme-key", testValue+"\n")
-	cfg := "tls:\n  ca_cert: ca.pem\n  ca_key: ca.key\n  upstream_ca: roots.pem\nintegrations:\n  - manifest: acme\n    listen: 127.0.0.1:0\n    secrets:\n      - env: ACME_KEY\n        hosts: [api.acme.example]\n        value_file: acme-key\n        placeholder: " + testPH + "\n"
+	write("acme-key", bindTestValue+"\n")
+	cfg := "tls:\n  ca_cert: ca.pem\n  ca_key: ca.key\n  upstream_ca: roots.pem\nintegrations:\n  - manifest: acme\n    listen: 127.0.0.1:0\n    secrets:\n      - env: ACME_KEY\n        hosts: [api.acme.example]\n        value_file: acme-key\n        placeholder: " + bindTestPlaceholder + "\n"
 	write("egressd.yaml", cfg)
 	c, err := LoadConfig(filepath.Join(dir, "egressd.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := c.Integrations[0].Secrets[0]
-	if string(s.Value) != testValue || s.Name != "ACME_KEY" || s.Placeholder != testPH || s.From != filepath.Join(dir, "acme-key") || s.At != "integrations[0].secrets[0] (ACME_KEY)" {
+	if string(s.Value) != bindTestValue || s.Name != "ACME_KEY" || s.Placeholder != bindTestPlaceholder || s.From != filepath.Join(dir, "acme-key") || s.At != "integrations[0].secrets[0] (ACME_KEY)" {
 		t.Fatalf("secret = %+v", s)
 	}
 	if c.TLS.CACert != filepath.Join(dir, "ca.pem") || c.TLS.CAKey != filepath.Join(dir, "ca.key") || c.TLS.UpstreamCA != filepath.Join(dir, "roots.pem") {
@@ -223,13 +223,13 @@ func TestConfigSecretProblems(t *testing.T) {
 	base := "integrations:\n  - manifest: x\n    listen: 127.0.0.1:1\n    secrets:\n      - "
 	tlsOK := "tls: {ca_cert: a, ca_key: b}\n"
 	cases := []struct{ name, yaml, want string }{
-		{"unknown_secret_key", tlsOK + base + "env: K\n        hosts: [a.example]\n        value_file: f\n        placeholder: " + testPH + "\n        value: x\n", `integrations[0].secrets[0].value: unknown field "value"`},
+		{"unknown_secret_key", tlsOK + base + "env: K\n        hosts: [a.example]\n        value_file: f\n        placeholder: " + bindTestPlaceholder + "\n        value: x\n", `integrations[0].secrets[0].value: unknown field "value"`},
 		{"unknown_tls_key", "tls: {ca_crt: a}\n", `tls.ca_crt: unknown field "ca_crt"`},
 		{"missing_fields", tlsOK + base + "{}\n", "integrations[0].secrets[0].env: is required: the variable the manifest declares for this secret\nintegrations[0].secrets[0].hosts: is required: the hosts the secret may be sent to\nintegrations[0].secrets[0].value_file: is required: the file holding the secret (e.g. $CREDENTIALS_DIRECTORY/NAME)\nintegrations[0].secrets[0].placeholder: is required: the value the integration's environment carries instead of the secret (\"egressd-ph-…\")"},
 		{"bad_placeholder", tlsOK + base + "env: K\n        hosts: [a.example]\n        value_file: f\n        placeholder: sk-0000000000000000000000000\n", `integrations[0].secrets[0].placeholder: must start with "egressd-ph-"`},
-		{"secrets_without_ca", base + "env: K\n        hosts: [a.example]\n        value_file: f\n        placeholder: " + testPH + "\n", "integrations[0].secrets: a bound secret needs tls.ca_cert and tls.ca_key"},
+		{"secrets_without_ca", base + "env: K\n        hosts: [a.example]\n        value_file: f\n        placeholder: " + bindTestPlaceholder + "\n", "integrations[0].secrets: a bound secret needs tls.ca_cert and tls.ca_key"},
 		{"ca_without_key", "tls: {ca_cert: a}\n", "tls: ca_cert and ca_key go together"},
-		{"secrets_in_a_manifests_template", tlsOK + "manifests:\n  - dir: d\n    listen: unix:/run/{name}.sock\n    secrets: [{env: K, hosts: [a.example], value_file: f, placeholder: " + testPH + "}]\n", "manifests[0].secrets: a secret is bound to one integration"},
+		{"secrets_in_a_manifests_template", tlsOK + "manifests:\n  - dir: d\n    listen: unix:/run/{name}.sock\n    secrets: [{env: K, hosts: [a.example], value_file: f, placeholder: " + bindTestPlaceholder + "}]\n", "manifests[0].secrets: a secret is bound to one integration"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

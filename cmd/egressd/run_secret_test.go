@@ -21,29 +21,29 @@ import (
 	"github.com/egressd/egressd/proxy/proxytest"
 )
 
-// secretValue is distinctive: found anywhere it must not be, it is a leak.
-// valuePattern matches it without holding it, for a grep inside the
+// brokeredValue is distinctive: found anywhere it must not be, it is a leak.
+// brokeredValuePattern matches it without holding it, for a grep inside the
 // sandbox whose own command line must not be a hit.
 const (
-	secretValue  = "sk-live-DISTINCT-9f3c2a7e51"
-	valuePattern = "sk-live-DISTINC[T]-9f3c2a7e51"
+	brokeredValue        = "sk-live-DISTINCT-9f3c2a7e51"
+	brokeredValuePattern = "sk-live-DISTINC[T]-9f3c2a7e51"
 )
 
-// recordingOrigin is a real TLS origin on 127.0.0.3 that answers for
+// headerRecordingOrigin is a real TLS origin on 127.0.0.3 that answers for
 // api.bound.example (bound) and plain.bound.example (allowed, not bound)
 // and records each request's Authorization header by host.
-type recordingOrigin struct {
+type headerRecordingOrigin struct {
 	port string
 	mu   sync.Mutex
 	seen map[string][]string // host -> Authorization values
 }
 
-func startRecordingOrigin(t *testing.T, ca *proxytest.CA) *recordingOrigin {
+func startHeaderRecordingOrigin(t *testing.T, ca *proxytest.CA) *headerRecordingOrigin {
 	ln, err := net.Listen("tcp", "127.0.0.3:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &recordingOrigin{seen: map[string][]string{}}
+	o := &headerRecordingOrigin{seen: map[string][]string{}}
 	_, o.port, _ = net.SplitHostPort(ln.Addr().String())
 	srv := &http.Server{
 		ErrorLog:  log.New(io.Discard, "", 0),
@@ -61,23 +61,23 @@ func startRecordingOrigin(t *testing.T, ca *proxytest.CA) *recordingOrigin {
 	return o
 }
 
-func (o *recordingOrigin) received(host string) []string {
+func (o *headerRecordingOrigin) received(host string) []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]string(nil), o.seen[host]...)
 }
 
-// secretEnv is a sandbox env whose manifest declares ACME_KEY and allows
+// boundSecretEnv is a sandbox env whose manifest declares ACME_KEY and allows
 // api.bound.example and plain.bound.example, both served by a recording
 // origin.
-type secretEnv struct {
+type boundSecretEnv struct {
 	*sandboxEnv
-	rec *recordingOrigin
+	rec *headerRecordingOrigin
 }
 
-func newSecretEnv(t *testing.T) *secretEnv {
-	e := &secretEnv{sandboxEnv: newSandboxEnv(t)}
-	e.rec = startRecordingOrigin(t, e.ca)
+func newBoundSecretEnv(t *testing.T) *boundSecretEnv {
+	e := &boundSecretEnv{sandboxEnv: newSandboxEnv(t)}
+	e.rec = startHeaderRecordingOrigin(t, e.ca)
 	for _, n := range []string{"api.bound.example", "plain.bound.example"} {
 		e.dns.Add(t, n+". 60 IN A 127.0.0.3")
 	}
@@ -89,12 +89,12 @@ func newSecretEnv(t *testing.T) *secretEnv {
 }
 
 // secretCommand is egressd run with the given flags before the folder.
-func (e *secretEnv) secretCommand(flags []string, script string) *exec.Cmd {
+func (e *boundSecretEnv) secretCommand(flags []string, script string) *exec.Cmd {
 	args := []string{"run", "--state", e.state, "--audit-log", e.audit, "--resolver", e.dns.Addr,
 		"--allow-private", "127.0.0.3/32", "--allow-port", e.rec.port}
 	args = append(append(args, flags...), e.dir, "--", "/bin/sh", "-c", script)
 	cmd := exec.Command(egressdBinary(e.t), args...)
-	cmd.Env = append(os.Environ(), "ACME_KEY="+secretValue)
+	cmd.Env = append(os.Environ(), "ACME_KEY="+brokeredValue)
 	return cmd
 }
 
@@ -104,16 +104,16 @@ func (e *secretEnv) secretCommand(flags []string, script string) *exec.Cmd {
 // the CA variables name a bundle of the host's roots and the broker CA,
 // name-constrained to the bound host, also bound over the system bundle.
 func TestRunSecretValueIsNowhereTheSandboxCanLook(t *testing.T) {
-	e := newSecretEnv(t)
-	node := requireNode(t)
+	e := newBoundSecretEnv(t)
+	node := nodeForSecretTests(t)
 	script := strings.Join([]string{
 		`echo "ph=$ACME_KEY"`,
 		node + ` -e 'const fs = require("fs"); const env = fs.readFileSync("/proc/self/environ", "latin1");
 console.log("node_placeholder=" + /^egressd-ph-/.test(process.env.ACME_KEY), "node_extra=" + process.env.NODE_EXTRA_CA_CERTS,
-  "node_environ_hit=" + new RegExp("` + valuePattern + `").test(env), "node_ca_loaded=" + require("tls").rootCertificates.length)' 2>&1`,
-		`for f in /proc/[0-9]*/environ; do tr '\0' '\n' < $f 2>/dev/null; done | grep -c '` + valuePattern + `' | sed 's/^/environ_hits=/'`,
+  "node_environ_hit=" + new RegExp("` + brokeredValuePattern + `").test(env), "node_ca_loaded=" + require("tls").rootCertificates.length)' 2>&1`,
+		`for f in /proc/[0-9]*/environ; do tr '\0' '\n' < $f 2>/dev/null; done | grep -c '` + brokeredValuePattern + `' | sed 's/^/environ_hits=/'`,
 		`for f in /proc/[0-9]*/environ; do tr '\0' '\n' < $f 2>/dev/null; done | grep -q '^ACME_KEY=egressd-ph-' && echo environ_placeholder=yes`,
-		`grep -rsl '` + valuePattern + `' /etc /tmp /home /var /proc/self/cmdline /proc/1/cmdline ` + e.dir + ` | sed 's/^/file_hit=/'`,
+		`grep -rsl '` + brokeredValuePattern + `' /etc /tmp /home /var /proc/self/cmdline /proc/1/cmdline ` + e.dir + ` | sed 's/^/file_hit=/'`,
 		`echo "vars=$SSL_CERT_FILE,$NODE_EXTRA_CA_CERTS,$REQUESTS_CA_BUNDLE,$CURL_CA_BUNDLE"`,
 		`cmp -s "$SSL_CERT_FILE" /etc/ssl/certs/ca-certificates.crt && echo system_bundle=same`,
 		`echo BUNDLE; cat "$SSL_CERT_FILE"`,
@@ -129,7 +129,7 @@ console.log("node_placeholder=" + /^egressd-ph-/.test(process.env.ACME_KEY), "no
 			ph = p
 		}
 	}
-	if !strings.HasPrefix(ph, "egressd-ph-") || len(ph) != max(len(secretValue), 32) {
+	if !strings.HasPrefix(ph, "egressd-ph-") || len(ph) != max(len(brokeredValue), 32) {
 		t.Fatalf("placeholder %q\n%s", ph, report)
 	}
 	want := "vars=/etc/egressd/ca-certificates.crt,/etc/egressd/ca-certificates.crt,/etc/egressd/ca-certificates.crt,/etc/egressd/ca-certificates.crt"
@@ -142,21 +142,21 @@ console.log("node_placeholder=" + /^egressd-ph-/.test(process.env.ACME_KEY), "no
 	if strings.Contains(report, "Ignoring extra certs") {
 		t.Errorf("node could not load the trust bundle:\n%s", report)
 	}
-	if strings.Contains(report, "file_hit=") || strings.Contains(out, secretValue) {
+	if strings.Contains(report, "file_hit=") || strings.Contains(out, brokeredValue) {
 		t.Errorf("the value is readable inside:\n%s", report)
 	}
-	if strings.Contains(errs, secretValue) || strings.Contains(e.auditLog(), secretValue) {
+	if strings.Contains(errs, brokeredValue) || strings.Contains(e.auditLog(), brokeredValue) {
 		t.Errorf("the value is in egressd's stderr or the audit log")
 	}
 	if !strings.Contains(e.auditLog(), `"action":"secret_bound","msg":"ACME_KEY: api.bound.example"`) {
 		t.Errorf("the binding is not in the audit log:\n%s", e.auditLog())
 	}
-	checkBundle(t, []byte(bundle), "api.bound.example")
+	checkTrustBundle(t, []byte(bundle), "api.bound.example")
 }
 
-// checkBundle: every certificate of the host's bundle, then one CA of
+// checkTrustBundle: every certificate of the host's bundle, then one CA of
 // egressd's, constrained to bound.
-func checkBundle(t *testing.T, bundle []byte, bound string) {
+func checkTrustBundle(t *testing.T, bundle []byte, bound string) {
 	t.Helper()
 	host, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
 	if err != nil {
@@ -184,14 +184,14 @@ func checkBundle(t *testing.T, bundle []byte, bound string) {
 // on stderr, naming the problem and never the value, and the program
 // never starts.
 func TestRunSecretBindingTheOperatorCannotMakeFailsAtStart(t *testing.T) {
-	e := newSecretEnv(t)
+	e := newBoundSecretEnv(t)
 	cases := []struct {
 		name  string
 		flags []string
 		env   []string
 		want  string
 	}{
-		{"undeclared_key", []string{"--secret", "OTHER_KEY=api.bound.example"}, []string{"OTHER_KEY=" + secretValue}, "--secret OTHER_KEY: OTHER_KEY is not a key the manifest declares"},
+		{"undeclared_key", []string{"--secret", "OTHER_KEY=api.bound.example"}, []string{"OTHER_KEY=" + brokeredValue}, "--secret OTHER_KEY: OTHER_KEY is not a key the manifest declares"},
 		{"unlisted_host", []string{"--secret", "ACME_KEY=paste.example"}, nil, "--secret ACME_KEY: host paste.example is not allowed by the manifest's list in force"},
 		{"wildcard_wider_than_the_manifest", []string{"--secret", "ACME_KEY=*.bound.example"}, nil, "host *.bound.example is not allowed"},
 		{"unparsable_host", []string{"--secret", "ACME_KEY=https://api.bound.example/"}, nil, "--secret ACME_KEY: host "},
@@ -210,16 +210,16 @@ func TestRunSecretBindingTheOperatorCannotMakeFailsAtStart(t *testing.T) {
 			if code != exitFail || strings.Contains(out, "program ran") || len(lines) != 1 || !strings.Contains(errs, tc.want) {
 				t.Fatalf("exit %d\nstdout %s\nstderr (want one line with %q):\n%s", code, out, tc.want, errs)
 			}
-			if strings.Contains(errs, secretValue) {
+			if strings.Contains(errs, brokeredValue) {
 				t.Fatalf("the error shows the value: %s", errs)
 			}
 		})
 	}
 }
 
-// requireBroker skips the substitution tests until the broker (b15core)
+// skipUntilBrokerBuilt skips the substitution tests until the broker (b15core)
 // is merged; from then on proxy.BrokerBuilt is true and they run.
-func requireBroker(t *testing.T) {
+func skipUntilBrokerBuilt(t *testing.T) {
 	if !proxy.BrokerBuilt {
 		t.Skip("needs the broker (b15core)")
 	}
@@ -230,9 +230,9 @@ func requireBroker(t *testing.T) {
 // over HTTP/1.1 and HTTP/2; the allowed but unbound host receives the
 // placeholder, through a tunnel that shows the origin's own certificate.
 func TestRunSecretReachesOnlyTheBoundHost(t *testing.T) {
-	requireBroker(t)
-	node := requireNode(t)
-	e := newSecretEnv(t)
+	skipUntilBrokerBuilt(t)
+	node := nodeForSecretTests(t)
+	e := newBoundSecretEnv(t)
 	bound := "https://api.bound.example:" + e.rec.port + "/"
 	plain := "https://plain.bound.example:" + e.rec.port + "/"
 	script := strings.Join([]string{
@@ -246,9 +246,9 @@ func TestRunSecretReachesOnlyTheBoundHost(t *testing.T) {
 	if code != 0 || strings.Count(out, "hello from api.bound.example") != 4 || !strings.Contains(out, "hello from plain.bound.example") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("user:"+secretValue))
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("user:"+brokeredValue))
 	got := e.rec.received("api.bound.example")
-	if len(got) != 4 || got[0] != "Bearer "+secretValue || got[1] != "Bearer "+secretValue || got[2] != basic || got[3] != "Bearer "+secretValue {
+	if len(got) != 4 || got[0] != "Bearer "+brokeredValue || got[1] != "Bearer "+brokeredValue || got[2] != basic || got[3] != "Bearer "+brokeredValue {
 		t.Errorf("the bound host received %q", got)
 	}
 	for _, got := range e.rec.received("plain.bound.example") {
@@ -256,7 +256,7 @@ func TestRunSecretReachesOnlyTheBoundHost(t *testing.T) {
 			t.Errorf("the unbound host received %q", got)
 		}
 	}
-	if strings.Contains(out, secretValue) || strings.Contains(errs, secretValue) || strings.Contains(e.auditLog(), secretValue) {
+	if strings.Contains(out, brokeredValue) || strings.Contains(errs, brokeredValue) || strings.Contains(e.auditLog(), brokeredValue) {
 		t.Error("the value leaked into the program's output, stderr or the audit log")
 	}
 }
@@ -265,8 +265,8 @@ func TestRunSecretReachesOnlyTheBoundHost(t *testing.T) {
 // loopback origin's certificate does not verify against the system roots:
 // the request fails and the origin receives nothing.
 func TestRunSecretUnverifiableOriginGetsNothing(t *testing.T) {
-	requireBroker(t)
-	e := newSecretEnv(t)
+	skipUntilBrokerBuilt(t)
+	e := newBoundSecretEnv(t)
 	bound := "https://api.bound.example:" + e.rec.port + "/"
 	out, errs, _ := runCmd(t, e.secretCommand([]string{"--secret", "ACME_KEY=api.bound.example"}, `curl -sS -m 10 -H "Authorization: Bearer $ACME_KEY" `+bound+`; echo rc=$?`))
 	if strings.Contains(out, "hello from") || len(e.rec.received("api.bound.example")) != 0 {
@@ -277,7 +277,7 @@ func TestRunSecretUnverifiableOriginGetsNothing(t *testing.T) {
 	}
 }
 
-func requireNode(t *testing.T) string {
+func nodeForSecretTests(t *testing.T) string {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		if os.Getenv("CI") == "true" {

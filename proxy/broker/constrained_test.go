@@ -12,10 +12,10 @@ import (
 	"time"
 )
 
-// signLeaf issues a leaf from ca directly, as anything holding the key
+// signLeafDirectly issues a leaf from ca directly, as anything holding the key
 // could: the name constraint must stop what egressd itself would never
 // issue.
-func signLeaf(t *testing.T, ca *CA, dns string, ip net.IP) *x509.Certificate {
+func signLeafDirectly(t *testing.T, ca *CA, dns string, ip net.IP) *x509.Certificate {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -60,7 +60,7 @@ func TestEphemeralCALeafForAnUnboundNameDoesNotVerify(t *testing.T) {
 		{"cdn.acme.example", nil, false},
 		{"", net.ParseIP("192.0.2.1"), false},
 	} {
-		leaf := signLeaf(t, ca, tc.name, tc.ip)
+		leaf := signLeafDirectly(t, ca, tc.name, tc.ip)
 		verify := tc.name
 		if tc.ip != nil {
 			verify = tc.ip.String()
