@@ -10,8 +10,8 @@ import (
 )
 
 const (
-	bindTestValue = "sk-live-DISTINCTIVE-4f9a1c"
-	bindTestPlaceholder    = "egressd-ph-AAAAAAAAAAAAAAAAAAAAA"
+	bindTestValue       = "sk-live-DISTINCTIVE-4f9a1c"
+	bindTestPlaceholder = "egressd-ph-AAAAAAAAAAAAAAAAAAAAA"
 )
 
 func bindSpec(name string, hosts ...string) SecretSpec {

@@ -85,7 +85,7 @@ func brokerForRun(secrets []policy.Secret, upstreamCA string) (b *proxy.BrokerOp
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("--upstream-ca: %w", err)
 	}
-	host, _ := sandbox.HostTrustBundle()
+	host := sandbox.HostTrustBundle()
 	f, err := os.CreateTemp("", "egressd-trust-*.crt")
 	if err != nil {
 		return nil, "", nil, err
