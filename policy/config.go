@@ -34,6 +34,9 @@ type Config struct {
 	// program besides those its manifest declares.
 	EnvPassthrough []string
 	Integrations   []Integration
+	// TLS is the broker's CA and the extra roots origins are verified with
+	// (tls:), read by "egressd serve" at start.
+	TLS TLSFiles
 	// ManifestDirs serve every integration folder inside a folder; LoadConfig
 	// expands them into Integrations.
 	ManifestDirs []ManifestDir
@@ -173,6 +176,12 @@ type Integration struct {
 	Exemptions   Exemptions
 	Widen        WidenGate
 	PinDigest    string // approves the list with this digest
+	// Secrets are the credentials bound to hosts (secretbind.go), validated
+	// against the manifest on every load.
+	Secrets []SecretSpec
+	// PassedEnv are the names "egressd run --env" passes: a secret may be
+	// bound to one of them as to a declared key.
+	PassedEnv []string
 }
 
 // Peers lists the uids and gids allowed on a unix listener (SO_PEERCRED).

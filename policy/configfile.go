@@ -39,6 +39,7 @@ type fileConfig struct {
 	// Manifests serve every integration folder inside Dir, each on the
 	// listener Listen names with {name} replaced by the folder's name.
 	Manifests []fileIntegration `yaml:"manifests"`
+	TLS       fileTLS           `yaml:"tls"`
 }
 
 type fileAudit struct {
@@ -87,15 +88,16 @@ type fileDeny struct {
 }
 
 type fileIntegration struct {
-	Dir          string    `yaml:"dir"` // manifests[] only
-	Manifest     string    `yaml:"manifest"`
-	Listen       string    `yaml:"listen"`
-	AllowedPeers filePeers `yaml:"allowed_peers"`
-	Mode         string    `yaml:"mode"`
-	AllowPrivate []string  `yaml:"allow_private"`
-	AllowPorts   []int     `yaml:"allow_ports"`
-	Widen        string    `yaml:"widen"`
-	PinDigest    string    `yaml:"pin_digest"`
+	Dir          string       `yaml:"dir"` // manifests[] only
+	Manifest     string       `yaml:"manifest"`
+	Listen       string       `yaml:"listen"`
+	AllowedPeers filePeers    `yaml:"allowed_peers"`
+	Mode         string       `yaml:"mode"`
+	AllowPrivate []string     `yaml:"allow_private"`
+	AllowPorts   []int        `yaml:"allow_ports"`
+	Widen        string       `yaml:"widen"`
+	PinDigest    string       `yaml:"pin_digest"`
+	Secrets      []fileSecret `yaml:"secrets"`
 }
 
 type filePeers struct {
@@ -129,6 +131,10 @@ func LoadConfig(file string) (Config, error) {
 		}
 	}
 	var ps problems
+	c.TLS = c.TLS.relativeTo(filepath.Dir(file))
+	for i := range c.Integrations {
+		readSecretValues(fmt.Sprintf("integrations[%d].secrets", i), c.Integrations[i].Secrets, filepath.Dir(file), &ps)
+	}
 	for i, md := range c.ManifestDirs {
 		dir := md.Dir
 		if !filepath.IsAbs(dir) {
@@ -239,7 +245,9 @@ func ParseConfig(data []byte) (Config, error) {
 	c.EnvPassthrough = fc.EnvPassthrough
 	for i, fi := range fc.Integrations {
 		c.Integrations = append(c.Integrations, parseIntegration(fmt.Sprintf("integrations[%d]", i), fi, mode, &ps))
+		c.Integrations[i].Secrets = parseSecrets(fmt.Sprintf("integrations[%d].secrets", i), fi.Secrets, &ps)
 	}
+	c.TLS = parseTLS(fc.TLS, c.Integrations, &ps)
 	for i, fm := range fc.Manifests {
 		at := fmt.Sprintf("manifests[%d]", i)
 		if fm.Dir == "" {
@@ -253,6 +261,9 @@ func ParseConfig(data []byte) (Config, error) {
 			fm.Listen = "unix:/{name}"
 		}
 		fm.Manifest = "{dir}"
+		if len(fm.Secrets) > 0 {
+			ps.add(at+".secrets", "a secret is bound to one integration: list it under integrations[]")
+		}
 		tmpl := parseIntegration(at, fm, mode, &ps)
 		c.ManifestDirs = append(c.ManifestDirs, ManifestDir{Dir: fm.Dir, Template: tmpl})
 	}

@@ -178,6 +178,11 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 	if other, dup := ids[m.ID]; dup && other != in.Manifest {
 		return refuse(fmt.Errorf("id %s is already served from %s; ids must be unique", m.ID, other))
 	}
+	// A binding the new version no longer allows is refused before the
+	// version memory records it; then again against the list in force.
+	if _, err := BindSecrets(m, m.Entries, in.PassedEnv, in.Secrets); err != nil {
+		return refuse(err)
+	}
 	var adm admission
 	err = r.memory.update(func(s *State) error {
 		var err error
@@ -187,7 +192,11 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 	if err != nil {
 		return refuse(fmt.Errorf("%w (version memory: %s)", err, r.memory.where()))
 	}
-	p := NewPolicy(m, adm.inForce, r.options(cfg, in))
+	opts := r.options(cfg, in)
+	if opts.Secrets, err = BindSecrets(m, adm.inForce, in.PassedEnv, in.Secrets); err != nil {
+		return refuse(err)
+	}
+	p := NewPolicy(m, adm.inForce, opts)
 	p.ManifestAt, p.Generation = file, gen
 	p.setPending(adm.pending, adm.idFrom)
 	out.Notice = p.PendingNotice()
@@ -223,7 +232,12 @@ func StartProblems(cfg Config) []error {
 }
 
 func (r *Registry) rebuild(cfg Config, in Integration, last *Policy, gen uint64) *Policy {
-	p := NewPolicy(last.Manifest, last.Entries(), r.options(cfg, in))
+	opts := r.options(cfg, in)
+	var err error
+	if opts.Secrets, err = BindSecrets(last.Manifest, last.Entries(), in.PassedEnv, in.Secrets); err != nil {
+		opts.Secrets = last.Secrets() // the last good bindings, as the last good list
+	}
+	p := NewPolicy(last.Manifest, last.Entries(), opts)
 	p.ManifestAt, p.Generation = last.ManifestAt, gen
 	p.setPending(last.Pending, last.PendingIDFrom)
 	return p

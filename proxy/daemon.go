@@ -35,6 +35,9 @@ type Daemon struct {
 	DerivedMaxConnections int
 	// Warn receives start-up warnings (exemptions in force) for stderr.
 	Warn func(string)
+	// Broker is what every listener brokers bound hosts with (tls: in
+	// the config, read at start); nil when no CA is configured.
+	Broker *BrokerOptions
 
 	// reloadMu serialises Start and Reload. It is held across file I/O
 	// (the config, every manifest, the state), which a third party may
@@ -145,6 +148,7 @@ func (d *Daemon) open(ctx context.Context, in policy.Integration) error {
 	s := New(Options{
 		Key: in.Manifest, Registry: d.Registry, Resolver: d.Resolver, Audit: d.Audit, Suppress: d.Suppress,
 		Metrics: d.Metrics, Limits: d.cfg.Limits, Timeouts: d.cfg.Timeouts, OnAuditFailure: d.cfg.Audit.OnFailure, Gate: d.Gate,
+		Broker: d.Broker,
 	})
 	l := &listener{addr: in.Listen, real: listenerAddr(ln), ln: ln, server: s}
 	d.listeners[in.Manifest] = l

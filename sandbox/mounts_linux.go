@@ -44,8 +44,14 @@ func buildRoot(spec Spec) error {
 		sources = append(sources, "/dev/"+d)
 	}
 	sources = append(append(sources, spec.ReadOnly...), spec.StateDir)
+	if spec.TrustBundle != "" {
+		sources = append(sources, spec.TrustBundle)
+	}
 	if err := openSources(sources); err != nil {
 		return err
+	}
+	if _, ok := opened[spec.TrustBundle]; spec.TrustBundle != "" && !ok {
+		return step("open the trust bundle", fmt.Errorf("%s: %w", spec.TrustBundle, os.ErrNotExist))
 	}
 	// The new root lives on a tmpfs mounted over /tmp in this mount
 	// namespace only, so nothing is created on the host.
@@ -64,7 +70,7 @@ func buildRoot(spec Spec) error {
 			return step("bind "+d, err)
 		}
 	}
-	if err := buildEtc(root); err != nil {
+	if err := buildEtc(root, spec.TrustBundle); err != nil {
 		return err
 	}
 	// The tmpfs folders first: an integration folder under /tmp is bound
@@ -169,7 +175,10 @@ func bind(root, src, dst string, readOnly bool) error {
 		return err
 	}
 	target := filepath.Join(root, dst)
-	if st.IsDir() {
+	if _, lerr := os.Lstat(target); lerr == nil {
+		// A file to mount over already (a system trust bundle inside a
+		// read-only /etc/ssl, where creating it would fail).
+	} else if st.IsDir() {
 		err = os.MkdirAll(target, 0o755)
 	} else {
 		if err = os.MkdirAll(filepath.Dir(target), 0o755); err == nil {
@@ -232,7 +241,7 @@ func mkdirMount(root, dir, fstype string, flags uintptr, data string) error {
 
 // buildEtc generates /etc: DNS through the sandbox resolver only, no
 // search list, localhost in hosts, and the few host entries in etcEntries.
-func buildEtc(root string) error {
+func buildEtc(root, trustBundle string) error {
 	etc := filepath.Join(root, "etc")
 	if err := os.MkdirAll(etc, 0o755); err != nil {
 		return step("generate /etc", err)
@@ -264,6 +273,9 @@ func buildEtc(root string) error {
 		if err := hideRestricted(root, filepath.Join(root, src)); err != nil {
 			return step("hide restricted entries under "+src, err)
 		}
+	}
+	if err := bindTrustBundle(root, trustBundle); err != nil {
+		return step("bind the trust bundle", err)
 	}
 	return step("read-only /etc", remountReadOnly(etc))
 }

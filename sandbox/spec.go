@@ -18,6 +18,10 @@ type Spec struct {
 	CapturePorts []uint16
 	// Limits bound what the program can consume; every field must be set.
 	Limits Limits
+	// TrustBundle, when set, is a host file of PEM certificates (the
+	// host's roots and egressd's broker CA) bound read-only at
+	// TrustBundlePath and over the system bundles the sandbox has.
+	TrustBundle string
 }
 
 // Fixed places inside the sandbox.
@@ -27,6 +31,8 @@ const (
 	Home      = "/home/sandbox"
 	StateDir  = "/var/lib/integration"
 	Hostname  = "sandbox"
+	// TrustBundlePath is where Spec.TrustBundle is inside the sandbox.
+	TrustBundlePath = "/etc/egressd/ca-certificates.crt"
 )
 
 // Listener names in the fd-passing message.

@@ -82,6 +82,9 @@ func checkConfig(file string) (checkReport, *policy.Config) {
 		return r, nil
 	}
 	r.Errors, r.Warnings = policy.CheckConfig(cfg)
+	if _, err := loadBroker(cfg.TLS); err != nil { // the CA serve would read at start
+		r.Errors = append(r.Errors, err.Error())
+	}
 	r.Valid = len(r.Errors) == 0
 	return r, &cfg
 }

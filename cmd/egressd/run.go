@@ -28,6 +28,8 @@ type runFlags struct {
 	auditKey        string
 	insecureEnvOnly bool
 	envPassthrough  multiFlag
+	secrets         multiFlag // NAME=HOST[,HOST…]
+	upstreamCA      string
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
@@ -43,6 +45,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&f.allowPrivate, "allow-private", "dev/test exemption: a CIDR inside the denied ranges, repeatable")
 	fs.Var(&f.allowPorts, "allow-port", "exemption: a port besides 443, repeatable (also captured transparently)")
 	fs.Var(&f.envPassthrough, "env", "a launcher variable to pass to the program besides the manifest's, repeatable")
+	fs.Var(&f.secrets, "secret", "NAME=HOST[,HOST…]: the program sees a placeholder in NAME; egressd puts the value (from its own environment) in request headers to these hosts only, over TLS it verified; repeatable")
+	fs.StringVar(&f.upstreamCA, "upstream-ca", "", "PEM roots, besides the system's, that bound hosts' certificates are verified with (private PKI, tests)")
 	fs.BoolVar(&f.insecureEnvOnly, "insecure-env-only", false, "no sandbox: only set the proxy variables, which the program may ignore")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -90,11 +94,20 @@ type runSetup struct {
 	spec     sandbox.Spec
 	opts     sandbox.Options
 	env      envReport
+	// removeBundle deletes the sandbox's trust bundle file, if a secret
+	// is bound.
+	removeBundle func()
 }
 
 // prepareRun reads the manifest once, before the program starts, applies
 // the version rules, and builds the program's spec.
-func prepareRun(f runFlags, command []string) (*runSetup, error) {
+func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
+	var removeBundle func() // the trust bundle, if the run fails to prepare
+	defer func() {
+		if err != nil && removeBundle != nil {
+			removeBundle()
+		}
+	}()
 	f.listen = "sandbox"
 	abs, err := filepath.Abs(f.manifest) // the folder is bound, and entered, at this absolute path
 	if err != nil {
@@ -103,6 +116,9 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 	f.manifest = abs
 	cfg, err := f.loadForRun()
 	if err != nil {
+		return nil, err
+	}
+	if err := f.bindSecrets(&cfg); err != nil {
 		return nil, err
 	}
 	stateDir := cfg.StateDir
@@ -181,10 +197,23 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 		readOnly = append(readOnly, program.Bind)
 	}
 	passthrough := append(append([]string{}, cfg.EnvPassthrough...), f.envPassthrough...)
-	r.env = newEnvReport(os.Environ(), p.Manifest.EnvKeys, passthrough)
+	secretNames, placeholders := placeholderEnv(p.Secrets())
+	launcher := sandbox.WithoutNames(os.Environ(), secretNames)                             // the values stay in egressd
+	r.env = newEnvReport(launcher, p.Manifest.EnvKeys, append(passthrough, secretNames...)) // a bound key is the operator's choice
+	env := sandbox.BuildEnv(launcher, p.Manifest.EnvKeys, passthrough)
+	var brokerOpts *proxy.BrokerOptions
+	var bundle string
+	if len(p.Secrets()) > 0 {
+		if brokerOpts, bundle, removeBundle, err = brokerForRun(p.Secrets(), f.upstreamCA); err != nil {
+			return nil, err
+		}
+		r.removeBundle = removeBundle
+		env = sandbox.BrokeredEnv(env, placeholders)
+	}
 	r.spec = sandbox.Spec{
 		Command: program.Path, Args: command, Dir: dir,
-		Env:          sandbox.BuildEnv(os.Environ(), p.Manifest.EnvKeys, passthrough),
+		TrustBundle:  bundle,
+		Env:          env,
 		ReadOnly:     readOnly,
 		StateDir:     integrationState,
 		CapturePorts: ports,
@@ -207,8 +236,31 @@ func prepareRun(f runFlags, command []string) (*runSetup, error) {
 		Key: key, Registry: registry, Resolver: proxy.NewResolver(resolvers, cfg.Timeouts.DNS), Audit: r.log,
 		Suppress: r.suppress, Limits: cfg.Limits, Timeouts: cfg.Timeouts,
 		OnAuditFailure: cfg.Audit.OnFailure, Gate: proxy.NewGate(proxy.DefaultMaxConnections(nofileLimit())),
+		Broker: brokerOpts,
 	})
 	return r, nil
+}
+
+// bindSecrets puts the --secret bindings on the run's one integration; the
+// registry validates them against the manifest as it loads it.
+func (f runFlags) bindSecrets(cfg *policy.Config) error {
+	if len(f.secrets) == 0 {
+		if f.upstreamCA != "" {
+			return errors.New("--upstream-ca verifies the hosts a secret is bound to: give --secret too")
+		}
+		return nil
+	}
+	if f.insecureEnvOnly {
+		return errors.New("--secret needs the sandbox: without it the program could read the value from egressd's own environment")
+	}
+	specs, err := secretSpecs(f.secrets, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	in := &cfg.Integrations[0]
+	in.Secrets = specs
+	in.PassedEnv = append(append([]string{}, cfg.EnvPassthrough...), f.envPassthrough...)
+	return nil
 }
 
 // loadForRun is serveFlags.load for one manifest: with --config, the
@@ -261,6 +313,9 @@ func (r *runSetup) openAudit(f runFlags, stateDir, id string) error {
 }
 
 func (r *runSetup) close() {
+	if r.removeBundle != nil {
+		r.removeBundle()
+	}
 	if r.log != nil {
 		r.log.Close()
 	}
@@ -318,6 +373,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 		r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "exemption", Integration: p.Manifest.ID, Exemption: name})
 	}
 	r.env.report(stderr, r.log, p.Manifest.ID)
+	announceSecrets(r.log, p.Manifest.ID, p.Secrets())
 	if err := sb.Run(); err != nil {
 		sb.Kill()
 		fmt.Fprintln(stderr, "egressd run:", err)

@@ -323,6 +323,10 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 			return nil, nil, err
 		}
 	}
+	brokerOpts, err := loadBroker(cfg.TLS)
+	if err != nil {
+		return nil, nil, err
+	}
 	registry := policy.NewRegistry(mem, nil)
 	opts := audit.Options{Key: sink.key, KeyID: cfg.Audit.KeyID, Generation: func() uint64 { return registry.Snapshot().Generation },
 		OnFailure: func(err error) {
@@ -366,7 +370,9 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 		Gate:                  proxy.NewGate(maxConns),
 		DerivedMaxConnections: proxy.DefaultMaxConnections(nofileLimit()),
 		Warn:                  func(s string) { fmt.Fprintln(stderr, "egressd: warning:", s) },
+		Broker:                brokerOpts,
 	}
+	d.LoadConfig = tlsFixedAtStart(f.load, cfg.TLS, d.Warn, log)
 	var admin *adminServer
 	if cfg.Admin != "" {
 		ln, err := net.Listen("tcp", cfg.Admin)
@@ -402,5 +408,11 @@ func watchSet(cfg policy.Config, configFile string) proxy.WatchSet {
 	for _, md := range cfg.ManifestDirs {
 		roots = append(roots, md.Dir)
 	}
-	return proxy.WatchSetFor(manifests, roots, configFile)
+	w := proxy.WatchSetFor(manifests, roots, configFile)
+	for _, in := range cfg.Integrations {
+		for _, s := range in.Secrets {
+			w.Files = append(w.Files, s.From) // a rotated value file (a Secret volume's update) is a reload
+		}
+	}
+	return w
 }

@@ -1,0 +1,54 @@
+package sandbox
+
+import (
+	"sort"
+	"strings"
+)
+
+// caVariables name a CA bundle file to the clients that read one: OpenSSL
+// and Go (SSL_CERT_FILE), Node (NODE_EXTRA_CA_CERTS, added to its own
+// roots), Python requests and curl.
+var caVariables = []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}
+
+// WithoutNames returns launcher without the variables names: a bound
+// secret's real value never reaches BuildEnv, so no path from there can
+// carry it into the sandbox.
+func WithoutNames(launcher []string, names []string) []string {
+	drop := map[string]bool{}
+	for _, n := range names {
+		drop[n] = true
+	}
+	var out []string
+	for _, kv := range launcher {
+		if k, _, _ := strings.Cut(kv, "="); !drop[k] {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// BrokeredEnv sets, in an environment BuildEnv made, each bound secret's
+// variable to its placeholder (NAME=PLACEHOLDER in placeholders) and the
+// CA variables to TrustBundlePath, where the sandbox's trust bundle (the
+// host's roots and the broker CA) is.
+func BrokeredEnv(env []string, placeholders []string) []string {
+	set := map[string]string{}
+	for _, kv := range placeholders {
+		k, v, _ := strings.Cut(kv, "=")
+		set[k] = v
+	}
+	for _, k := range caVariables {
+		set[k] = TrustBundlePath
+	}
+	var out []string
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); set[k] == "" {
+			out = append(out, kv)
+		}
+	}
+	for k, v := range set {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
