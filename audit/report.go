@@ -223,7 +223,7 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 func triedEntry(entry, id string, failed []Record) *TriedEntry {
 	var t *TriedEntry
 	for _, r := range failed {
-		if r.Integration != id || (r.Rule != entry && !entryNames(entry, r.Host)) {
+		if r.Integration != id || (r.Rule != entry && !entryNames(entry, hostOf(r.Host))) {
 			continue
 		}
 		if t == nil {

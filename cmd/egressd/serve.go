@@ -347,6 +347,8 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 	if err := proxy.FollowHostAddrs(ctx, registry.HostAddrs(), hostAddrsChanged(log, stderr)); err != nil {
 		return nil, nil, fmt.Errorf("cannot start: %w", err)
 	}
+	suppress := audit.NewSuppressor(log, time.Second)
+	suppress.SetNAT64(cfg.NAT64)
 	reg := proxy.NewPromRegistry()
 	metrics := proxy.NewMetrics(reg)
 	metrics.AuditHealthy.Set(1)
@@ -360,7 +362,7 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 		LoadConfig:            f.load,
 		Registry:              registry,
 		Audit:                 log,
-		Suppress:              audit.NewSuppressor(log, time.Second),
+		Suppress:              suppress,
 		Metrics:               metrics,
 		Resolver:              res,
 		Gate:                  proxy.NewGate(maxConns),
