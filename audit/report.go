@@ -155,6 +155,12 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 				u.Connections += n
 				connHost[r.Conn] = u
 			default:
+				if u := connHost[r.Conn]; u != nil && r.Conn != "" {
+					// Refused after its allow line (a second ClientHello
+					// after a HelloRetryRequest): it did not reach the host.
+					u.Connections--
+					delete(connHost, r.Conn)
+				}
 				failed = append(failed, r)
 				refuse(r, string(Connect))
 			}
@@ -170,10 +176,14 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 		}
 	}
 	for k, u := range reached {
-		byID[k.id].Reached = append(byID[k.id].Reached, *u)
+		if u.Connections > 0 {
+			byID[k.id].Reached = append(byID[k.id].Reached, *u)
+		}
 	}
 	for k, u := range would {
-		byID[k.id].WouldDeny = append(byID[k.id].WouldDeny, *u)
+		if u.Connections > 0 {
+			byID[k.id].WouldDeny = append(byID[k.id].WouldDeny, *u)
+		}
 	}
 	for k, f := range refused {
 		byID[k[0]].Refused = append(byID[k[0]].Refused, *f)

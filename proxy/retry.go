@@ -73,6 +73,7 @@ func (t *tunnel) retryGuard(first []byte, br *bufio.Reader, wait time.Duration) 
 	}
 	raw, sni, err := ReadClientHello(br)
 	if reason := helloReason(err, sni, t.host); reason != "" {
+		t.secondSNI = sni
 		return up, down, reason, "second ClientHello, after a HelloRetryRequest: " + errString(err) + sniNote(sni, t.host)
 	}
 	n, err = t.upstream.Write(append(ccs, raw...))

@@ -22,6 +22,9 @@ type tunnel struct {
 	port     uint16
 	addr     netip.AddrPort
 	started  time.Time
+	// secondSNI is the server_name of a second ClientHello (after a
+	// HelloRetryRequest) that retryGuard refused, for the audit line.
+	secondSNI allowlist.Name
 
 	// Watched by the sweeper only.
 	lastSent, lastRecv uint64
