@@ -37,12 +37,32 @@ func LiteralAddr(target string, nat64 []netip.Prefix) (netip.Addr, bool) {
 		if err != nil {
 			return netip.Addr{}, false
 		}
-		if v4, form := ipv4in6.Embedded(a, nat64); form != ipv4in6.None && v4.IsValid() {
+		v4, form := ipv4in6.Embedded(a, nat64)
+		if form == ipv4in6.LocalUse {
+			// The translator's layout is the operator's: a metadata
+			// address in any layout names it.
+			for _, r := range ipv4in6.LocalUseReadings(a) {
+				if isMetadata(r) {
+					return r, true
+				}
+			}
+		}
+		if form != ipv4in6.None && v4.IsValid() {
 			return v4, true
 		}
 		return a, true
 	}
 	return inetAton(strings.TrimSuffix(host, "."))
+}
+
+// isMetadata reports whether a is a cloud metadata address (addrGroups).
+func isMetadata(a netip.Addr) bool {
+	for _, g := range addrGroups {
+		if strings.HasPrefix(g.name, "metadata:") && g.prefix.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // inetAton reads s as inet_aton does: one to four parts, each decimal,

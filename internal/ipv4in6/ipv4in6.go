@@ -95,6 +95,25 @@ func Embedded(a netip.Addr, nat64 []netip.Prefix) (netip.Addr, Form) {
 	return netip.Addr{}, None
 }
 
+// LocalUseReadings are the IPv4 addresses a local-use NAT64 address
+// carries under each RFC 6052 layout that fits inside the /48 (prefix
+// lengths 48, 56, 64 and 96), valid ones only. The operator's translator
+// uses one of them, which a reader of the log cannot know; the audit log
+// uses them to name a metadata address spelt in any of them.
+func LocalUseReadings(a netip.Addr) []netip.Addr {
+	if !NAT64LocalUse.Contains(a.WithZone("")) {
+		return nil
+	}
+	b := a.As16()
+	var out []netip.Addr
+	for _, bits := range []int{48, 56, 64, 96} {
+		if v4 := nat64V4(b, bits); v4.IsValid() {
+			out = append(out, v4)
+		}
+	}
+	return out
+}
+
 // nat64V4 reads the IPv4 address where RFC 6052 section 2.2 puts it for a
 // prefix of the given length: right after the prefix, skipping bits 64-71
 // (the u-octet), which must be zero. Anything else is the zero Addr.

@@ -50,3 +50,23 @@ func TestOnlyRoutedFormsAreJudgedByTheirIPv4(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalUseReadingsCoverEveryLayoutInsideThePrefix: the log cannot know
+// the operator's layout inside 64:ff9b:1::/48, so it reads each.
+func TestLocalUseReadingsCoverEveryLayoutInsideThePrefix(t *testing.T) {
+	for addr, want := range map[string]string{
+		"64:ff9b:1:a9fe:a9:fe00::":   "169.254.169.254", // /48
+		"64:ff9b:1:a9:fe:a9fe::":     "169.254.169.254", // /56
+		"64:ff9b:1:0:a9:fea9:fe00:0": "169.254.169.254", // /64
+		"64:ff9b:1::a9fe:a9fe":       "169.254.169.254", // /96
+		"64:ff9b:2::a9fe:a9fe":       "",                // not local use
+	} {
+		found := false
+		for _, r := range LocalUseReadings(netip.MustParseAddr(addr)) {
+			found = found || r.String() == want
+		}
+		if found != (want != "") {
+			t.Errorf("LocalUseReadings(%s) = %v, want one of them %q", addr, LocalUseReadings(netip.MustParseAddr(addr)), want)
+		}
+	}
+}
