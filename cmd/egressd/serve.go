@@ -347,8 +347,6 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 	if err := proxy.FollowHostAddrs(ctx, registry.HostAddrs(), hostAddrsChanged(log, stderr)); err != nil {
 		return nil, nil, fmt.Errorf("cannot start: %w", err)
 	}
-	suppress := audit.NewSuppressor(log, time.Second)
-	suppress.SetNAT64(cfg.NAT64)
 	reg := proxy.NewPromRegistry()
 	metrics := proxy.NewMetrics(reg)
 	metrics.AuditHealthy.Set(1)
@@ -362,7 +360,7 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 		LoadConfig:            f.load,
 		Registry:              registry,
 		Audit:                 log,
-		Suppress:              suppress,
+		Suppress:              audit.NewSuppressor(log, time.Second),
 		Metrics:               metrics,
 		Resolver:              res,
 		Gate:                  proxy.NewGate(maxConns),
