@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 )
 
 // parseVoiceOS reads voiceos.integration.json: schemaVersion 1, id, version,
@@ -23,7 +24,11 @@ func parseVoiceOS(top fields, m *Manifest, rules *Rules) {
 			continue
 		}
 		kind, ok := p.requiredString("kind")
-		if !ok || kind != "network" {
+		if !ok {
+			continue
+		}
+		if kind != "network" {
+			notNetwork(p, kind)
 			continue
 		}
 		p.onlyKeys("kind", "domains")
@@ -43,6 +48,19 @@ func parseVoiceOS(top fields, m *Manifest, rules *Rules) {
 		parseEntries(domains, p.at("domains"), m, rules, ps)
 	}
 	m.EnvKeys = append(envKeys(top, "auth", "fields", "key"), envKeys(top, "", "preferences", "name")...)
+}
+
+// notNetwork checks a permission egressd does not read. If another reader
+// could take it for the network list (its kind is "network" once case is
+// folded or space trimmed, or it carries "domains"), the manifest would
+// mean two things, so it is an error.
+func notNetwork(p fields, kind string) {
+	switch {
+	case strings.EqualFold(strings.TrimSpace(kind), "network"):
+		p.ps.errorf(p.at("kind"), fmt.Sprintf("must be exactly \"network\" (%+q): a reader that folds case or trims would take this permission for the network list", capString(kind, 40)))
+	case p.has("domains"):
+		p.ps.errorf(p.at("kind"), fmt.Sprintf("a permission with \"domains\" must be of kind \"network\" (%+q)", capString(kind, 40)))
+	}
 }
 
 func parseRuntime(top fields, m *Manifest) {

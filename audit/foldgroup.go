@@ -14,15 +14,13 @@ func foldClass(e Event) string {
 	return strings.Join([]string{string(e.Kind), e.Integration, strconv.FormatUint(e.Generation, 10), e.Decision, e.Reason, e.Listener}, "|")
 }
 
-// foldTarget is what was asked for: the canonical host, or as sent when it
-// is not a host name (an IP literal, a bad request), or the peer a unix
-// listener refused.
+// foldTarget is what was asked for: the canonical host (see targetOf), or
+// as sent when it is not a host name (an IP literal, a bad request), or the
+// peer a unix listener refused.
 func foldTarget(e Event) string {
 	switch {
-	case e.Host != "" && e.SNI != "":
-		return withSNI(Cap(e.Host, maxHostRaw), Cap(e.SNI, maxHostRaw))
 	case e.Host != "":
-		return Cap(e.Host, maxHostRaw)
+		return targetOf(Cap(e.Host, maxHostRaw), e.Port, Cap(e.SNI, maxHostRaw), e.Reason, e.Addr)
 	case e.HostRaw != "":
 		return quoteRaw(e.HostRaw)
 	case e.Addr != "":
@@ -31,9 +29,55 @@ func foldTarget(e Event) string {
 	return Cap(e.Msg, maxField)
 }
 
-// withSNI names a target whose ClientHello asked for another host: folding
-// and the report keep each SNI apart.
-func withSNI(host, sni string) string { return host + " (SNI " + sni + ")" }
+// targetOf names a refusal of host as folding and the report group it:
+//
+//   - with the port, when it is not 443, so a port scan of one name keeps
+//     every port it tried ("db.evil.example:6379");
+//   - with the SNI, when the ClientHello asked for another host, so each
+//     host a client fronted for stays apart ("api.example (SNI x.example)");
+//   - with the address, when the refusal is of the address the name
+//     resolved to, so a name rebinding from address to address (a scan of
+//     the private network, the metadata address at TTL 0) keeps each
+//     address ("seq.evil.example (address 169.254.169.254)").
+func targetOf(host string, port uint16, sni, reason, addr string) string {
+	t := host
+	if port != 0 && port != 443 {
+		t += ":" + strconv.Itoa(int(port))
+	}
+	if sni != "" {
+		return t + " (SNI " + sni + ")"
+	}
+	if a := refusedAddr(reason, addr); a != "" {
+		t += " (address " + a + ")"
+	}
+	return t
+}
+
+// addressReasons are the refusals of an address a name resolved to (or
+// reached): for them the address is the finding.
+var addressReasons = map[string]bool{"private_address": true, "operator_denied": true}
+
+// refusedAddr is the address a refusal for reason was about, without its
+// port, or "" when the refusal was not about an address.
+func refusedAddr(reason, addr string) string {
+	if !addressReasons[reason] || addr == "" {
+		return ""
+	}
+	if ap, err := netip.ParseAddrPort(addr); err == nil {
+		return ap.Addr().String()
+	}
+	return Cap(addr, maxField)
+}
+
+// hostOf is the host a target names: the target without its port and
+// without what targetOf added after it.
+func hostOf(target string) string {
+	host, _, _ := strings.Cut(target, " (")
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[:i], ":") {
+		host = host[:i]
+	}
+	return host
+}
 
 // addrGroups are address ranges a refusal into which is a finding of its
 // own: the first target of each is written as a line in every window,
@@ -84,9 +128,9 @@ func groupBudget(group string, isName bool) int {
 // address), any other address, or a name's parent domain (its last two
 // labels). isName says the group is a parent domain, of which a window
 // holds a bounded number.
-func foldGroup(target, addr string) (group string, isName bool) {
+func foldGroup(target, addr string, nat64 []netip.Prefix) (group string, isName bool) {
 	for _, s := range []string{target, addr} {
-		if a, ok := LiteralAddr(s); ok {
+		if a, ok := LiteralAddr(s, nat64); ok {
 			for _, g := range addrGroups {
 				if g.prefix.Contains(a) {
 					return g.name, false
@@ -97,7 +141,7 @@ func foldGroup(target, addr string) (group string, isName bool) {
 			}
 		}
 	}
-	name := strings.TrimSuffix(strings.ToLower(target), ".")
+	name := strings.TrimSuffix(strings.ToLower(hostOf(target)), ".")
 	labels := strings.Split(name, ".")
 	if len(labels) > 2 {
 		labels = labels[len(labels)-2:]

@@ -4,17 +4,21 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/egressd/egressd/internal/ipv4in6"
 )
 
 // LiteralAddr reads the address an IP-literal target stands for, in every
 // spelling a resolver or inet_aton reads (the spellings the proxy refuses
 // as ip_literal): "a.b.c.d" with or without a trailing dot, shortened
 // forms ("127.1", "169.254.43518", one 32-bit number), octal and hex parts,
-// "[v6]" with a zone, and the IPv4 address inside an IPv4-compatible,
-// IPv4-mapped or NAT64 (64:ff9b::/96) IPv6 address. A port is dropped.
-// Folding judges a target by this address, never by its raw string, so no
-// spelling of the metadata address passes for a name.
-func LiteralAddr(target string) (netip.Addr, bool) {
+// "[v6]" with a zone, and the IPv4 address inside an IPv6 address in every
+// embedding the policy denies (ipv4in6.Embedded, the policy's own reading:
+// mapped, compatible, SIIT, NAT64 well-known, local-use and the operator's
+// nat64 prefixes, 6to4 and Teredo). A port is dropped. Folding judges a
+// target by this address, never by its raw string, so no spelling of the
+// metadata address passes for a name or for an unremarkable address.
+func LiteralAddr(target string, nat64 []netip.Prefix) (netip.Addr, bool) {
 	host := target
 	if strings.HasPrefix(host, "[") {
 		end := strings.IndexByte(host, ']')
@@ -33,28 +37,32 @@ func LiteralAddr(target string) (netip.Addr, bool) {
 		if err != nil {
 			return netip.Addr{}, false
 		}
-		return embeddedIPv4(a), true
+		v4, form := ipv4in6.Embedded(a, nat64)
+		if form == ipv4in6.LocalUse {
+			// The translator's layout is the operator's: a metadata
+			// address in any layout names it.
+			for _, r := range ipv4in6.LocalUseReadings(a) {
+				if isMetadata(r) {
+					return r, true
+				}
+			}
+		}
+		if form != ipv4in6.None && v4.IsValid() {
+			return v4, true
+		}
+		return a, true
 	}
 	return inetAton(strings.TrimSuffix(host, "."))
 }
 
-// embeddedIPv4 returns the IPv4 address inside an IPv4-mapped,
-// IPv4-compatible (::a.b.c.d, not :: or ::1) or NAT64 well-known-prefix
-// address, else a itself.
-func embeddedIPv4(a netip.Addr) netip.Addr {
-	a = a.Unmap()
-	if !a.Is6() {
-		return a
+// isMetadata reports whether a is a cloud metadata address (addrGroups).
+func isMetadata(a netip.Addr) bool {
+	for _, g := range addrGroups {
+		if strings.HasPrefix(g.name, "metadata:") && g.prefix.Contains(a) {
+			return true
+		}
 	}
-	b := a.As16()
-	var compat, nat64 [12]byte
-	nat64[1], nat64[2], nat64[3] = 0x64, 0xff, 0x9b
-	var v4 [4]byte
-	copy(v4[:], b[12:])
-	if [12]byte(b[:12]) == nat64 || ([12]byte(b[:12]) == compat && (v4[0] != 0 || v4[1] != 0)) {
-		return netip.AddrFrom4(v4)
-	}
-	return a
+	return false
 }
 
 // inetAton reads s as inet_aton does: one to four parts, each decimal,

@@ -57,7 +57,7 @@ func TestManySpellingsOfTheMetadataAddressFoldUnderItsName(t *testing.T) {
 	if strings.Contains(f.buf.String(), `"unlisted"`) {
 		t.Errorf("spellings of the metadata address fell into the unlisted remainder:\n%s", f.buf.String())
 	}
-	if !strings.Contains(f.buf.String(), `"target":"169.254.169.254 (other spellings)"`) {
+	if !strings.Contains(f.buf.String(), `"target":"169.254.169.254 (other targets)"`) {
 		t.Errorf("no summary names the metadata address:\n%s", f.buf.String())
 	}
 }
@@ -69,13 +69,13 @@ func TestLiteralAddrReadsEverySpellingAResolverReads(t *testing.T) {
 		"169.16689662": "169.254.169.254", "[fd00:ec2::254]:80": "fd00:ec2::254", "[::ffff:a9fe:a9fe]": "169.254.169.254",
 		"[64:ff9b::a9fe:a9fe]:443": "169.254.169.254", "127.1": "127.0.0.1", "[fe80::1%eth0]:443": "fe80::1",
 	} {
-		a, ok := LiteralAddr(in)
+		a, ok := LiteralAddr(in, nil)
 		if !ok || a.String() != want {
 			t.Errorf("LiteralAddr(%q) = %v, %v; want %s", in, a, ok, want)
 		}
 	}
 	for _, in := range []string{"api.example.com:443", "256.1.1.1", "1.2.3.4.5", "08.1.1.1", "0x", "", "1..2", "4294967296"} {
-		if a, ok := LiteralAddr(in); ok {
+		if a, ok := LiteralAddr(in, nil); ok {
 			t.Errorf("LiteralAddr(%q) = %v, want no address", in, a)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/egressd/egressd/internal/safefile"
@@ -23,6 +22,7 @@ type Record struct {
 	Port               uint16         `json:"port"`
 	Rule               string         `json:"rule"`
 	SNI                string         `json:"sni"`
+	Addr               string         `json:"addr"`
 	Exemption          string         `json:"exemption"`
 	Conn               string         `json:"conn"`
 	BytesUp            int64          `json:"bytes_up"`
@@ -77,13 +77,13 @@ func unfold(r Record) []Record {
 // counted without listing them (a flood of distinct names past its sample).
 const UnlistedTargets = "(other targets, counted, not listed)"
 
-// target is what a refusal asked for: the canonical host, or as sent.
+// target is what a refusal asked for, named as folding names it (see
+// targetOf), so a line and the repeats folded after it are one row: the
+// canonical host, or as sent. An unfolded summary record's Host is the
+// target already, with no port, SNI or address beside it.
 func (r Record) target() string {
-	if r.Host != "" && r.SNI != "" {
-		return withSNI(r.Host, r.SNI)
-	}
 	if r.Host != "" {
-		return r.Host
+		return targetOf(r.Host, r.Port, r.SNI, r.Reason, r.Addr)
 	}
 	return r.HostRaw
 }
@@ -157,7 +157,7 @@ func ObservedHosts(recs []Record) map[string][]string {
 		if r.Event != string(Connect) || r.Host == "" || r.Host == UnlistedTargets {
 			continue
 		}
-		r.Host, _, _ = strings.Cut(r.Host, " (SNI ") // a folded target's host
+		r.Host = hostOf(r.Host) // a folded target's host
 		if hostIsTheProblem[r.Reason] {
 			continue
 		}

@@ -20,6 +20,9 @@ import (
 // sequence in it must be shown, never obeyed.
 func WriteText(w io.Writer, rep Report) error {
 	q := termsafe.String
+	if _, err := fmt.Fprintf(w, "%s\n\n", q(rep.Verification.Headline())); err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for _, ir := range rep.Integrations {
 		versions := make([]string, len(ir.Versions))

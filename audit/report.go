@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -10,9 +11,38 @@ import (
 // what did it reach, what did it try that was refused, and does its
 // manifest ask for more than it uses.
 type Report struct {
-	Generated    time.Time           `json:"generated"`
-	Files        []string            `json:"files"`
+	Generated time.Time `json:"generated"`
+	Files     []string  `json:"files"`
+	// Verification is the chain verdict over Files, taken before the
+	// report: a report of a log that did not verify says so first.
+	Verification *Verification       `json:"verification,omitempty"`
 	Integrations []IntegrationReport `json:"integrations"`
+}
+
+// Verification is what Verify found, as a report carries it.
+type Verification struct {
+	Intact        bool   `json:"intact"`
+	Problem       string `json:"problem,omitempty"`
+	IntactThrough uint64 `json:"intact_through"`
+	Lines         int    `json:"lines"`
+	Proves        string `json:"proves"`
+}
+
+// VerificationOf is the part of a verdict a report carries.
+func VerificationOf(v Verdict) *Verification {
+	return &Verification{Intact: v.Intact, Problem: v.Problem, IntactThrough: v.IntactThrough, Lines: v.Lines, Proves: v.Proves}
+}
+
+// Headline is the report's first line: that the log verified, or that it
+// did not, why and where. A reviewer reads it before any finding.
+func (v *Verification) Headline() string {
+	switch {
+	case v == nil:
+		return "LOG NOT VERIFIED: the chain was not checked"
+	case v.Intact:
+		return fmt.Sprintf("log verified: intact, %d lines through seq %d", v.Lines, v.IntactThrough)
+	}
+	return fmt.Sprintf("LOG NOT VERIFIED: BROKEN: %s (intact through seq %d, %d lines). What follows is read from a log that may have been edited, cut or added to: run egressd audit verify", v.Problem, v.IntactThrough, v.Lines)
 }
 
 // IntegrationReport is one integration's part of a Report.
@@ -155,6 +185,12 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 				u.Connections += n
 				connHost[r.Conn] = u
 			default:
+				if u := connHost[r.Conn]; u != nil && r.Conn != "" {
+					// Refused after its allow line (a second ClientHello
+					// after a HelloRetryRequest): it did not reach the host.
+					u.Connections--
+					delete(connHost, r.Conn)
+				}
 				failed = append(failed, r)
 				refuse(r, string(Connect))
 			}
@@ -170,10 +206,14 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 		}
 	}
 	for k, u := range reached {
-		byID[k.id].Reached = append(byID[k.id].Reached, *u)
+		if u.Connections > 0 {
+			byID[k.id].Reached = append(byID[k.id].Reached, *u)
+		}
 	}
 	for k, u := range would {
-		byID[k.id].WouldDeny = append(byID[k.id].WouldDeny, *u)
+		if u.Connections > 0 {
+			byID[k.id].WouldDeny = append(byID[k.id].WouldDeny, *u)
+		}
 	}
 	for k, f := range refused {
 		byID[k[0]].Refused = append(byID[k[0]].Refused, *f)
@@ -223,7 +263,7 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 func triedEntry(entry, id string, failed []Record) *TriedEntry {
 	var t *TriedEntry
 	for _, r := range failed {
-		if r.Integration != id || (r.Rule != entry && !entryNames(entry, r.Host)) {
+		if r.Integration != id || (r.Rule != entry && !entryNames(entry, hostOf(r.Host))) {
 			continue
 		}
 		if t == nil {

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -8,8 +9,10 @@ import (
 
 // Suppressor folds a flood of refusals into bounded summaries without
 // losing a distinct finding. Refusals are grouped into classes (the same
-// kind, integration, generation, decision, reason and listener); within one
-// window of a class:
+// kind, integration, generation, decision, reason and listener); a target
+// is what one refusal asked for (foldTarget: the host with its port when
+// not 443, the SNI it fronted for, or the address it resolved to when that
+// address was refused). Within one window of a class:
 //
 //   - each of the first maxVerbatim distinct targets is written at once as
 //     its own line;
@@ -33,6 +36,7 @@ type Suppressor struct {
 
 	mu      sync.Mutex
 	classes map[string]*foldWindow
+	nat64   []netip.Prefix // the operator's NAT64 prefixes (SetNAT64)
 }
 
 // Bounds per class and window.
@@ -87,7 +91,7 @@ func (s *Suppressor) Write(e Event) error {
 		w = &foldWindow{proto: e, until: now.Add(s.window), counts: map[string]int64{}, groups: map[string]int{}}
 		s.classes[key] = w
 	}
-	write := w.admit(target, e.Addr)
+	write := w.admit(target, e.Addr, s.nat64)
 	s.mu.Unlock()
 	if summary != nil {
 		s.log.Write(*summary)
@@ -99,13 +103,13 @@ func (s *Suppressor) Write(e Event) error {
 }
 
 // admit decides whether e is written as its own line (true) or folded.
-func (w *foldWindow) admit(target, addr string) bool {
+func (w *foldWindow) admit(target, addr string, nat64 []netip.Prefix) bool {
 	if _, listed := w.counts[target]; listed {
 		w.counts[target]++
 		w.folded++
 		return false
 	}
-	group, isName := foldGroup(target, addr)
+	group, isName := foldGroup(target, addr, nat64)
 	budget := groupBudget(group, isName)
 	if isName && w.groups[group] == 0 && w.nameGroups >= maxNameGroups {
 		budget = 0
@@ -122,10 +126,11 @@ func (w *foldWindow) admit(target, addr string) bool {
 	}
 	w.folded++
 	if name, ok := strings.CutPrefix(group, "metadata:"); ok {
-		// Past its budget a metadata address is still named: its further
-		// spellings are counted under the address itself (at most one entry
+		// Past its budget a metadata address is still named: further
+		// targets that reached it (other spellings, other names resolving
+		// to it) are counted under the address itself (at most one entry
 		// per metadata address), never in the unlisted remainder.
-		key := name + " (other spellings)"
+		key := name + " (other targets)"
 		if _, listed := w.counts[key]; !listed {
 			w.order = append(w.order, key)
 		}
@@ -176,4 +181,13 @@ func (w *foldWindow) summary() *Event {
 		}
 	}
 	return &e
+}
+
+// SetNAT64 gives the operator's NAT64 prefixes (config nat64_prefixes), so
+// an address inside one is grouped by the IPv4 address it reaches, as the
+// policy judged it. Call it before the first Write.
+func (s *Suppressor) SetNAT64(prefixes []netip.Prefix) {
+	s.mu.Lock()
+	s.nat64 = append([]netip.Prefix(nil), prefixes...)
+	s.mu.Unlock()
 }

@@ -1,6 +1,10 @@
 package policy
 
-import "net/netip"
+import (
+	"net/netip"
+
+	"github.com/egressd/egressd/internal/ipv4in6"
+)
 
 // deniedV4 are IPv4 ranges that are not the public internet: this host, the
 // private and shared ranges, link-local (cloud metadata at 169.254.169.254),
@@ -64,74 +68,29 @@ var globalUnicast = netip.MustParsePrefix("2000::/3")
 
 // DefaultNAT64 is the RFC 6052 well-known prefix. Config can add the
 // operator's own translator prefixes.
-var DefaultNAT64 = []netip.Prefix{
-	netip.MustParsePrefix("64:ff9b::/96"),
-}
+var DefaultNAT64 = []netip.Prefix{ipv4in6.WellKnownNAT64}
 
 // nat64LocalUse is RFC 8215's local-use prefix. Addresses in it reach
 // translators inside the operator's own network, with the IPv4 address at a
 // place only the operator knows, so all of it is denied.
-var nat64LocalUse = netip.MustParsePrefix("64:ff9b:1::/48")
+var nat64LocalUse = ipv4in6.NAT64LocalUse
 
 // NAT64PrefixLengths are the prefix lengths RFC 6052 section 2.2 defines.
-var NAT64PrefixLengths = []int{32, 40, 48, 56, 64, 96}
-
-// ipv4Compatible is the deprecated ::a.b.c.d form (RFC 4291 §2.5.5.1).
-var ipv4Compatible = netip.MustParsePrefix("::/96")
-
-// ipv4Translated is ::ffff:0:a.b.c.d (RFC 2765 SIIT), which Go's Unmap
-// does not unwrap.
-var ipv4Translated = netip.MustParsePrefix("::ffff:0:0:0/96")
+var NAT64PrefixLengths = ipv4in6.PrefixLengths
 
 // embeddedV4 returns the IPv4 address an IPv6 address carries, if it is one
-// of the forms that route to IPv4: mapped, compatible, translated or NAT64.
-// Such an address is judged by the IPv4 address inside it. An address in a
+// of the forms that route to IPv4: mapped, compatible, translated or NAT64
+// (ipv4in6.Embedded, the reading the audit log names addresses by). Such
+// an address is judged by the IPv4 address inside it. An address in a
 // NAT64 prefix that no RFC 6052 layout explains yields the zero Addr with
-// ok true, which every caller denies.
+// ok true, which every caller denies. 6to4, Teredo and local-use NAT64 are
+// not judged by what they embed: deniedV6 and isDenied refuse them whole.
 func embeddedV4(a netip.Addr, nat64 []netip.Prefix) (netip.Addr, bool) {
-	if a.Is4In6() {
-		return a.Unmap(), true
-	}
-	if !a.Is6() {
+	v4, form := ipv4in6.Embedded(a, nat64)
+	if !form.JudgedByIPv4() {
 		return netip.Addr{}, false
 	}
-	b := a.As16()
-	if ipv4Compatible.Contains(a) || ipv4Translated.Contains(a) {
-		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
-	}
-	for _, p := range nat64 {
-		if p.Contains(a) {
-			return nat64V4(b, p.Bits()), true
-		}
-	}
-	return netip.Addr{}, false
-}
-
-// nat64V4 reads the IPv4 address where RFC 6052 section 2.2 puts it for a
-// prefix of the given length: right after the prefix, skipping bits 64-71
-// (the u-octet), which must be zero. Anything else is the zero Addr.
-func nat64V4(b [16]byte, bits int) netip.Addr {
-	var v4 [4]byte
-	switch bits {
-	case 32:
-		v4 = [4]byte{b[4], b[5], b[6], b[7]}
-	case 40:
-		v4 = [4]byte{b[5], b[6], b[7], b[9]}
-	case 48:
-		v4 = [4]byte{b[6], b[7], b[9], b[10]}
-	case 56:
-		v4 = [4]byte{b[7], b[9], b[10], b[11]}
-	case 64:
-		v4 = [4]byte{b[9], b[10], b[11], b[12]}
-	case 96:
-		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
-	default:
-		return netip.Addr{}
-	}
-	if b[8] != 0 {
-		return netip.Addr{}
-	}
-	return netip.AddrFrom4(v4)
+	return v4, true
 }
 
 // isDenied reports whether a is outside the public internet. IPv6 that

@@ -149,7 +149,7 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 			if !no.sni.IsZero() {
 				refused.SNI = no.sni.String() // where the client really meant to go
 			}
-			s.refusedAfterConnect(&refused, no.reason, no.msg)
+			s.refusedAfterAllow(&refused, no.reason, no.msg)
 			s.recordClose(p, t, ev, up0, down0)
 			return
 		}
@@ -255,6 +255,17 @@ func (s *Server) refuse(client net.Conn, p *policy.Policy, d policy.Decision, ev
 func (s *Server) refusedAfterConnect(ev *audit.Event, reason policy.Reason, msg string) {
 	ev.Decision, ev.Reason, ev.Msg = "deny", string(reason), msg
 	s.recordDenial(*ev)
+}
+
+// refusedAfterAllow records a tunnel refused after its allow line was
+// written (a second ClientHello after a HelloRetryRequest). It is never
+// folded: the line pairs with the allow line by conn id, so a report counts
+// the tunnel as refused and not as reached, and each costs one line at
+// most beside the allow and close lines the tunnel writes anyway.
+func (s *Server) refusedAfterAllow(ev *audit.Event, reason policy.Reason, msg string) {
+	ev.Decision, ev.Reason, ev.Msg = "deny", string(reason), msg
+	s.metrics.Decisions.WithLabelValues(ev.Integration, ev.Decision, ev.Reason).Inc()
+	s.opts.Audit.Write(*ev)
 }
 
 // baseEvent starts an event with the integration's identity.

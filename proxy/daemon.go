@@ -61,6 +61,14 @@ type listener struct {
 	server *Server
 }
 
+// followNAT64 gives the folding the operator's NAT64 prefixes, so the log
+// groups an address by the IPv4 address the policy judged it by.
+func (d *Daemon) followNAT64(cfg policy.Config) {
+	if d.Suppress != nil {
+		d.Suppress.SetNAT64(cfg.NAT64)
+	}
+}
+
 // Start loads the config and every policy, opens every listener and starts
 // serving. An integration whose manifest cannot be loaded at start is an
 // error: egressd does not start half-configured.
@@ -73,6 +81,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 	}
 	d.listeners = map[string]*listener{}
 	d.serveErr = make(chan error, 1)
+	d.followNAT64(cfg)
 	outs := d.Registry.Load(cfg)
 	d.auditOutcomes(outs)
 	var failed []string
@@ -222,6 +231,7 @@ func (d *Daemon) Reload(ctx context.Context) error {
 		return err
 	}
 	outs := d.Registry.Load(cfg)
+	d.followNAT64(cfg)
 	if d.stopping.Load() {
 		return errStopping
 	}

@@ -53,27 +53,10 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	var opts audit.VerifyOptions
-	if *keyFile != "" {
-		key, err := readAuditKey(*keyFile)
-		if err != nil {
-			fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
-			return exitUsage
-		}
-		opts.Key = key
-	}
-	if *ckptFile != "" {
-		f, err := os.Open(*ckptFile)
-		if err != nil {
-			fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
-			return exitUsage
-		}
-		opts.Checkpoints, err = audit.ReadCheckpoints(f)
-		f.Close()
-		if err != nil {
-			fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
-			return exitUsage
-		}
+	opts, err := verifyOptions(*keyFile, *ckptFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
+		return exitUsage
 	}
 	v, err := audit.Verify(fs.Args(), opts)
 	if err != nil {
@@ -85,6 +68,29 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	return exitFail
+}
+
+// verifyOptions reads verify's --key and --checkpoints files.
+func verifyOptions(keyFile, ckptFile string) (audit.VerifyOptions, error) {
+	var opts audit.VerifyOptions
+	if keyFile != "" {
+		key, err := readAuditKey(keyFile)
+		if err != nil {
+			return opts, err
+		}
+		opts.Key = key
+	}
+	if ckptFile != "" {
+		f, err := os.Open(ckptFile)
+		if err != nil {
+			return opts, err
+		}
+		defer f.Close()
+		if opts.Checkpoints, err = audit.ReadCheckpoints(f); err != nil {
+			return opts, err
+		}
+	}
+	return opts, nil
 }
 
 // maxChainsListed bounds the chains printed one per line: a service in a
@@ -128,15 +134,34 @@ func printVerdict(w io.Writer, v audit.Verdict) {
 }
 
 func runAuditReport(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("audit report", "usage: egressd audit report [--manifest PATH]... [--format text|json|html] FILE...", stderr)
+	fs := newFlagSet("audit report", "usage: egressd audit report [--manifest PATH]... [--key FILE] [--checkpoints FILE] [--format text|json|html] FILE...\n\n"+
+		"Verifies the chain first (as audit verify): a log that does not verify is reported under a first line saying so and where, and exits 1.", stderr)
 	var manifests multiFlag
 	fs.Var(&manifests, "manifest", "an integration's manifest (file or folder), repeatable; default: the paths recorded in the log")
 	format := fs.String("format", "text", "text, json or html")
+	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain, to verify it")
+	ckptFile := fs.String("checkpoints", "", "a file of checkpoint lines to cross-check, as audit verify")
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
 		if err == nil {
 			fs.Usage()
 		}
 		return exitUsage
+	}
+	if *format != "text" && *format != "json" && *format != "html" {
+		fmt.Fprintf(stderr, "egressd audit report: --format must be text, json or html (%q)\n", *format)
+		return exitUsage
+	}
+	opts, err := verifyOptions(*keyFile, *ckptFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
+		return exitUsage
+	}
+	// Verify is one linear pass: a reviewer never reads the report of a
+	// broken log as the report of a good one.
+	verdict, err := audit.Verify(fs.Args(), opts)
+	if err != nil {
+		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
+		return exitFail
 	}
 	recs, err := audit.ReadFiles(fs.Args())
 	if err != nil {
@@ -170,6 +195,7 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 	}
 	rep := audit.BuildReport(recs, declared)
 	rep.Files = fs.Args()
+	rep.Verification = audit.VerificationOf(verdict)
 	switch *format {
 	case "text":
 		err = audit.WriteText(stdout, rep)
@@ -185,6 +211,10 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
+		return exitFail
+	}
+	if !verdict.Intact {
+		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(rep.Verification.Headline()))
 		return exitFail
 	}
 	return exitOK

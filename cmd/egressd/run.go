@@ -232,6 +232,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 		}
 	}
 	r.suppress = audit.NewSuppressor(r.log, time.Second)
+	r.suppress.SetNAT64(cfg.NAT64)
 	r.server = proxy.New(proxy.Options{
 		Key: key, Registry: registry, Resolver: proxy.NewResolver(resolvers, cfg.Timeouts.DNS), Audit: r.log,
 		Suppress: r.suppress, Limits: cfg.Limits, Timeouts: cfg.Timeouts,
