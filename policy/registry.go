@@ -189,7 +189,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 	}
 	p := NewPolicy(m, adm.inForce, r.options(cfg, in))
 	p.ManifestAt, p.Generation = file, gen
-	p.setPending(adm.pending, adm.idFrom)
+	p.setPending(adm.pending, adm.idFrom, adm.claimOf)
 	out.Notice = p.PendingNotice()
 	if adm.released != "" {
 		out.Notice = adm.released
@@ -225,7 +225,7 @@ func StartProblems(cfg Config) []error {
 func (r *Registry) rebuild(cfg Config, in Integration, last *Policy, gen uint64) *Policy {
 	p := NewPolicy(last.Manifest, last.Entries(), r.options(cfg, in))
 	p.ManifestAt, p.Generation = last.ManifestAt, gen
-	p.setPending(last.Pending, last.PendingIDFrom)
+	p.setPending(last.Pending, last.PendingIDFrom, last.PendingClaimOf)
 	return p
 }
 
