@@ -51,7 +51,7 @@ func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration) (
 		return admission{inForce: []allowlist.Entry{}, pending: m.Version, claimOf: claimOf}, nil
 	}
 	var released string
-	if owners := s.FoldersOf(m.ID); len(owners) > 0 && claimWaits(s, places, m, Integration{}) != nil && in.Widen == WidenAuto {
+	if owners := claimWaits(s, places, m, Integration{}); owners != nil && in.Widen == WidenAuto {
 		released = fmt.Sprintf("%s claims the id %s %s, which version memory binds to %s; widen: auto let it in without the operator's approval", places[0], m.ID, m.Version, folderList(owners))
 	}
 	for _, place := range places {

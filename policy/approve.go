@@ -203,7 +203,7 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 		}
 		a := Approval{ID: man.ID, Version: man.Version, Digest: digest}
 		f := s.Folders[folder]
-		owners := s.FoldersOf(man.ID)
+		owners := s.boundElsewhere(man.ID, folder)
 		if (f.ID != "" && f.ID != man.ID) || (f.ID == "" && len(owners) > 0) {
 			f.Pending = &IDChange{ID: man.ID, Version: man.Version, Digest: digest, Approved: true}
 			s.Folders[folder] = f

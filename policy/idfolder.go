@@ -59,18 +59,24 @@ func sameFolder(a, b string) bool {
 // or no folder is bound to it (a first load, or an id whose folders all
 // changed their ids: nothing is left to take from).
 func claimWaits(s *State, places []string, m *allowlist.Manifest, in Integration) []string {
-	var owners []string
-	for _, dir := range s.FoldersOf(m.ID) {
-		if sameFolder(dir, places[0]) {
-			return nil // this folder, perhaps spelled another way
-		}
-		owners = append(owners, dir)
-	}
+	owners := s.boundElsewhere(m.ID, places[0])
 	if len(owners) == 0 {
 		return nil
 	}
 	for _, place := range places {
 		if f := s.Folders[place]; f.ID == m.ID || idChangePasses(f, m, in) {
+			return nil
+		}
+	}
+	return owners
+}
+
+// boundElsewhere lists the folders s binds id to when folder is none of
+// them (in any spelling); nil when it is one, or there are none.
+func (s *State) boundElsewhere(id, folder string) []string {
+	owners := s.FoldersOf(id)
+	for _, dir := range owners {
+		if sameFolder(dir, folder) {
 			return nil
 		}
 	}
