@@ -116,3 +116,28 @@ func TestRunStateUnderTheIDAloneGoesOnlyToTheFolderThatOwnsIt(t *testing.T) {
 		t.Fatalf("the id-only folder is still there: %v", err)
 	}
 }
+
+// TestRunStateSurvivesADeployLinkSwap: the folder is the path the operator
+// names, so "ln -sfn releases/v2 current" is the same integration with the
+// same state, not a new folder claiming its id.
+func TestRunStateSurvivesADeployLinkSwap(t *testing.T) {
+	e := newSandboxEnv(t)
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	for v, version := range map[string]string{"v1": "1.0.0", "v2": "1.0.1"} {
+		r := *e
+		r.dir = filepath.Join(root, v)
+		os.Mkdir(r.dir, 0o755)
+		os.WriteFile(filepath.Join(r.dir, "ca.pem"), e.ca.PEM(), 0o644)
+		r.writeSandboxed("com.test.sandboxed", version, "api.allowed.example")
+	}
+	e.dir = filepath.Join(root, "current")
+	os.Symlink("v1", e.dir)
+	e.runFresh(`echo kept > /var/lib/integration/file`)
+	os.Symlink("v2", e.dir+".tmp")
+	os.Rename(e.dir+".tmp", e.dir)
+	out, errs, _ := e.runFresh(`cat /var/lib/integration/file`)
+	if out != "kept\n" || strings.Contains(errs, "claims the id") {
+		t.Fatalf("after the deploy link moved:\nstdout:\n%s\nstderr:\n%s", out, errs)
+	}
+}
