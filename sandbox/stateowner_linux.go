@@ -32,7 +32,7 @@ const maxStateDepth = 128
 // stay writable, and distinct from the owner of every other folder in
 // PARENT, so no integration can write another's state. A new folder, or one
 // whose owner another folder shares (as the per-process uids of earlier
-// versions could), gets a fresh uid, derived from the id and probed for
+// versions could), gets a fresh uid, derived from the name and probed for
 // uniqueness under a lock.
 func ClaimStateFolder(parent, name, legacy string) (dir string, uid int, err error) {
 	if err := os.MkdirAll(parent, 0o700); err != nil {
