@@ -24,13 +24,15 @@ const maxStateDepth = 128
 
 // ClaimStateFolder returns the integration's writable folder, PARENT/NAME
 // (NAME from StateName), and the host uid its sandboxes run as: the
-// caller's own, or, as root, the uid claimed for the integration. A
-// missing folder takes over PARENT/LEGACY, the folder an earlier egressd
-// named after the id alone, when legacy is not "": the caller passes it
-// only when version memory shows that folder was this integration's. That uid
+// caller's own, or, as root, the uid claimed for the integration. That uid
 // is the folder's owner: stable across runs, so files from an earlier run
 // stay writable, and distinct from the owner of every other folder in
-// PARENT, so no integration can write another's state. A new folder, or one
+// PARENT, so no integration can write another's state.
+//
+// A missing folder takes over PARENT/LEGACY, the folder an earlier egressd
+// named after the id alone, when legacy is not "": the caller passes it
+// only when version memory shows that folder was this integration's. A
+// symlink there is never taken. A new folder, or one
 // whose owner another folder shares (as the per-process uids of earlier
 // versions could), gets a fresh uid, derived from the name and probed for
 // uniqueness under a lock.
