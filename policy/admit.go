@@ -11,6 +11,7 @@ type admission struct {
 	inForce []allowlist.Entry // the list that applies now
 	pending string            // a widening version waiting for the gate, or ""
 	idFrom  string            // with pending: the id the folder was approved under
+	claimOf []string          // with pending: the folders the claimed id is bound to
 	// released says a widening or id change came into force through
 	// widen: auto, without the operator's approval, or "".
 	released string
@@ -21,13 +22,17 @@ type admission struct {
 // the first id loaded there; a manifest that claims another id there is
 // not a fresh start: until the operator approves the change, the list
 // approved for the old id stays in force, and the new id is pending.
+// Conversely an id is bound to its folders (idfolder.go): a claim of it
+// from another folder is pending too, with nothing in force. Nothing
+// pending changes the id's record.
 func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration) (admission, error) {
 	var changed []string
 	for _, place := range places {
-		if f, bound := s.Folders[place]; bound && f.ID != m.ID && !idChangePasses(f, m, in) {
+		if f := s.Folders[place]; f.ID != "" && f.ID != m.ID && !idChangePasses(f, m, in) {
 			changed = append(changed, place)
 		}
 	}
+	claimOf := claimWaits(s, places, m, in)
 	if len(changed) > 0 {
 		p := IDChange{ID: m.ID, Version: m.Version, Digest: m.Digest()}
 		for _, place := range changed {
@@ -39,11 +44,18 @@ func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration) (
 		}
 		from := s.Folders[changed[0]].ID
 		kept, err := parseApproved(s.IDs[from].Approved.Entries)
-		return admission{inForce: kept, pending: m.Version, idFrom: from}, err
+		return admission{inForce: kept, pending: m.Version, idFrom: from, claimOf: claimOf}, err
+	}
+	if claimOf != nil {
+		holdClaim(s, places[0], m)
+		return admission{inForce: []allowlist.Entry{}, pending: m.Version, claimOf: claimOf}, nil
 	}
 	var released string
+	if owners := claimWaits(s, places, m, Integration{}); owners != nil && in.Widen == WidenAuto {
+		released = fmt.Sprintf("%s claims the id %s %s, which version memory binds to %s; widen: auto let it in without the operator's approval", places[0], m.ID, m.Version, folderList(owners))
+	}
 	for _, place := range places {
-		if f, bound := s.Folders[place]; bound && f.ID != m.ID && in.Widen == WidenAuto {
+		if f := s.Folders[place]; f.ID != "" && f.ID != m.ID && in.Widen == WidenAuto {
 			released = fmt.Sprintf("%s changed its id from %s to %s %s; widen: auto let it in without the operator's approval", place, f.ID, m.ID, m.Version)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 // list digest, and why it needed approving.
 type Approval struct {
 	ID, Version, Digest string
-	What                string // "a widening", "the id change of FOLDER from OLD", "the first list"
+	What                string // "a widening", "the id change of FOLDER from OLD", "the claim of FOLDER to ID", "the first list"
 }
 
 // Places are where version memory binds an id: the manifest's folder and,
@@ -31,15 +31,16 @@ func Places(manifestFile, listen string) []string {
 const listenerPlace = "listener "
 
 // FolderOf is the key version memory binds an id to: the manifest file's
-// folder, absolute, symlinks resolved, so two spellings of one folder are
-// one folder.
+// folder, absolute and clean, as the operator named it (on the command
+// line or in the config). Symlinks are not resolved: the integration's
+// place is the path the operator gave, so a deploy link swapped to a new
+// release ("ln -sfn releases/v2 current") leaves it in the same place,
+// with the same bindings and the same sandbox state. Two spellings of one
+// folder are still one integration: see sameFolder.
 func FolderOf(manifestFile string) string {
 	dir, err := filepath.Abs(filepath.Dir(manifestFile))
 	if err != nil {
-		return filepath.Dir(manifestFile)
-	}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		return real
+		return filepath.Clean(filepath.Dir(manifestFile))
 	}
 	return dir
 }
@@ -88,7 +89,15 @@ func (c pendingRecord) String() string {
 	if c.Place == "" {
 		return fmt.Sprintf("  a widening, list digest %s", c.Digest)
 	}
-	return fmt.Sprintf("  the id change of %s from %s, list digest %s", c.Place, c.From, c.Digest)
+	return fmt.Sprintf("  %s, list digest %s", c.what(), c.Digest)
+}
+
+// what names an id change or a claim.
+func (c pendingRecord) what() string {
+	if c.From == "" {
+		return fmt.Sprintf("the claim of %s to %s", c.Place, c.ID)
+	}
+	return fmt.Sprintf("the id change of %s from %s", c.Place, c.From)
 }
 
 func listPending(cs []pendingRecord) string {
@@ -115,18 +124,23 @@ func pendingOf(s *State, id, version string) []pendingRecord {
 }
 
 // oneBinding reports whether cs hold one list in at most one folder: a
-// folder and the listener it is served on are one integration.
+// folder and the listener it is served on are one integration. A folder's
+// claim of an id bound elsewhere is approved alone: it must not ride along
+// with the id's own widening at the same version and list.
 func oneBinding(cs []pendingRecord) bool {
-	folders := 0
+	folders, claims := 0, 0
 	for _, c := range cs {
 		if c.Digest != cs[0].Digest {
 			return false
 		}
-		if c.Place != "" && !strings.HasPrefix(c.Place, listenerPlace) {
+		if c.Place != "" && isFolder(c.Place) {
 			folders++
+			if c.From == "" {
+				claims++
+			}
 		}
 	}
-	return folders <= 1
+	return folders <= 1 && (claims == 0 || len(cs) == 1)
 }
 
 // approve marks c approved in s and says what it bound.
@@ -136,7 +150,10 @@ func (c pendingRecord) approve(s *State) Approval {
 		f := s.Folders[c.Place]
 		f.Pending.Approved = true
 		s.Folders[c.Place] = f
-		a.What = fmt.Sprintf("the id change of %s from %s", c.Place, c.From)
+		a.What = c.what()
+		if owners := s.FoldersOf(c.ID); c.From == "" && len(owners) > 0 {
+			a.What += " (bound to " + folderList(owners) + ")"
+		}
 		return a
 	}
 	r := s.IDs[c.ID]
@@ -185,10 +202,15 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 			}
 		}
 		a := Approval{ID: man.ID, Version: man.Version, Digest: digest}
-		if f, bound := s.Folders[folder]; bound && f.ID != man.ID {
+		f := s.Folders[folder]
+		owners := s.boundElsewhere(man.ID, folder)
+		if (f.ID != "" && f.ID != man.ID) || (f.ID == "" && len(owners) > 0) {
 			f.Pending = &IDChange{ID: man.ID, Version: man.Version, Digest: digest, Approved: true}
 			s.Folders[folder] = f
-			a.What = fmt.Sprintf("the id change of %s from %s", folder, f.ID)
+			a.What = pendingRecord{ID: man.ID, Place: folder, From: f.ID}.what()
+			if len(owners) > 0 {
+				a.What += " (bound to " + folderList(owners) + ")"
+			}
 			made = append(made, a)
 			return nil
 		}
@@ -237,6 +259,9 @@ func (m *Memory) Forget(id string) (Record, error) {
 			} else if f.Pending != nil && f.Pending.ID == id {
 				f.Pending = nil
 				s.Folders[dir] = f
+				if f.ID == "" { // a claim of id, bound to nothing else
+					delete(s.Folders, dir)
+				}
 				found = true
 			}
 		}

@@ -39,7 +39,11 @@ type Policy struct {
 
 	// PendingIDFrom is, with Pending, the id this manifest's folder was
 	// approved under when the pending version changed the id.
-	PendingIDFrom  string
+	PendingIDFrom string
+	// PendingClaimOf is, with Pending, the folders version memory binds
+	// the manifest's id to, when this manifest claims it from another
+	// folder (idfolder.go).
+	PendingClaimOf []string
 	pendingMatcher *allowlist.Matcher // the pending version's list
 	widenAuto      bool               // the config admits widenings without approval
 	secrets        []Secret

@@ -8,10 +8,11 @@ import (
 )
 
 // setPending records that version (the manifest's own) waits for the
-// operator, and, when the wait is for an id change, the folder's old id.
-// The registry calls it once, before the policy is published.
-func (p *Policy) setPending(version, idFrom string) {
-	p.Pending, p.PendingIDFrom = version, idFrom
+// operator, and, when the wait is for an id change, the folder's old id,
+// and, when the id is bound to other folders, those folders. The registry
+// calls it once, before the policy is published.
+func (p *Policy) setPending(version, idFrom string, claimOf []string) {
+	p.Pending, p.PendingIDFrom, p.PendingClaimOf = version, idFrom, claimOf
 	if version != "" {
 		p.pendingMatcher = allowlist.Compile(p.Manifest.Entries)
 	}
@@ -41,8 +42,15 @@ func (p *Policy) PendingNotice() string {
 		return ""
 	}
 	if p.PendingIDFrom != "" {
-		return fmt.Sprintf("%s changed its id from %s to %s %s; the new id waits for the operator's approval (%s), and the list approved for %s stays in force until then",
-			p.ManifestAt, p.PendingIDFrom, p.Manifest.ID, p.Pending, p.ApproveCommand(), p.PendingIDFrom)
+		also := ""
+		if len(p.PendingClaimOf) > 0 {
+			also = fmt.Sprintf(" (version memory binds %s to %s)", p.Manifest.ID, folderList(p.PendingClaimOf))
+		}
+		return fmt.Sprintf("%s changed its id from %s to %s %s%s; the new id waits for the operator's approval (%s), and the list approved for %s stays in force until then",
+			p.ManifestAt, p.PendingIDFrom, p.Manifest.ID, p.Pending, also, p.ApproveCommand(), p.PendingIDFrom)
+	}
+	if len(p.PendingClaimOf) > 0 {
+		return claimNotice(p)
 	}
 	var added []string
 	for _, e := range p.Manifest.Entries {

@@ -43,7 +43,9 @@ type Approved struct {
 
 // Folder binds a manifest folder to the id it was approved under, so a
 // manifest cannot shed its history by changing its id: a new id in a known
-// folder waits for the operator like a widening.
+// folder waits for the operator like a widening. A folder with no id and a
+// Pending change is bound to nothing yet: it claims an id bound to other
+// folders, and waits (idfolder.go).
 type Folder struct {
 	ID      string    `json:"id"`
 	Pending *IDChange `json:"pending,omitempty"`
@@ -159,7 +161,8 @@ func (s *State) validate() error {
 	}
 	for _, dir := range sortedKeys(s.Folders) {
 		f := s.Folders[dir]
-		if dir == "" || !stateID().MatchString(f.ID) {
+		claiming := f.ID == "" && f.Pending != nil && isFolder(dir) // a folder's claim of a bound id (idfolder.go)
+		if dir == "" || (!claiming && !stateID().MatchString(f.ID)) {
 			return fmt.Errorf("folder %q: not a folder bound to an id", dir)
 		}
 		if p := f.Pending; p != nil && (!stateID().MatchString(p.ID) || !validVersion(p.Version) || !stateDigest().MatchString(p.Digest)) {

@@ -64,6 +64,31 @@ func MountStateImage(path string, sizeMB, uid int, seed string) (*os.File, error
 	return mountExt4(loop.Name())
 }
 
+// ClaimStateImage returns the path of the state image named name (from
+// StateName) in dir. A missing image takes over the one an earlier egressd
+// named after the id alone, legacy, when legacy is not "" (see
+// ClaimStateFolder).
+func ClaimStateImage(dir, name, legacy string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	lock, err := os.Open(dir)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return "", fmt.Errorf("lock %s: %w", dir, err)
+	}
+	if legacy != "" {
+		legacy = StateImageName(legacy)
+	}
+	if err := adoptLegacy(dir, legacy, StateImageName(name), unix.S_IFREG); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, StateImageName(name)), nil
+}
+
 // makeStateImage creates the image, if missing, under a temporary name and
 // renames it into place, so a half-made image is never used.
 func makeStateImage(path string, sizeMB, uid int, seed string) error {

@@ -22,16 +22,21 @@ const (
 // program built.
 const maxStateDepth = 128
 
-// ClaimStateFolder returns the integration's writable folder, PARENT/ID,
-// and the host uid its sandboxes run as: the caller's own, or, as root, the
-// uid claimed for the integration. That uid
+// ClaimStateFolder returns the integration's writable folder, PARENT/NAME
+// (NAME from StateName), and the host uid its sandboxes run as: the
+// caller's own, or, as root, the uid claimed for the integration. That uid
 // is the folder's owner: stable across runs, so files from an earlier run
 // stay writable, and distinct from the owner of every other folder in
-// PARENT, so no integration can write another's state. A new folder, or one
+// PARENT, so no integration can write another's state.
+//
+// A missing folder takes over PARENT/LEGACY, the folder an earlier egressd
+// named after the id alone, when legacy is not "": the caller passes it
+// only when version memory shows that folder was this integration's. A
+// symlink there is never taken. A new folder, or one
 // whose owner another folder shares (as the per-process uids of earlier
-// versions could), gets a fresh uid, derived from the id and probed for
+// versions could), gets a fresh uid, derived from the name and probed for
 // uniqueness under a lock.
-func ClaimStateFolder(parent, id string) (dir string, uid int, err error) {
+func ClaimStateFolder(parent, name, legacy string) (dir string, uid int, err error) {
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return "", 0, err
 	}
@@ -43,7 +48,10 @@ func ClaimStateFolder(parent, id string) (dir string, uid int, err error) {
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
 		return "", 0, fmt.Errorf("lock %s: %w", parent, err)
 	}
-	dir = filepath.Join(parent, id)
+	dir = filepath.Join(parent, name)
+	if err := adoptLegacy(parent, legacy, name, unix.S_IFDIR); err != nil {
+		return "", 0, err
+	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", 0, err
 	}
@@ -54,18 +62,18 @@ func ClaimStateFolder(parent, id string) (dir string, uid int, err error) {
 	if err != nil {
 		return "", 0, err
 	}
-	mine := owners[id]
-	if mine >= stateUIDBase && mine < stateUIDBase+stateUIDSpan && !sharedOwner(owners, id) {
+	mine := owners[name]
+	if mine >= stateUIDBase && mine < stateUIDBase+stateUIDSpan && !sharedOwner(owners, name) {
 		return dir, mine, nil
 	}
 	taken := map[int]bool{}
-	for name, o := range owners {
-		if name != id {
+	for other, o := range owners {
+		if other != name {
 			taken[o] = true
 		}
 	}
 	h := fnv.New32a()
-	h.Write([]byte(id))
+	h.Write([]byte(name))
 	uid = stateUIDBase + int(h.Sum32()%stateUIDSpan)
 	for taken[uid] {
 		uid = stateUIDBase + (uid-stateUIDBase+1)%stateUIDSpan
@@ -97,13 +105,30 @@ func folderOwners(parent string) (map[string]int, error) {
 	return owners, nil
 }
 
-func sharedOwner(owners map[string]int, id string) bool {
-	for name, o := range owners {
-		if name != id && o == owners[id] {
+func sharedOwner(owners map[string]int, name string) bool {
+	for other, o := range owners {
+		if other != name && o == owners[name] {
 			return true
 		}
 	}
 	return false
+}
+
+// adoptLegacy renames parent/legacy to parent/name when legacy is not "",
+// name does not exist, and legacy is an entry of type kind (not a symlink).
+// The caller holds parent's lock.
+func adoptLegacy(parent, legacy, name string, kind uint32) error {
+	if legacy == "" || legacy == name {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(parent, name), &st); !errors.Is(err, unix.ENOENT) {
+		return err // there already, or unreadable
+	}
+	if err := unix.Lstat(filepath.Join(parent, legacy), &st); err != nil || st.Mode&unix.S_IFMT != kind {
+		return nil // nothing to take over
+	}
+	return os.Rename(filepath.Join(parent, legacy), filepath.Join(parent, name))
 }
 
 // StateUse is what a state folder holds on the host disk.

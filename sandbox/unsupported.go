@@ -51,7 +51,10 @@ func (*Sandbox) Escalated() bool                { return false }
 func (*Sandbox) EgressDropped() (uint64, error) { return 0, ErrUnsupported }
 
 // ClaimStateFolder always fails here.
-func ClaimStateFolder(string, string) (string, int, error) { return "", 0, ErrUnsupported }
+func ClaimStateFolder(string, string, string) (string, int, error) { return "", 0, ErrUnsupported }
+
+// ClaimStateImage always fails here.
+func ClaimStateImage(string, string, string) (string, error) { return "", ErrUnsupported }
 
 // StateUse is what a state folder holds.
 type StateUse struct {

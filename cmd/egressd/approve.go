@@ -14,8 +14,10 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("approve", `usage: egressd approve [--state DIR] [--digest DIGEST] ID VERSION
        egressd approve [--state DIR] [--new-id] --manifest PATH
 
-Approves a manifest version whose network list adds entries, or whose id
-changed in a folder egressd knows. ID VERSION approves what egressd saw and
+Approves a manifest version whose network list adds entries, whose id
+changed in a folder egressd knows, or whose folder claims an id version
+memory binds to another folder (the folder then carries the id too, and
+shares its version floor). ID VERSION approves what egressd saw and
 holds as pending; --manifest approves that manifest's list, seen or not.
 Either way the approval is bound to one list's digest: when several
 folders wait with different lists (or in different folders) for one ID

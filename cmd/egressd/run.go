@@ -135,6 +135,10 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 	if err := proxy.FollowHostAddrs(context.Background(), registry.HostAddrs(), nil); err != nil {
 		return nil, err
 	}
+	before, err := mem.Read() // whose state an earlier egressd kept under the id alone
+	if err != nil {
+		return nil, err
+	}
 	loaded := registry.Load(cfg)[0]
 	if loaded.Result == policy.Failed {
 		return nil, fmt.Errorf("%s:\n%v", loaded.Key, loaded.Err)
@@ -167,7 +171,11 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 		}
 	}
 	r := &runSetup{policy: p, cfg: cfg, registry: registry, loaded: loaded}
-	integrationState, stateUID, err := sandbox.ClaimStateFolder(filepath.Join(stateDir, "sandbox"), p.Manifest.ID)
+	name, legacy := stateName(p.Manifest.ID, manifestFile), ""
+	if before.InheritsIDState(p.Manifest.ID, policy.FolderOf(manifestFile)) {
+		legacy = p.Manifest.ID
+	}
+	integrationState, stateUID, err := sandbox.ClaimStateFolder(filepath.Join(stateDir, "sandbox"), name, legacy)
 	if err != nil {
 		return nil, fmt.Errorf("state folder: %w", err)
 	}
@@ -183,7 +191,10 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 	if os.Getuid() == 0 && !f.insecureEnvOnly {
 		// The kernel bounds the state: an ext4 image of state_mb, seeded
 		// once from the folder earlier versions used.
-		image := filepath.Join(stateDir, "sandbox-images", p.Manifest.ID+".ext4") // not beside the folders: an id may end in .ext4
+		image, err := sandbox.ClaimStateImage(filepath.Join(stateDir, "sandbox-images"), name, legacy) // not beside the folders: an id may end in .ext4
+		if err != nil {
+			return nil, fmt.Errorf("state image: %w", err)
+		}
 		if r.opts.StateMount, err = sandbox.MountStateImage(image, cfg.Sandbox.StateMB, stateUID, integrationState); err != nil {
 			return nil, fmt.Errorf("state image %s: %w", image, err)
 		}
@@ -262,6 +273,12 @@ func (f runFlags) bindSecrets(cfg *policy.Config) error {
 	in.Secrets = specs
 	in.PassedEnv = append(append([]string{}, cfg.EnvPassthrough...), f.envPassthrough...)
 	return nil
+}
+
+// stateName names the persistent sandbox state of id loaded from
+// manifestFile: its own, never that of another folder claiming the id.
+func stateName(id, manifestFile string) string {
+	return sandbox.StateName(id, policy.FolderOf(manifestFile))
 }
 
 // loadForRun is serveFlags.load for one manifest: with --config, the

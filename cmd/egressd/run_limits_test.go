@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/egressd/egressd/sandbox"
 )
 
 // configured is egressd run with an operator config holding yaml.
@@ -262,9 +264,11 @@ func TestRunStateFolderStaysWritableAcrossRootRuns(t *testing.T) {
 		t.Skip("the per-integration uid is root's")
 	}
 	e := newSandboxEnv(t)
-	// Folders an earlier version left, owned by per-process uids, which two
-	// integrations could share: this one's content moves into its state,
-	// writable, under a uid no other integration has.
+	// Folders an earlier version left, named after the id alone and owned
+	// by per-process uids, which two integrations could share: this one's
+	// content moves into its state (version memory binds the id to this
+	// folder), writable, under a uid no other integration has.
+	e.bindID()
 	legacy := filepath.Join(e.state, "sandbox", "com.test.sandboxed")
 	other := filepath.Join(e.state, "sandbox", "com.test.other")
 	os.MkdirAll(legacy, 0o700)
@@ -274,14 +278,17 @@ func TestRunStateFolderStaysWritableAcrossRootRuns(t *testing.T) {
 	for _, p := range []string{legacy, filepath.Join(legacy, "legacy"), other} {
 		os.Chown(p, oldUID, oldUID)
 	}
-	script := `cd /var/lib/integration && echo x >> legacy && mkdir -p sub && echo x >> counter && echo x >> sub/counter && wc -l < counter`
+	script := `cd /var/lib/integration && echo x >> legacy && mkdir -p sub && echo x >> counter && echo x >> sub/counter && wc -l < counter && head -1 legacy`
 	for run := 1; run <= 2; run++ {
 		out, errs, code := e.run(script)
-		if code != 0 || strings.TrimSpace(out) != strconv.Itoa(run) {
+		if code != 0 || out != strconv.Itoa(run)+"\nold\n" {
 			t.Fatalf("run %d: exit %d, stdout %q, stderr %q", run, code, out, errs)
 		}
 	}
-	mine, _ := os.Stat(legacy)
+	if _, err := os.Lstat(legacy); !os.IsNotExist(err) {
+		t.Fatalf("the id-only folder was not moved: %v", err)
+	}
+	mine, _ := os.Stat(e.stateFolder("com.test.sandboxed"))
 	if uid := mine.Sys().(*syscall.Stat_t).Uid; uid == uint32(oldUID) || uid < 2_000_000_000 {
 		t.Fatalf("the integration runs as uid %d, shared with another integration or not a sandbox uid", uid)
 	}
@@ -298,7 +305,7 @@ func TestRunStateFolderIsNosuidNodevAndKeepsNoSetuidFile(t *testing.T) {
 	if code != 0 || !contains(opts, "nosuid") || !contains(opts, "nodev") || !strings.Contains(out, "6755") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
-	st, err := os.Stat(filepath.Join(e.state, "sandbox", "com.test.sandboxed", "suid"))
+	st, err := os.Stat(filepath.Join(e.stateFolder("com.test.sandboxed"), "suid"))
 	switch {
 	case os.Geteuid() == 0 && !os.IsNotExist(err): // root: the file is inside the image, never on the host's tree
 		t.Fatalf("after the run, on the host: %v", err)
@@ -320,8 +327,9 @@ func contains(list []string, s string) bool {
 // image (root) or its folder (a normal user), in allocated bytes.
 func (e *sandboxEnv) stateOnHost(t *testing.T) int64 {
 	var total int64
-	base := filepath.Join(e.state, "sandbox", "com.test.sandboxed")
-	for _, p := range []string{filepath.Join(e.state, "sandbox-images", "com.test.sandboxed.ext4"), base} {
+	base := e.stateFolder("com.test.sandboxed")
+	image := filepath.Join(e.state, "sandbox-images", sandbox.StateImageName(filepath.Base(base)))
+	for _, p := range []string{image, base} {
 		filepath.Walk(p, func(_ string, fi os.FileInfo, err error) error {
 			if err == nil {
 				total += fi.Sys().(*syscall.Stat_t).Blocks * 512

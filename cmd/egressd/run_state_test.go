@@ -21,6 +21,22 @@ func (e *sandboxEnv) writeSandboxed(id, version string, domains ...string) {
 	}
 }
 
+// stateFolder is the folder where egressd run keeps id's state for the
+// manifest in e.dir (stateName).
+func (e *sandboxEnv) stateFolder(id string) string {
+	return filepath.Join(e.state, "sandbox", stateName(id, filepath.Join(e.dir, "voiceos.integration.json")))
+}
+
+// bindID binds e's manifest id to e.dir in version memory without running
+// it, as egressd approve --new-id does.
+func (e *sandboxEnv) bindID() {
+	e.t.Helper()
+	out, err := exec.Command(egressdBinary(e.t), "approve", "--state", e.state, "--new-id", "--manifest", e.dir).CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("approve --new-id: %v\n%s", err, out)
+	}
+}
+
 // runFresh is one "egressd run" process with a fresh audit log: what it
 // printed, and what it logged.
 func (e *sandboxEnv) runFresh(script string) (stdout, stderr, log string) {

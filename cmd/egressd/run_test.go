@@ -377,7 +377,7 @@ func TestRunRealMCPServer(t *testing.T) {
 	e.dir = fixture
 	// The test CA goes into the integration's writable folder, which the
 	// sandbox sees at /var/lib/integration.
-	stateFolder := filepath.Join(e.state, "sandbox", "com.test.mcp-sdk")
+	stateFolder := e.stateFolder("com.test.mcp-sdk")
 	os.MkdirAll(stateFolder, 0o700)
 	os.WriteFile(filepath.Join(stateFolder, "ca.pem"), e.ca.PEM(), 0o644)
 	cmd := exec.Command(egressdBinary(t), "run", "--state", e.state, "--audit-log", e.audit, "--resolver", e.dns.Addr,

@@ -59,6 +59,9 @@ func printState(w io.Writer, file string, s policy.State) {
 	for _, id := range sortedStrings(s.IDs) {
 		r := s.IDs[id]
 		line := fmt.Sprintf("%s %s in force (%d entries)", id, r.Approved.Version, len(r.Approved.Entries))
+		if dirs := s.FoldersOf(id); len(dirs) > 0 {
+			line += "; bound to " + folders(dirs)
+		}
 		if r.Approved.Digest != r.Digest {
 			line += fmt.Sprintf("; %s pending, digest %s: egressd approve %s %s", r.Version, r.Digest, id, r.Version)
 		}
@@ -79,10 +82,28 @@ func printState(w io.Writer, file string, s policy.State) {
 			if p.Approved {
 				verb = "approved, applies at the next load"
 			}
-			line += fmt.Sprintf("; id change to %s %s %s", p.ID, p.Version, verb)
+			if f.ID == "" {
+				line = fmt.Sprintf("%s: claims %s %s, bound to %s; %s", place, p.ID, p.Version, folders(s.FoldersOf(p.ID)), verb)
+			} else {
+				line += fmt.Sprintf("; id change to %s %s %s", p.ID, p.Version, verb)
+			}
 		}
 		fmt.Fprintln(w, line)
 	}
+}
+
+// folders names the folders an id is bound to.
+func folders(dirs []string) string {
+	if len(dirs) == 0 {
+		return "no folder"
+	}
+	for i, d := range dirs {
+		dirs[i] = printable(d)
+	}
+	if len(dirs) == 1 {
+		return "folder " + dirs[0]
+	}
+	return "folders " + strings.Join(dirs, ", ")
 }
 
 // printable quotes a string that holds anything a terminal would act on.

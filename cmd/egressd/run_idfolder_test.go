@@ -1,0 +1,143 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// secondFolder is another integration folder beside e's, sharing its state
+// directory, DNS and origin, whose manifest claims id at version.
+func (e *sandboxEnv) secondFolder(id, version string) *sandboxEnv {
+	e.t.Helper()
+	b := *e
+	b.dir = e.t.TempDir()
+	os.Chmod(b.dir, 0o755)
+	os.WriteFile(filepath.Join(b.dir, "ca.pem"), e.ca.PEM(), 0o644)
+	b.writeSandboxed(id, version, "api.allowed.example")
+	return &b
+}
+
+// TestRunSecondFolderClaimingAnotherIDDoesNotGetItsState is issue 12's
+// open High: a hostile integration in another folder whose manifest claims
+// a victim's id was given the victim's state folder (and, as root, its
+// image and uid), so it read and poisoned what the victim stored. Its claim
+// waits for the operator, and its state is its own.
+func TestRunSecondFolderClaimingAnotherIDDoesNotGetItsState(t *testing.T) {
+	a := newSandboxEnv(t)
+	a.writeSandboxed("com.test.sandboxed", "1.0.0", "api.allowed.example")
+	a.runFresh(`echo secret-of-a > /var/lib/integration/secret`)
+
+	b := a.secondFolder("com.test.sandboxed", "1.0.0")
+	steal := `cat /var/lib/integration/secret 2>&1; echo poison > /var/lib/integration/secret; echo planted > /var/lib/integration/planted; echo rc=$?`
+	for range 2 { // two processes: the claim is not a first load in either
+		out, errs, code := b.run(steal)
+		if strings.Contains(out, "secret-of-a") {
+			t.Fatalf("the second folder read the first one's state:\n%s", out)
+		}
+		if code != 0 || !strings.Contains(errs, b.dir) || !strings.Contains(errs, a.dir) ||
+			!strings.Contains(errs, "egressd approve com.test.sandboxed 1.0.0") || !strings.Contains(errs, "egressd state forget com.test.sandboxed") {
+			t.Fatalf("the claim is not stated with both folders and the way out: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+		}
+	}
+	if log := a.auditLog(); !strings.Contains(log, `"action":"pending","pending":"1.0.0"`) {
+		t.Fatalf("audit log has no pending policy event:\n%s", log)
+	}
+
+	out, errs, _ := a.runFresh(`cat /var/lib/integration/secret; if test -e /var/lib/integration/planted; then echo planted found; fi`)
+	if out != "secret-of-a\n" {
+		t.Fatalf("the first folder's state changed:\nstdout:\n%s\nstderr:\n%s", out, errs)
+	}
+	list, err := exec.Command(egressdBinary(t), "state", "--state", a.state, "list").CombinedOutput()
+	if err != nil || !strings.Contains(string(list), "com.test.sandboxed 1.0.0 in force (1 entries); bound to folder "+a.dir) {
+		t.Fatalf("state list does not show the folder the id is bound to: %v\n%s", err, list)
+	}
+}
+
+// TestRunSecondFolderClaimingAnotherIDCannotRaiseItsVersionFloor: the same
+// hostile folder loaded the victim's id at a higher version, and version
+// memory then refused the victim's own, lower version: a lock-out. A
+// pending claim raises no floor.
+func TestRunSecondFolderClaimingAnotherIDCannotRaiseItsVersionFloor(t *testing.T) {
+	a := newSandboxEnv(t)
+	a.writeSandboxed("com.test.sandboxed", "1.0.0", "api.allowed.example")
+	a.runFresh(`true`)
+
+	b := a.secondFolder("com.test.sandboxed", "9.0.0")
+	_, errs, _ := b.run(`true`)
+	if !strings.Contains(errs, "egressd approve com.test.sandboxed 9.0.0") {
+		t.Errorf("the claim at 9.0.0 is not pending:\n%s", errs)
+	}
+
+	out, errs, code := a.run(`curl -sS -m 10 --cacert ca.pem ` + a.url("api.allowed.example"))
+	if code != 0 || !strings.Contains(out, "hello from api.allowed.example") {
+		t.Fatalf("the first folder's own version no longer runs: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	list, _ := exec.Command(egressdBinary(t), "state", "--state", a.state, "list").CombinedOutput()
+	if !regexp.MustCompile(`folder \S+: claims com.test.sandboxed 9.0.0, bound to folder \S+; pending: egressd approve com.test.sandboxed 9.0.0\n`).Match(list) {
+		t.Fatalf("state list:\n%s", list)
+	}
+}
+
+// TestRunStateUnderTheIDAloneGoesOnlyToTheFolderThatOwnsIt: an earlier
+// egressd kept state under the id alone. It moves to the folder version
+// memory binds the id to, and to no folder that merely claims the id, nor
+// to any folder when version memory binds the id to none.
+func TestRunStateUnderTheIDAloneGoesOnlyToTheFolderThatOwnsIt(t *testing.T) {
+	a := newSandboxEnv(t)
+	legacy := filepath.Join(a.state, "sandbox", "com.test.sandboxed") // an earlier egressd's name
+	os.MkdirAll(legacy, 0o700)
+	os.WriteFile(filepath.Join(legacy, "secret"), []byte("legacy-secret\n"), 0o600)
+	read := `cat /var/lib/integration/secret 2>/dev/null || echo none`
+
+	unbound := *a // version memory in another state directory binds the id to no folder
+	unbound.state = t.TempDir()
+	os.MkdirAll(filepath.Join(unbound.state, "sandbox", "com.test.sandboxed"), 0o700)
+	os.WriteFile(filepath.Join(unbound.state, "sandbox", "com.test.sandboxed", "secret"), []byte("legacy-secret\n"), 0o600)
+	if out, errs, _ := unbound.runFresh(read); out != "none\n" {
+		t.Fatalf("state of the id alone went to a folder version memory does not bind:\n%s\n%s", out, errs)
+	}
+
+	a.bindID()
+	b := a.secondFolder("com.test.sandboxed", "1.0.0")
+	if out, errs, _ := b.runFresh(read); out != "none\n" {
+		t.Fatalf("state of the id alone went to a folder claiming the id:\n%s\n%s", out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(legacy, "secret")); err != nil {
+		t.Fatalf("a claim moved the state of the id alone: %v", err)
+	}
+	if out, errs, _ := a.runFresh(read); out != "legacy-secret\n" {
+		t.Fatalf("the owner did not get its state back:\n%s\n%s", out, errs)
+	}
+	if _, err := os.Lstat(legacy); !os.IsNotExist(err) {
+		t.Fatalf("the id-only folder is still there: %v", err)
+	}
+}
+
+// TestRunStateSurvivesADeployLinkSwap: the folder is the path the operator
+// names, so "ln -sfn releases/v2 current" is the same integration with the
+// same state, not a new folder claiming its id.
+func TestRunStateSurvivesADeployLinkSwap(t *testing.T) {
+	e := newSandboxEnv(t)
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	for v, version := range map[string]string{"v1": "1.0.0", "v2": "1.0.1"} {
+		r := *e
+		r.dir = filepath.Join(root, v)
+		os.Mkdir(r.dir, 0o755)
+		os.WriteFile(filepath.Join(r.dir, "ca.pem"), e.ca.PEM(), 0o644)
+		r.writeSandboxed("com.test.sandboxed", version, "api.allowed.example")
+	}
+	e.dir = filepath.Join(root, "current")
+	os.Symlink("v1", e.dir)
+	e.runFresh(`echo kept > /var/lib/integration/file`)
+	os.Symlink("v2", e.dir+".tmp")
+	os.Rename(e.dir+".tmp", e.dir)
+	out, errs, _ := e.runFresh(`cat /var/lib/integration/file`)
+	if out != "kept\n" || strings.Contains(errs, "claims the id") {
+		t.Fatalf("after the deploy link moved:\nstdout:\n%s\nstderr:\n%s", out, errs)
+	}
+}

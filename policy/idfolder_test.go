@@ -1,0 +1,210 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// second is another manifest folder beside f's, with its own config entry.
+func (f *fixture) second(listen, id, version string, hosts ...string) (dir string, cfg Config) {
+	f.t.Helper()
+	g := *f
+	g.dir = f.t.TempDir()
+	g.write(id, version, hosts...)
+	cfg = f.cfg
+	cfg.Integrations = []Integration{{Manifest: g.dir, Listen: listen}}
+	return g.dir, cfg
+}
+
+func loadOne(t *testing.T, r *Registry, cfg Config, want Result) Outcome {
+	t.Helper()
+	outs := r.Load(cfg)
+	if len(outs) != 1 || outs[0].Result != want {
+		t.Fatalf("Load = %+v, want result %s", outs, want)
+	}
+	return outs[0]
+}
+
+// TestIDClaimedFromAnotherFolderWaitsAndKeepsNothing is issue 12's open
+// High in version memory: a manifest in another folder that claims a known
+// id at a higher version with a wider list is pending in every process,
+// with nothing in force, and the id's floor and list stay the first
+// folder's.
+func TestIDClaimedFromAnotherFolderWaitsAndKeepsNothing(t *testing.T) {
+	f := newFixture(t)
+	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
+	f.load(f.registry(), Loaded)
+	b, cfgB := f.second("127.0.0.1:0", "com.acme.erp", "9.0.0", "erp.acme.example", "evil.example")
+	for range 2 {
+		r := f.registry()
+		out := loadOne(t, r, cfgB, Pending)
+		for _, want := range []string{filepath.Join(b, "manifest.json") + " claims the id com.acme.erp 9.0.0", "binds to folder " + FolderOf(filepath.Join(f.dir, "m")),
+			"egressd approve com.acme.erp 9.0.0", "egressd state forget com.acme.erp"} {
+			if !strings.Contains(out.Notice, want) {
+				t.Fatalf("notice lacks %q: %s", want, out.Notice)
+			}
+		}
+		p := r.Policy(b)
+		if d := p.Decide("erp.acme.example", 443); d.Verdict.Permits() || d.Reason != PendingApproval ||
+			!strings.Contains(Sentence(d, p), "until then nothing is allowed for it") {
+			t.Fatalf("a pending claim allows the id's list: %+v %s", d, Sentence(d, p))
+		}
+	}
+	f.load(f.registry(), Loaded) // the first folder's 1.0.0 still loads
+	s, _ := (&Memory{dir: f.state}).Read()
+	if r := s.IDs["com.acme.erp"]; r.Version != "1.0.0" || len(r.Approved.Entries) != 1 {
+		t.Fatalf("the claim changed the id's record: %+v", r)
+	}
+	if got := s.FoldersOf("com.acme.erp"); len(got) != 1 || got[0] != FolderOf(filepath.Join(f.dir, "m")) {
+		t.Fatalf("folders of the id: %v", got)
+	}
+}
+
+// TestApprovedClaimJoinsTheIDAndForgetRemovesIt: approving the claim binds
+// the second folder to the id too (and no other claim rides along); forget
+// removes the claim with the id.
+func TestApprovedClaimJoinsTheIDAndForgetRemovesIt(t *testing.T) {
+	f := newFixture(t)
+	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
+	f.load(f.registry(), Loaded)
+	b, cfgB := f.second("127.0.0.1:0", "com.acme.erp", "1.0.0", "erp.acme.example")
+	loadOne(t, f.registry(), cfgB, Pending)
+	mem, _ := OpenMemory(f.state)
+	a, err := mem.ApprovePending("com.acme.erp", "1.0.0", "")
+	if err != nil || len(a) != 1 || !strings.Contains(a[0].What, "the claim of "+FolderOf(filepath.Join(b, "m"))+" to com.acme.erp (bound to folder ") {
+		t.Fatalf("approve: %+v %v", a, err)
+	}
+	r := f.registry()
+	loadOne(t, r, cfgB, Loaded)
+	if !r.Policy(b).Decide("erp.acme.example", 443).Verdict.Permits() {
+		t.Fatal("the approved claim does not apply")
+	}
+	s, _ := mem.Read()
+	if got := s.FoldersOf("com.acme.erp"); len(got) != 2 {
+		t.Fatalf("folders of the id after approval: %v", got)
+	}
+
+	_, cfgC := f.second("127.0.0.1:0", "com.acme.erp", "1.0.0", "erp.acme.example")
+	loadOne(t, f.registry(), cfgC, Pending)
+	if _, err := mem.Forget("com.acme.erp"); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := mem.Read(); len(s.Folders) != 0 {
+		t.Fatalf("forget left folders: %+v", s.Folders)
+	}
+	loadOne(t, f.registry(), cfgC, Loaded) // a first load now
+}
+
+// TestClaimDoesNotRideAlongWithTheIDsOwnWidening: the owner's widening to
+// 1.1.0 and a foreign claim of the same list at 1.1.0 are two decisions;
+// "egressd approve ID 1.1.0" approves neither and lists both.
+func TestClaimDoesNotRideAlongWithTheIDsOwnWidening(t *testing.T) {
+	f := newFixture(t)
+	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
+	f.load(f.registry(), Loaded)
+	f.write("com.acme.erp", "1.1.0", "erp.acme.example", "new.acme.example")
+	f.load(f.registry(), Pending)
+	_, cfgB := f.second("127.0.0.1:0", "com.acme.erp", "1.1.0", "erp.acme.example", "new.acme.example")
+	loadOne(t, f.registry(), cfgB, Pending)
+	mem, _ := OpenMemory(f.state)
+	if a, err := mem.ApprovePending("com.acme.erp", "1.1.0", ""); err == nil || !strings.Contains(err.Error(), "the claim of") || !strings.Contains(err.Error(), "a widening") {
+		t.Fatalf("approved together: %+v %v", a, err)
+	}
+}
+
+// TestApproveManifestOfAForeignFolderApprovesItsClaimNotAWidening: approving
+// the second folder's manifest by path used to record a widening of the
+// id (the folder was unbound), which the owner's next load then took.
+func TestApproveManifestOfAForeignFolderApprovesItsClaimNotAWidening(t *testing.T) {
+	f := newFixture(t)
+	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
+	f.load(f.registry(), Loaded)
+	b, cfgB := f.second("127.0.0.1:0", "com.acme.erp", "1.1.0", "erp.acme.example", "evil.example")
+	r := f.registry()
+	loadOne(t, r, cfgB, Pending)
+	mem, _ := OpenMemory(f.state)
+	a, err := mem.ApproveManifest(r.Policy(b).Manifest, FolderOf(filepath.Join(b, "m")), false)
+	if err != nil || len(a) != 1 || !strings.HasPrefix(a[0].What, "the claim of") {
+		t.Fatalf("approve --manifest: %+v %v", a, err)
+	}
+	f.write("com.acme.erp", "1.1.0", "erp.acme.example", "evil.example")
+	if out := f.load(f.registry(), Pending); out.Pending != "1.1.0" {
+		t.Fatalf("the owner took the foreign folder's approval: %+v", out)
+	}
+}
+
+// TestNewFolderOnTheIDsListenerIsTheSameIntegration: serve binds an id to
+// a listener with a stable name as well (issue 13.1); a new install folder
+// served on it is the integration moved, not a claim.
+func TestNewFolderOnTheIDsListenerIsTheSameIntegration(t *testing.T) {
+	f := newFixture(t)
+	f.cfg.Integrations[0].Listen = "127.0.0.1:18080"
+	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
+	f.load(f.registry(), Loaded)
+	_, moved := f.second("127.0.0.1:18080", "com.acme.erp", "1.0.0", "erp.acme.example")
+	loadOne(t, f.registry(), moved, Loaded)
+	_, other := f.second("127.0.0.1:18081", "com.acme.erp", "1.0.0", "erp.acme.example")
+	loadOne(t, f.registry(), other, Pending)
+}
+
+// TestWidenAutoLetsAClaimInAndSaysSo: widen: auto is the operator's word
+// that this entry needs no approval; the claim is announced.
+func TestWidenAutoLetsAClaimInAndSaysSo(t *testing.T) {
+	f := newFixture(t)
+	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
+	f.load(f.registry(), Loaded)
+	_, cfgB := f.second("127.0.0.1:0", "com.acme.erp", "1.0.0", "erp.acme.example")
+	cfgB.Integrations[0].Widen = WidenAuto
+	if out := loadOne(t, f.registry(), cfgB, Loaded); !strings.Contains(out.Notice, "widen: auto let it in") {
+		t.Fatalf("notice %q", out.Notice)
+	}
+}
+
+// TestStateFolderWithNoIDMustHoldAClaim: a folder entry with an empty id
+// is only what holdClaim writes.
+func TestStateFolderWithNoIDMustHoldAClaim(t *testing.T) {
+	d := "sha256:" + strings.Repeat("a", 64)
+	claim := `{"egressd_state":2,"ids":{},"folders":{"/srv/b":{"id":"","pending":{"id":"com.acme.erp","version":"1.0.0","digest":"` + d + `"}}}}`
+	if _, err := DecodeState([]byte(claim)); err != nil {
+		t.Fatalf("a claim: %v", err)
+	}
+	for _, doc := range []string{
+		`{"egressd_state":2,"ids":{},"folders":{"/srv/b":{"id":""}}}`,
+		strings.Replace(claim, `"/srv/b"`, `"listener 127.0.0.1:1"`, 1),
+	} {
+		if _, err := DecodeState([]byte(doc)); err == nil {
+			t.Errorf("accepted %s", doc)
+		}
+	}
+}
+
+// TestDeployLinkSwapKeepsTheIntegrationsPlace: the folder key is the path
+// the operator named, so "ln -sfn releases/v2 current" leaves the
+// integration in place (no claim, and an id change there still waits); a
+// second spelling of the same directory is the same folder; a copy is not.
+func TestDeployLinkSwapKeepsTheIntegrationsPlace(t *testing.T) {
+	f := newFixture(t)
+	root := t.TempDir()
+	for v, version := range map[string]string{"v1": "1.0.0", "v2": "1.1.0", "copy": "1.2.0"} {
+		g := *f
+		g.dir = filepath.Join(root, v)
+		os.MkdirAll(g.dir, 0o755)
+		g.write("com.acme.erp", version, "erp.acme.example")
+	}
+	current := filepath.Join(root, "current")
+	os.Symlink("v1", current)
+	f.cfg.Integrations[0].Manifest = current
+	loadOne(t, f.registry(), f.cfg, Loaded)
+	os.Symlink("v2", current+".tmp")
+	os.Rename(current+".tmp", current)
+	loadOne(t, f.registry(), f.cfg, Loaded)
+
+	alias := f.cfg
+	alias.Integrations = []Integration{{Manifest: filepath.Join(root, "v2"), Listen: "127.0.0.1:0"}}
+	loadOne(t, f.registry(), alias, Loaded) // the directory current names now
+	other := f.cfg
+	other.Integrations = []Integration{{Manifest: filepath.Join(root, "copy"), Listen: "127.0.0.1:0"}}
+	loadOne(t, f.registry(), other, Pending)
+}
