@@ -93,12 +93,14 @@ const maxStateBytes = 32 << 20
 // Read returns the whole state. It reads through internal/safefile: a
 // named pipe or a device in place of the file fails at once instead of
 // blocking every load. Writes replace the file by rename, so a
-// read without the lock still sees one whole version of it.
+// read without the lock still sees one whole version of it. The state
+// folder may be the service user's: a symlink there is refused, never
+// followed.
 func (m *Memory) Read() (State, error) {
 	if m.dir == "" {
 		return m.mem.clone(), nil
 	}
-	data, err := safefile.ReadRegular(m.Path(), maxStateBytes)
+	data, err := safefile.ReadRegularNoFollow(m.Path(), maxStateBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return *newState(), nil
 	}
@@ -149,7 +151,10 @@ func (m *Memory) update(fn func(s *State) error) error {
 // mode if it exists, else the directory's owner with mode 0600. "egressd
 // approve" run as root must not leave a file the service cannot read.
 func (m *Memory) owner() (uid, gid int, mode fs.FileMode, err error) {
-	st, err := os.Stat(m.Path())
+	st, err := os.Lstat(m.Path())
+	if err == nil && !st.Mode().IsRegular() { // a symlink's owner and mode are no model
+		return 0, 0, 0, fmt.Errorf("policy: state file %s is not a regular file (%s); egressd does not follow it: remove it, or restore the real file", m.Path(), st.Mode().Type())
+	}
 	mode = st0600(st, err)
 	if errors.Is(err, fs.ErrNotExist) {
 		st, err = os.Stat(m.dir)
@@ -201,7 +206,9 @@ func (m *Memory) lock() (func(), error) {
 		return nil, fmt.Errorf("policy: version memory %s belongs to uid %d, and this process runs as uid %d: it cannot change the file and keep it theirs; run this as uid %d or as root (or, if this user should own version memory, chown it to this user)", m.Path(), uid, me, uid)
 	}
 	path := filepath.Join(m.dir, lockFile)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	// The folder may be the service user's, who could put a symlink or a
+	// hard link to any file here: keepOwner would then chown that file.
+	f, err := safefile.OpenPrivate(path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("policy: state lock: %w", err)
 	}
