@@ -57,8 +57,15 @@ func InMemory() *Memory { return &Memory{mem: newState()} }
 
 // ReadMemory returns an in-process copy of the version memory in dir: it
 // judges as "serve" would at this moment and never writes the file. A
-// missing state file reads as empty.
+// missing state file reads as empty, but a missing folder is an error: a
+// mistyped --state must not read as "nothing waits for approval".
 func ReadMemory(dir string) (*Memory, error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		if err == nil {
+			err = errors.New("not a folder")
+		}
+		return nil, fmt.Errorf("no version memory at %s (%v): egressd has loaded nothing with this --state", dir, err)
+	}
 	m := &Memory{dir: dir}
 	s, err := m.Read()
 	if err != nil {

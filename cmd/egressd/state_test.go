@@ -118,3 +118,24 @@ func TestPendingWideningIsVisible(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 }
+
+// loadOnListener loads dir on the listener listen with version memory in
+// state, as serve does.
+func loadOnListener(t *testing.T, state, dir, listen string) policy.Outcome {
+	t.Helper()
+	mem, err := policy.OpenMemory(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := policy.DefaultConfig()
+	cfg.Integrations = []policy.Integration{{Manifest: dir, Listen: listen}}
+	return policy.NewRegistry(mem, nil).Load(cfg)[0]
+}
+
+func mkdir(t *testing.T, dir string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
