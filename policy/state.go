@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -19,6 +20,9 @@ import (
 type Memory struct {
 	dir string
 	mem *State // used when dir is ""
+	// seen is set once this process has read or written the state file:
+	// from then on a missing file has vanished, and is never empty memory.
+	seen atomic.Bool
 }
 
 // stateFile and lockFile live in the state directory.
@@ -104,11 +108,21 @@ const maxStateBytes = 32 << 20
 // folder may be the service user's: a symlink there is refused, never
 // followed.
 func (m *Memory) Read() (State, error) {
+	return m.read(m.lockExists())
+}
+
+// read is Read; wroteHere says whether versions.lock was there before this
+// process took it: egressd makes it with the first write and never
+// removes it, so a state file missing beside it has vanished.
+func (m *Memory) read(wroteHere bool) (State, error) {
 	if m.dir == "" {
 		return m.mem.clone(), nil
 	}
 	data, err := safefile.ReadRegularNoFollow(m.Path(), maxStateBytes)
 	if errors.Is(err, fs.ErrNotExist) {
+		if err := m.vanished(wroteHere); err != nil {
+			return State{}, err
+		}
 		return *newState(), nil
 	}
 	if err != nil {
@@ -119,7 +133,26 @@ func (m *Memory) Read() (State, error) {
 		// A corrupt state file must not reset version memory silently.
 		return State{}, fmt.Errorf("policy: state file %s is corrupt (%v); restore it, or remove it deliberately (every integration's next load is then a first load)", m.Path(), err)
 	}
+	m.seen.Store(true)
 	return s, nil
+}
+
+// vanished says why a missing state file is not empty memory: a missing
+// file read as empty turns every pending widening, and any new one, into a
+// first load, silently.
+func (m *Memory) vanished(wroteHere bool) error {
+	switch {
+	case m.seen.Load():
+		return fmt.Errorf("policy: state file %s has vanished since this process read it; the last good policy stays in force: restore the file (egressd never reads missing version memory as empty)", m.Path())
+	case wroteHere:
+		return fmt.Errorf("policy: state file %s is missing, but %s shows egressd kept version memory here: restore the file, or remove both deliberately (every integration's next load is then a first load)", m.Path(), filepath.Join(m.dir, lockFile))
+	}
+	return nil
+}
+
+func (m *Memory) lockExists() bool {
+	_, err := os.Lstat(filepath.Join(m.dir, lockFile))
+	return err == nil
 }
 
 // update runs fn on the whole state under an exclusive lock, and saves it
@@ -134,16 +167,24 @@ func (m *Memory) update(fn func(s *State) error) error {
 		*m.mem = s
 		return nil
 	}
+	wroteHere := m.lockExists()
 	unlock, err := m.lock()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	s, err := m.Read()
+	s, err := m.read(wroteHere)
 	if err != nil {
 		return err
 	}
 	before := s.encode()
+	if !wroteHere && !m.seen.Load() {
+		// The lock is new: write the file beside it at once, so that a
+		// lock without a state file always means the file vanished.
+		if err := m.write(before); err != nil {
+			return err
+		}
+	}
 	if err := fn(&s); err != nil {
 		return err
 	}
@@ -256,5 +297,6 @@ func (m *Memory) write(data []byte) error {
 	if err := os.Rename(tmp.Name(), m.Path()); err != nil {
 		return fmt.Errorf("policy: state: %w", err)
 	}
+	m.seen.Store(true)
 	return nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,5 +49,47 @@ func TestRunRefusalOfARollbackIsOneCleanLine(t *testing.T) {
 	want := "egressd run: " + dir + ": version 1.2.0 is lower than 9.0.0, seen before"
 	if code != exitFail || !strings.HasPrefix(errs, want) || strings.Count(errs, "\n") != 1 || strings.Contains(errs, `\x0a`) {
 		t.Fatalf("exit %d: %q", code, errs)
+	}
+}
+
+// TestServeKeepsTheLastGoodPolicyWhenVersionMemoryVanishes is issue 13's
+// B4: with 2.0.0 pending, versions.json is moved away (a backup job, a
+// sloppy cleanup) and 3.0.0 adds another host: the next reload read the
+// missing file as empty memory, a first load, and allowed both hosts. A
+// running serve never reads a state file it has read before as empty: the
+// reload keeps the last good policy and says why; and a new process finds
+// versions.lock, which egressd never removes, and refuses to start.
+func TestServeKeepsTheLastGoodPolicyWhenVersionMemoryVanishes(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	integ := filepath.Join(dir, "weather")
+	os.Mkdir(integ, 0o755)
+	manifest := filepath.Join(integ, "manifest.json")
+	os.WriteFile(manifest, weatherManifest("1.0.0", `"api.weather.example"`), 0o644)
+	auditFile := filepath.Join(dir, "audit.log")
+	args := []string{"--manifest", integ, "--listen", "127.0.0.1:0", "--state", state, "--resolver", "127.0.0.1:9", "--audit-log", auditFile}
+	sv := startServe(t, args...)
+	os.WriteFile(manifest, weatherManifest("2.0.0", `"api.weather.example","b.weather.example"`), 0o644)
+	sv.sig <- syscall.SIGHUP
+	waitFor(t, &lockedFile{path: auditFile}, `"action":"pending","pending":"2.0.0"`)
+
+	stateFile := filepath.Join(state, "versions.json")
+	if err := os.Rename(stateFile, filepath.Join(dir, "versions.json.moved")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(manifest, weatherManifest("3.0.0", `"api.weather.example","b.weather.example","evil.example"`), 0o644)
+	sv.sig <- syscall.SIGHUP
+	waitFor(t, &lockedFile{path: auditFile}, `"action":"kept_last_good"`)
+	waitFor(t, &sv.stderr, `egressd: warning: reload: .*`+regexp.QuoteMeta(stateFile)+` .*vanished`)
+	for host, want := range map[string]string{"b.weather.example": "pending_approval", "evil.example": "not_allowlisted"} {
+		if r := connectReason(t, sv.listen, host); r != want {
+			t.Errorf("%s: %s, want %s", host, r, want)
+		}
+	}
+	sv.stop(t)
+
+	// A new process: the lock shows version memory was here.
+	var stderr lockedBuffer
+	if code := serve(context.Background(), args, io.Discard, &stderr, make(chan os.Signal)); code == 0 || !strings.Contains(stderr.String(), stateFile) {
+		t.Fatalf("restart without the state file: exit %d\n%s", code, stderr.String())
 	}
 }
