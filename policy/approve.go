@@ -206,6 +206,8 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 			return nil
 		case allowlist.CompareVersions(man.Version, r.Version) < 0:
 			return fmt.Errorf("%s %s is lower than %s, seen before (%s); versions only go up", man.ID, man.Version, r.Version, m.where())
+		case man.Version == r.Version && digest != r.Digest && r.Approved.Digest != r.Digest:
+			return fmt.Errorf("the manifest in %s (list digest %s) is not the list that waits for approval as %s %s (list digest %s, which adds %s): the file changed since egressd loaded it; see what waits with egressd state list, or give the manifest you reviewed a version above %s", folder, digest, man.ID, man.Version, r.Digest, orNothing(r.Adds()), r.Version)
 		case man.Version == r.Version && digest != r.Digest:
 			return fmt.Errorf("%s %s was seen with another list (%s); a new list needs a new version", man.ID, man.Version, r.Digest)
 		}
@@ -246,4 +248,52 @@ func (m *Memory) Forget(id string) (Record, error) {
 		return nil
 	})
 	return r, err
+}
+
+// PendingList is one list that waits for the operator's approval of an id
+// at a version, as version memory recorded it when egressd loaded it.
+type PendingList struct {
+	ID, Version, Digest string
+	// Place and From name an id change: the folder or listener, and the id
+	// it was bound to. Both are "" for a widening.
+	Place, From string
+	// Adds are the entries a widening adds to the list in force.
+	Adds []string
+}
+
+// PendingLists lists what waits for approval of id at version, so that
+// "egressd approve" can show the operator what a digest approves before
+// binding it: the manifest file may have been swapped since it loaded.
+func (s *State) PendingLists(id, version string) []PendingList {
+	var out []PendingList
+	for _, c := range pendingOf(s, id, version) {
+		l := PendingList{ID: id, Version: version, Digest: c.Digest, Place: c.Place, From: c.From}
+		if c.Place == "" {
+			l.Adds = s.IDs[id].Adds()
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// Adds are the entries of the pending list that the list in force lacks.
+func (r Record) Adds() []string {
+	have := map[string]bool{}
+	for _, e := range r.Approved.Entries {
+		have[e] = true
+	}
+	var out []string
+	for _, e := range r.Pending {
+		if !have[e] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func orNothing(entries []string) string {
+	if len(entries) == 0 {
+		return "nothing egressd recorded"
+	}
+	return strings.Join(entries, " ")
 }

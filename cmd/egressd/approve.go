@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/internal/termsafe"
@@ -50,11 +51,13 @@ Every binding made is printed. A running
 			return exitFail
 		}
 		made, err = mem.ApproveManifest(m, policy.FolderOf(file), *newID)
+	} else if *digest == "" && showPending(mem, fs.Arg(0), fs.Arg(1), stderr) {
+		return exitFail
 	} else {
 		made, err = mem.ApprovePending(fs.Arg(0), fs.Arg(1), *digest)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "egressd approve:", err)
+		printLines(stderr, "egressd approve: "+err.Error())
 		return exitFail
 	}
 	for _, a := range made {
@@ -62,6 +65,35 @@ Every binding made is printed. A running
 	}
 	fmt.Fprintln(stdout, "reload egressd (SIGHUP) to apply it")
 	return exitOK
+}
+
+// showPending prints what waits for approval of id at version, as version
+// memory recorded it, with the command that approves each list by its
+// digest, and reports whether anything waits. ID VERSION alone binds
+// nothing: the manifest file may have been swapped since egressd loaded
+// it, so the operator approves the list shown here, by its digest.
+func showPending(mem *policy.Memory, id, version string, stderr io.Writer) bool {
+	s, err := mem.Read()
+	if err != nil {
+		return false // ApprovePending reports it
+	}
+	lists := s.PendingLists(id, version)
+	if len(lists) == 0 {
+		return false
+	}
+	fmt.Fprintf(stderr, "egressd approve: nothing approved; %s %s waits for approval with the list egressd loaded, which may not be the file as it is now:\n", id, version)
+	for _, l := range lists {
+		what := "a widening"
+		if l.Place != "" {
+			what = "the id change of " + l.Place + " from " + l.From
+		}
+		if l.Adds != nil {
+			what += ", adds " + strings.Join(l.Adds, " ")
+		}
+		fmt.Fprintf(stderr, "  %s, list digest %s: egressd approve --digest %s %s %s\n", what, l.Digest, l.Digest, id, version)
+	}
+	fmt.Fprintln(stderr, "approve the one you reviewed by its digest (egressd check PATH prints a manifest's digest), or approve the manifest you reviewed: egressd approve --manifest PATH")
+	return true
 }
 
 // openExistingMemory opens version memory that is there: approving or

@@ -60,7 +60,7 @@ func printState(w io.Writer, file string, s policy.State) {
 		r := s.IDs[id]
 		line := fmt.Sprintf("%s %s in force (%d entries)", id, r.Approved.Version, len(r.Approved.Entries))
 		if r.Approved.Digest != r.Digest {
-			line += fmt.Sprintf("; %s pending, digest %s: egressd approve %s %s", r.Version, r.Digest, id, r.Version)
+			line += fmt.Sprintf("; %s pending, digest %s, adds %s: egressd approve --digest %s %s %s", r.Version, r.Digest, printable(strings.Join(r.Adds(), " ")), r.Digest, id, r.Version)
 		}
 		for _, v := range sortedStrings(r.Approvals) {
 			line += fmt.Sprintf("; approved %s for digest %s", v, r.Approvals[v])
@@ -75,7 +75,7 @@ func printState(w io.Writer, file string, s policy.State) {
 		}
 		line := fmt.Sprintf("%s: %s", place, f.ID)
 		if p := f.Pending; p != nil {
-			verb := "pending: egressd approve " + p.ID + " " + p.Version
+			verb := "pending, digest " + p.Digest + ": egressd approve --digest " + p.Digest + " " + p.ID + " " + p.Version
 			if p.Approved {
 				verb = "approved, applies at the next load"
 			}

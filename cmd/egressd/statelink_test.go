@@ -44,7 +44,7 @@ func TestApproveAsRootDoesNotChownTheFileAPlantedLockPointsTo(t *testing.T) {
 			os.Lchown(link, serviceUID, serviceUID)
 
 			for _, args := range [][]string{
-				{"approve", "--state", state, "com.acme.erp", "1.1.0"},
+				{"approve", "--state", state, "--digest", digestOf(t, dir), "com.acme.erp", "1.1.0"},
 				{"approve", "--state", state, "--manifest", dir},
 				{"state", "--state", state, "forget", "com.acme.erp"},
 			} {
