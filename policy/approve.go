@@ -225,20 +225,33 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 
 // Forget removes id from version memory: its record, the folders bound to
 // it and id changes waiting to become it. Its next load is a first load,
-// with any list: the operator's deliberate way out.
-func (m *Memory) Forget(id string) (Record, error) {
+// with any list: the operator's deliberate way out. It refuses while a
+// place bound to id holds an id change that waits for approval: dropping
+// the binding would make the new id's next load a first load too, which
+// releases the change unapproved. It returns the id changes it dropped.
+func (m *Memory) Forget(id string) (Record, []string, error) {
 	var r Record
+	var dropped []string
 	err := m.update(func(s *State) error {
+		dropped = nil
 		found := false
 		r, found = s.IDs[id]
+		for _, place := range sortedKeys(s.Folders) {
+			if f := s.Folders[place]; f.ID == id && f.Pending != nil && !f.Pending.Approved {
+				p := f.Pending
+				return fmt.Errorf("%s, bound to %s, holds an id change to %s %s that waits for approval; forgetting %s would let %s load as a first load, with any list. Approve the change first (egressd approve --digest %s %s %s), or restore the manifest's id, then forget %s (%s)", place, id, p.ID, p.Version, id, p.ID, p.Digest, p.ID, p.Version, id, m.where())
+			}
+		}
 		delete(s.IDs, id)
-		for dir, f := range s.Folders {
+		for _, place := range sortedKeys(s.Folders) {
+			f := s.Folders[place]
 			if f.ID == id {
-				delete(s.Folders, dir)
+				delete(s.Folders, place)
 				found = true
 			} else if f.Pending != nil && f.Pending.ID == id {
+				dropped = append(dropped, fmt.Sprintf("the pending id change of %s to %s %s (it stays bound to %s)", place, id, f.Pending.Version, f.ID))
 				f.Pending = nil
-				s.Folders[dir] = f
+				s.Folders[place] = f
 				found = true
 			}
 		}
@@ -247,7 +260,7 @@ func (m *Memory) Forget(id string) (Record, error) {
 		}
 		return nil
 	})
-	return r, err
+	return r, dropped, err
 }
 
 // PendingList is one list that waits for the operator's approval of an id

@@ -42,12 +42,15 @@ with any list, so use it only to undo a mistake.`, stderr)
 			fmt.Fprintln(stderr, "egressd state:", err)
 			return exitFail
 		}
-		r, err := mem.Forget(fs.Arg(1))
+		r, dropped, err := mem.Forget(fs.Arg(1))
 		if err != nil {
-			fmt.Fprintln(stderr, "egressd state:", err)
+			printLine(stderr, "egressd state: %v", err)
 			return exitFail
 		}
-		fmt.Fprintf(stdout, "forgot %s (highest version seen: %s) in %s; its next load is a first load, with any list\n", fs.Arg(1), orNone(r.Version), mem.Path())
+		printLine(stdout, "forgot %s (highest version seen: %s) in %s; its next load is a first load, with any list", fs.Arg(1), orNone(r.Version), mem.Path())
+		for _, d := range dropped {
+			printLine(stdout, "dropped %s", d)
+		}
 		return exitOK
 	}
 	fs.Usage()
