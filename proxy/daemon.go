@@ -386,7 +386,7 @@ func (d *Daemon) auditOutcomes(outs []policy.Outcome) {
 		if o.Result == policy.KeptLastGood && d.Warn != nil {
 			// The journal must say it too: the operator's narrowing with a
 			// typo leaves the wider list in force.
-			d.Warn(fmt.Sprintf("reload: %s: %s; the last good list, %s %s, stays in force", o.Key, termsafe.OneLine(errText(o.Err)), o.ID, o.Version))
+			d.Warn(fmt.Sprintf("reload: %s: %s; the last good policy (%s %s) stays in force", o.Key, termsafe.OneLine(errText(o.Err)), o.ID, o.Version))
 		}
 		if o.Notice != "" { // a widening or id change waits for the operator, or widen: auto let it in
 			ev.Msg = audit.Cap(strings.Join(append(o.Warnings, o.Notice), "; "), 1000)

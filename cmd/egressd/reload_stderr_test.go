@@ -28,7 +28,7 @@ func TestServeSaysOnStderrWhenAManifestReloadFails(t *testing.T) {
 	sv.sig <- syscall.SIGHUP
 	waitFor(t, &lockedFile{path: auditFile}, `"action":"kept_last_good"`)
 	line := waitFor(t, &sv.stderr, `egressd: warning: reload: `+regexp.QuoteMeta(integ)+`: .*`)[0]
-	if !strings.Contains(line, "not valid JSON at line 2") || !strings.Contains(line, "the last good list, com.test.weather 1.0.0, stays in force") || strings.Contains(line, `\x0a`) {
+	if !strings.Contains(line, "not valid JSON at line 2") || !strings.Contains(line, "the last good policy (com.test.weather 1.0.0) stays in force") || strings.Contains(line, `\x0a`) {
 		t.Fatalf("stderr line: %q", line)
 	}
 	if r := connectReason(t, sv.listen, "compromised.example"); r != "dns_error" { // still allowed: the last good list
