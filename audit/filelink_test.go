@@ -41,3 +41,20 @@ func TestAuditLogPlantedAsALinkIsNotWrittenThrough(t *testing.T) {
 	}
 	f.Close()
 }
+
+// TestRunLinkPlantedAsASymlinkIsNotRead: audit-stdout.link sits in the
+// state folder, which may be the service user's. Pointed at a root-only
+// file holding 64 hex digits (a key, a token), serve as root copied them
+// into every new genesis as prev_run, where the folder's owner can read
+// them. A link there is not followed.
+func TestRunLinkPlantedAsASymlinkIsNotRead(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte(strings.Repeat("ab", 32)+"\n"), 0o600)
+	link := filepath.Join(t.TempDir(), "audit-stdout.link")
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	if got := readRunLink(link); got != "unknown" {
+		t.Fatalf("prev_run = %q, read through the symlink", got)
+	}
+}
