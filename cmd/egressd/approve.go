@@ -16,12 +16,12 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
        egressd approve [--state DIR] [--new-id] --manifest PATH
 
 Approves a manifest version whose network list adds entries, or whose id
-changed in a folder egressd knows. ID VERSION approves what egressd saw and
-holds as pending; --manifest approves that manifest's list, seen or not.
-Either way the approval is bound to one list's digest: when several
-folders wait with different lists (or in different folders) for one ID
-VERSION, nothing is approved until --manifest or --digest picks one.
-Every binding made is printed. A running
+changed in a folder egressd knows. ID VERSION alone shows what waits, as
+egressd loaded it (what it adds, its list digest), and approves nothing: the
+manifest file may have changed since. --digest DIGEST ID VERSION approves
+the pending list with that digest; --manifest approves that manifest's list,
+seen or not (if a different list waits at its version, it says so). Every
+binding made is printed. A running
 "egressd serve" applies it on its next reload (SIGHUP).`, stderr)
 	state := fs.String("state", policy.DefaultStateDir(), "version memory directory")
 	manifest := fs.String("manifest", "", "approve this manifest file or folder's list")
@@ -63,7 +63,7 @@ Every binding made is printed. A running
 	for _, a := range made {
 		fmt.Fprintf(stdout, "approved %s %s, list digest %s (%s) in %s\n", a.ID, a.Version, a.Digest, a.What, mem.Path())
 	}
-	fmt.Fprintln(stdout, "reload egressd (SIGHUP) to apply it")
+	fmt.Fprintln(stdout, "reload egressd serve to apply it: systemctl reload egressd, or kill -HUP the serve process (not pidof egressd: every egressd run passes SIGHUP to its program)")
 	return exitOK
 }
 
