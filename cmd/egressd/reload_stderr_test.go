@@ -92,4 +92,7 @@ func TestServeKeepsTheLastGoodPolicyWhenVersionMemoryVanishes(t *testing.T) {
 	if code := serve(context.Background(), args, io.Discard, &stderr, make(chan os.Signal)); code == 0 || !strings.Contains(stderr.String(), stateFile) {
 		t.Fatalf("restart without the state file: exit %d\n%s", code, stderr.String())
 	}
+	if _, errs, code := runCLI(t, "run", "--state", state, integ, "--", "/bin/true"); code == exitOK || !strings.Contains(errs, stateFile+" is missing, but") {
+		t.Fatalf("run without the state file: exit %d\n%s", code, errs)
+	}
 }
