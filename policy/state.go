@@ -217,11 +217,14 @@ func (m *Memory) owner() (uid, gid int, mode fs.FileMode, err error) {
 	return int(sys.Uid), int(sys.Gid), mode, nil
 }
 
+// st0600 is the mode to keep: the file's, without write bits for group
+// and others (the service user could chmod its file 0666 before root
+// rewrites it) or any execute bit; 0600 for a new file.
 func st0600(st fs.FileInfo, err error) fs.FileMode {
 	if err != nil {
 		return 0o600
 	}
-	return st.Mode().Perm()
+	return st.Mode().Perm() & 0o644
 }
 
 // keepOwner gives f, which will be path, the state's owner and mode (see

@@ -64,3 +64,34 @@ func TestApproveAsRootDoesNotChownTheFileAPlantedLockPointsTo(t *testing.T) {
 		})
 	}
 }
+
+// TestApproveAsRootDoesNotCopyAWorldWritableModeToVersionMemory: root's
+// approve gives the rewritten state file the old file's owner and mode.
+// The service user can chmod its file 0666 first; root then made version
+// memory writable by every local user. Write bits for group and others
+// are not copied.
+func TestApproveAsRootDoesNotCopyAWorldWritableModeToVersionMemory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chown needs root in CI")
+		}
+		t.Skip("chown needs root")
+	}
+	state, dir := t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "1.0.0", "erp.acme.example"))
+	erpFolder(t, dir, "com.acme.erp", "1.1.0", "erp.acme.example", "new.acme.example")
+	loadAsServe(t, state, dir)
+	filepath.Walk(state, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 4242, 4242) })
+	stateFile := filepath.Join(state, "versions.json")
+	os.Chmod(stateFile, 0o666)
+	if _, errs, code := runCLI(t, "approve", "--state", state, "--digest", digestOf(t, dir), "com.acme.erp", "1.1.0"); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	st, err := os.Stat(stateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sys := st.Sys().(*syscall.Stat_t); sys.Uid != 4242 || st.Mode().Perm()&0o022 != 0 {
+		t.Fatalf("versions.json is uid %d mode %v after approve", sys.Uid, st.Mode().Perm())
+	}
+}
