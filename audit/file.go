@@ -29,23 +29,13 @@ type File struct {
 // an exclusive lock on it. maxSize > 0 makes Full report when the file
 // should be rolled over.
 func OpenFile(path string, maxSize int64) (*File, error) {
-	// A named pipe would block the open until a reader appears, and a
-	// device is no log: refuse both, before the open and after it (fstat),
-	// opening without blocking.
-	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("audit log %s: not a regular file (%s)", path, st.Mode().Type())
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0o600)
+	// A named pipe would block the open, a device is no log, and a symlink
+	// or hard link planted in a folder another user owns (a run's audit
+	// folder under the service user's state) would have root append to the
+	// file it points at: OpenPrivate refuses all of them, without blocking.
+	f, err := safefile.OpenPrivate(path, unix.O_APPEND)
 	if err != nil {
-		return nil, err
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("audit log %s: not a regular file", path)
-	}
-	if err := unix.SetNonblock(int(f.Fd()), false); err != nil {
-		f.Close()
-		return nil, err
+		return nil, fmt.Errorf("audit log %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()

@@ -30,7 +30,7 @@ const runLinkMax = 256
 
 // readRunLink returns the prev_run value for a new run.
 func readRunLink(path string) string {
-	data, err := safefile.ReadRegular(path, runLinkMax)
+	data, err := safefile.ReadRegularNoFollow(path, runLinkMax) // the state folder may be the service user's
 	if errors.Is(err, fs.ErrNotExist) {
 		return "none"
 	}

@@ -9,6 +9,12 @@ import (
 // its key is not intact, since only its links could be checked.
 func (v *verifier) finish() Verdict {
 	out := v.out
+	if out.Problem == "" && len(v.crashes) > 0 {
+		out.Problem = v.crashes[0] // every later run verified: the crash is what is left
+		if n := len(v.crashes); n > 1 {
+			out.Problem += fmt.Sprintf(" (and %d more run(s) ended so)", n-1)
+		}
+	}
 	out.Intact = out.Problem == ""
 	var unchecked []string
 	for _, c := range out.Chains {
@@ -31,6 +37,10 @@ func (v *verifier) proves(out Verdict, unchecked bool) string {
 	switch {
 	case unchecked:
 		return "nothing about the line contents: without the key only the seq and prev links were checked"
+	case !out.Intact && v.out.Problem == "" && keyed: // only crashes
+		return fmt.Sprintf("every line of every run was verified and not edited, deleted, reordered or added by anyone without the key, but %d run(s) end without a clean-shutdown record (see BROKEN): whatever those runs did after their last line is not in the log", len(v.crashes))
+	case !out.Intact && v.out.Problem == "":
+		return fmt.Sprintf("every line of every run was verified and holds no accidental corruption (an unkeyed chain can be recomputed by whoever edits it), but %d run(s) end without a clean-shutdown record (see BROKEN): whatever those runs did after their last line is not in the log", len(v.crashes))
 	case !out.Intact && out.Lines == 0:
 		return "nothing: the problem is at the start"
 	case !out.Intact && keyed:

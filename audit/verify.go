@@ -37,8 +37,12 @@ type ChainVerdict struct {
 	Last  uint64 // the last seq verified
 	Lines int
 	// End is how the chain ends in the files: "shutdown" (closed cleanly),
-	// or "" while it is still open (cut off, or a problem stopped reading).
+	// "crashed" (a new chain starts without its shutdown record: the run
+	// was killed, or its end cut off), "broken" (the problem is in it), or
+	// "" while it is still open (cut off at the end of the files).
 	End string
+	// Problem says why a crashed chain is not whole.
+	Problem string
 }
 
 // Verdict is what Verify found.
@@ -121,6 +125,8 @@ type verifier struct {
 	lastChainFile string
 	// unlinked counts chains whose genesis names no run before it.
 	unlinked int
+	// crashes are the findings of crashed, in order.
+	crashes []string
 }
 
 // lineFields are the fields Verify reads from each line.
@@ -238,8 +244,11 @@ func (v *verifier) genesis(file string, f lineFields, firstOfAll bool) bool {
 	if keyID == "" {
 		keyID = "none"
 	}
+	if v.cur != nil && v.lastAction != "rotate" {
+		v.crashed(file, f.Seq)
+	}
 	switch {
-	case v.cur != nil && v.lastAction == "rotate":
+	case v.cur != nil:
 		switch {
 		case *f.Prev != v.prev:
 			v.fail(file, f.Seq, "this genesis does not continue the file before it: a file in between is missing")
@@ -249,9 +258,6 @@ func (v *verifier) genesis(file string, f lineFields, firstOfAll bool) bool {
 			v.fail(file, f.Seq, fmt.Sprintf("chain %s was keyed with key id %s and continues with key_id=%s: a chain keeps its key across files, so this is a break (a downgrade to recompute the rest)", v.cur.ID, v.cur.KeyID, keyID))
 		}
 		return v.out.Problem == ""
-	case v.cur != nil:
-		v.fail(file, f.Seq, fmt.Sprintf("chain %s ends at seq %d without a clean-shutdown record and a new chain starts here: the end of the earlier run was cut off (or it crashed)", v.cur.ID, v.seq))
-		return false
 	case firstOfAll && *f.Prev != "":
 		v.fail(file, f.Seq, "the chain continues from an earlier file that was not given: pass it too (if it was deleted, the log is incomplete)")
 		return false
@@ -334,5 +340,23 @@ func msgField(msg, key string) string {
 func (v *verifier) fail(file string, seq uint64, what string) {
 	if v.out.Problem == "" {
 		v.out.Problem = fmt.Sprintf("%s: seq %d: %s", file, seq, what)
+		if v.cur != nil {
+			v.cur.End = "broken"
+		}
 	}
+}
+
+// crashed closes the open chain, which a new genesis follows without its
+// shutdown record: the run was killed (kill -9, OOM, power loss) or its end
+// was cut off. That is a finding about that run, not the end of
+// verification: every later run is still verified, so one crash does not
+// leave the rest of the file open to edits. The new run's prev_run names
+// the last line the crashed run wrote, so cutting lines off its end
+// still breaks a link.
+func (v *verifier) crashed(file string, seq uint64) {
+	c := v.cur
+	c.End = "crashed"
+	c.Problem = fmt.Sprintf("%s: seq %d: chain %s ends at seq %d without a clean-shutdown record and a new chain starts here: the run crashed, or the end of it was cut off", file, seq, c.ID, v.seq)
+	v.crashes = append(v.crashes, c.Problem)
+	v.cur, v.lastChainFile = nil, file
 }

@@ -116,9 +116,10 @@ func admit(r *Record, known bool, m *allowlist.Manifest, in Integration) (admiss
 		if widens(m.Entries, approved) && in.Widen == WidenAuto {
 			adm.released = releasedNotice(m, approved, "widen: auto")
 		}
-		r.Approved = approvedOf(m, digest)
+		r.Approved, r.Pending = approvedOf(m, digest), nil
 		return adm, nil
 	}
+	r.Pending = approvedOf(m, digest).Entries
 	return admission{inForce: approved, pending: m.Version}, nil
 }
 

@@ -228,6 +228,8 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 			return nil
 		case allowlist.CompareVersions(man.Version, r.Version) < 0:
 			return fmt.Errorf("%s %s is lower than %s, seen before (%s); versions only go up", man.ID, man.Version, r.Version, m.where())
+		case man.Version == r.Version && digest != r.Digest && r.Approved.Digest != r.Digest:
+			return fmt.Errorf("the manifest in %s (list digest %s) is not the list that waits for approval as %s %s (list digest %s, which adds %s): the file changed since egressd loaded it; see what waits with egressd state list, or give the manifest you reviewed a version above %s", folder, digest, man.ID, man.Version, r.Digest, orNothing(r.Adds()), r.Version)
 		case man.Version == r.Version && digest != r.Digest:
 			return fmt.Errorf("%s %s was seen with another list (%s); a new list needs a new version", man.ID, man.Version, r.Digest)
 		}
@@ -245,22 +247,35 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 
 // Forget removes id from version memory: its record, the folders bound to
 // it and id changes waiting to become it. Its next load is a first load,
-// with any list: the operator's deliberate way out.
-func (m *Memory) Forget(id string) (Record, error) {
+// with any list: the operator's deliberate way out. It refuses while a
+// place bound to id holds an id change that waits for approval: dropping
+// the binding would make the new id's next load a first load too, which
+// releases the change unapproved. It returns the id changes it dropped.
+func (m *Memory) Forget(id string) (Record, []string, error) {
 	var r Record
+	var dropped []string
 	err := m.update(func(s *State) error {
+		dropped = nil
 		found := false
 		r, found = s.IDs[id]
+		for _, place := range sortedKeys(s.Folders) {
+			if f := s.Folders[place]; f.ID == id && f.Pending != nil && !f.Pending.Approved {
+				p := f.Pending
+				return fmt.Errorf("%s, bound to %s, holds an id change to %s %s that waits for approval; forgetting %s would let %s load as a first load, with any list. Approve the change first (egressd approve --digest %s %s %s), or restore the manifest's id, then forget %s (%s)", place, id, p.ID, p.Version, id, p.ID, p.Digest, p.ID, p.Version, id, m.where())
+			}
+		}
 		delete(s.IDs, id)
-		for dir, f := range s.Folders {
+		for _, place := range sortedKeys(s.Folders) {
+			f := s.Folders[place]
 			if f.ID == id {
-				delete(s.Folders, dir)
+				delete(s.Folders, place)
 				found = true
 			} else if f.Pending != nil && f.Pending.ID == id {
+				dropped = append(dropped, fmt.Sprintf("the pending id change of %s to %s %s (it stays bound to %s)", place, id, f.Pending.Version, f.ID))
 				f.Pending = nil
-				s.Folders[dir] = f
+				s.Folders[place] = f
 				if f.ID == "" { // a claim of id, bound to nothing else
-					delete(s.Folders, dir)
+					delete(s.Folders, place)
 				}
 				found = true
 			}
@@ -270,5 +285,53 @@ func (m *Memory) Forget(id string) (Record, error) {
 		}
 		return nil
 	})
-	return r, err
+	return r, dropped, err
+}
+
+// PendingList is one list that waits for the operator's approval of an id
+// at a version, as version memory recorded it when egressd loaded it.
+type PendingList struct {
+	ID, Version, Digest string
+	// Place and From name an id change: the folder or listener, and the id
+	// it was bound to. Both are "" for a widening.
+	Place, From string
+	// Adds are the entries a widening adds to the list in force.
+	Adds []string
+}
+
+// PendingLists lists what waits for approval of id at version, so that
+// "egressd approve" can show the operator what a digest approves before
+// binding it: the manifest file may have been swapped since it loaded.
+func (s *State) PendingLists(id, version string) []PendingList {
+	var out []PendingList
+	for _, c := range pendingOf(s, id, version) {
+		l := PendingList{ID: id, Version: version, Digest: c.Digest, Place: c.Place, From: c.From}
+		if c.Place == "" {
+			l.Adds = s.IDs[id].Adds()
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// Adds are the entries of the pending list that the list in force lacks.
+func (r Record) Adds() []string {
+	have := map[string]bool{}
+	for _, e := range r.Approved.Entries {
+		have[e] = true
+	}
+	var out []string
+	for _, e := range r.Pending {
+		if !have[e] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func orNothing(entries []string) string {
+	if len(entries) == 0 {
+		return "nothing egressd recorded"
+	}
+	return strings.Join(entries, " ")
 }

@@ -88,7 +88,7 @@ func TestApprovedClaimJoinsTheIDAndForgetRemovesIt(t *testing.T) {
 
 	_, cfgC := f.second("127.0.0.1:0", "com.acme.erp", "1.0.0", "erp.acme.example")
 	loadOne(t, f.registry(), cfgC, Pending)
-	if _, err := mem.Forget("com.acme.erp"); err != nil {
+	if _, _, err := mem.Forget("com.acme.erp"); err != nil {
 		t.Fatal(err)
 	}
 	if s, _ := mem.Read(); len(s.Folders) != 0 {

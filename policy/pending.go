@@ -46,8 +46,8 @@ func (p *Policy) PendingNotice() string {
 		if len(p.PendingClaimOf) > 0 {
 			also = fmt.Sprintf(" (version memory binds %s to %s)", p.Manifest.ID, folderList(p.PendingClaimOf))
 		}
-		return fmt.Sprintf("%s changed its id from %s to %s %s%s; the new id waits for the operator's approval (%s), and the list approved for %s stays in force until then",
-			p.ManifestAt, p.PendingIDFrom, p.Manifest.ID, p.Pending, also, p.ApproveCommand(), p.PendingIDFrom)
+		return fmt.Sprintf("%s changed its id from %s to %s %s (list digest %s)%s; the new id waits for the operator's approval (%s), and the list approved for %s stays in force until then",
+			p.ManifestAt, p.PendingIDFrom, p.Manifest.ID, p.Pending, p.Manifest.Digest(), also, p.ApproveCommand(), p.PendingIDFrom)
 	}
 	if len(p.PendingClaimOf) > 0 {
 		return claimNotice(p)
@@ -58,8 +58,8 @@ func (p *Policy) PendingNotice() string {
 			added = append(added, e.String())
 		}
 	}
-	return fmt.Sprintf("%s %s adds %s to its network list; it waits for the operator's approval (%s), and the last approved list stays in force until then",
-		p.Manifest.ID, p.Pending, strings.Join(added, " "), p.ApproveCommand())
+	return fmt.Sprintf("%s %s adds %s to its network list (list digest %s); it waits for the operator's approval (%s), and the last approved list stays in force until then",
+		p.Manifest.ID, p.Pending, strings.Join(added, " "), p.Manifest.Digest(), p.ApproveCommand())
 }
 
 func (p *Policy) hasEntry(e allowlist.Entry) bool {

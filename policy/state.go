@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -19,6 +20,9 @@ import (
 type Memory struct {
 	dir string
 	mem *State // used when dir is ""
+	// seen is set once this process has read or written the state file:
+	// from then on a missing file has vanished, and is never empty memory.
+	seen atomic.Bool
 }
 
 // stateFile and lockFile live in the state directory.
@@ -57,8 +61,15 @@ func InMemory() *Memory { return &Memory{mem: newState()} }
 
 // ReadMemory returns an in-process copy of the version memory in dir: it
 // judges as "serve" would at this moment and never writes the file. A
-// missing state file reads as empty.
+// missing state file reads as empty, but a missing folder is an error: a
+// mistyped --state must not read as "nothing waits for approval".
 func ReadMemory(dir string) (*Memory, error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		if err == nil {
+			err = errors.New("not a folder")
+		}
+		return nil, fmt.Errorf("no version memory at %s (%v): egressd has loaded nothing with this --state", dir, err)
+	}
 	m := &Memory{dir: dir}
 	s, err := m.Read()
 	if err != nil {
@@ -93,13 +104,25 @@ const maxStateBytes = 32 << 20
 // Read returns the whole state. It reads through internal/safefile: a
 // named pipe or a device in place of the file fails at once instead of
 // blocking every load. Writes replace the file by rename, so a
-// read without the lock still sees one whole version of it.
+// read without the lock still sees one whole version of it. The state
+// folder may be the service user's: a symlink there is refused, never
+// followed.
 func (m *Memory) Read() (State, error) {
+	return m.read(m.lockExists())
+}
+
+// read is Read; wroteHere says whether versions.lock was there before this
+// process took it: egressd makes it with the first write and never
+// removes it, so a state file missing beside it has vanished.
+func (m *Memory) read(wroteHere bool) (State, error) {
 	if m.dir == "" {
 		return m.mem.clone(), nil
 	}
-	data, err := safefile.ReadRegular(m.Path(), maxStateBytes)
+	data, err := safefile.ReadRegularNoFollow(m.Path(), maxStateBytes)
 	if errors.Is(err, fs.ErrNotExist) {
+		if err := m.vanished(wroteHere); err != nil {
+			return State{}, err
+		}
 		return *newState(), nil
 	}
 	if err != nil {
@@ -110,7 +133,26 @@ func (m *Memory) Read() (State, error) {
 		// A corrupt state file must not reset version memory silently.
 		return State{}, fmt.Errorf("policy: state file %s is corrupt (%v); restore it, or remove it deliberately (every integration's next load is then a first load)", m.Path(), err)
 	}
+	m.seen.Store(true)
 	return s, nil
+}
+
+// vanished says why a missing state file is not empty memory: a missing
+// file read as empty turns every pending widening, and any new one, into a
+// first load, silently.
+func (m *Memory) vanished(wroteHere bool) error {
+	switch {
+	case m.seen.Load():
+		return fmt.Errorf("policy: state file %s has vanished since this process read it; the last good policy stays in force: restore the file (egressd never reads missing version memory as empty)", m.Path())
+	case wroteHere:
+		return fmt.Errorf("policy: state file %s is missing, but %s shows egressd kept version memory here: restore the file, or remove both deliberately (every integration's next load is then a first load)", m.Path(), filepath.Join(m.dir, lockFile))
+	}
+	return nil
+}
+
+func (m *Memory) lockExists() bool {
+	_, err := os.Lstat(filepath.Join(m.dir, lockFile))
+	return err == nil
 }
 
 // update runs fn on the whole state under an exclusive lock, and saves it
@@ -125,16 +167,24 @@ func (m *Memory) update(fn func(s *State) error) error {
 		*m.mem = s
 		return nil
 	}
+	wroteHere := m.lockExists()
 	unlock, err := m.lock()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	s, err := m.Read()
+	s, err := m.read(wroteHere)
 	if err != nil {
 		return err
 	}
 	before := s.encode()
+	if !wroteHere && !m.seen.Load() {
+		// The lock is new: write the file beside it at once, so that a
+		// lock without a state file always means the file vanished.
+		if err := m.write(before); err != nil {
+			return err
+		}
+	}
 	if err := fn(&s); err != nil {
 		return err
 	}
@@ -149,7 +199,10 @@ func (m *Memory) update(fn func(s *State) error) error {
 // mode if it exists, else the directory's owner with mode 0600. "egressd
 // approve" run as root must not leave a file the service cannot read.
 func (m *Memory) owner() (uid, gid int, mode fs.FileMode, err error) {
-	st, err := os.Stat(m.Path())
+	st, err := os.Lstat(m.Path())
+	if err == nil && !st.Mode().IsRegular() { // a symlink's owner and mode are no model
+		return 0, 0, 0, fmt.Errorf("policy: state file %s is not a regular file (%s); egressd does not follow it: remove it, or restore the real file", m.Path(), st.Mode().Type())
+	}
 	mode = st0600(st, err)
 	if errors.Is(err, fs.ErrNotExist) {
 		st, err = os.Stat(m.dir)
@@ -164,11 +217,14 @@ func (m *Memory) owner() (uid, gid int, mode fs.FileMode, err error) {
 	return int(sys.Uid), int(sys.Gid), mode, nil
 }
 
+// st0600 is the mode to keep: the file's, without write bits for group
+// and others (the service user could chmod its file 0666 before root
+// rewrites it) or any execute bit; 0600 for a new file.
 func st0600(st fs.FileInfo, err error) fs.FileMode {
 	if err != nil {
 		return 0o600
 	}
-	return st.Mode().Perm()
+	return st.Mode().Perm() & 0o644
 }
 
 // keepOwner gives f, which will be path, the state's owner and mode (see
@@ -201,7 +257,9 @@ func (m *Memory) lock() (func(), error) {
 		return nil, fmt.Errorf("policy: version memory %s belongs to uid %d, and this process runs as uid %d: it cannot change the file and keep it theirs; run this as uid %d or as root (or, if this user should own version memory, chown it to this user)", m.Path(), uid, me, uid)
 	}
 	path := filepath.Join(m.dir, lockFile)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	// The folder may be the service user's, who could put a symlink or a
+	// hard link to any file here: keepOwner would then chown that file.
+	f, err := safefile.OpenPrivate(path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("policy: state lock: %w", err)
 	}
@@ -242,5 +300,6 @@ func (m *Memory) write(data []byte) error {
 	if err := os.Rename(tmp.Name(), m.Path()); err != nil {
 		return fmt.Errorf("policy: state: %w", err)
 	}
+	m.seen.Store(true)
 	return nil
 }

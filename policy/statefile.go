@@ -32,6 +32,10 @@ type Record struct {
 	// Approvals are versions the operator approved with "egressd approve",
 	// each bound to the digest of the one list approved at that version.
 	Approvals map[string]string `json:"approvals,omitempty"`
+	// Pending is the list at Version while it waits for approval: what the
+	// operator approves by its digest is shown from here, not from the
+	// manifest file, which may have been swapped since.
+	Pending []string `json:"pending,omitempty"`
 }
 
 // Approved is a list that is in force.
@@ -184,6 +188,9 @@ func validRecord(id string, r Record) error {
 		return errors.New("the approved list is not one egressd writes")
 	}
 	if _, err := parseApproved(a.Entries); err != nil {
+		return err
+	}
+	if _, err := parseApproved(r.Pending); err != nil {
 		return err
 	}
 	for v, d := range r.Approvals {

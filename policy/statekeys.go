@@ -12,7 +12,7 @@ import (
 // write is not read.
 var (
 	docKeys      = []string{"egressd_state", "ids", "folders"}
-	recordKeys   = []string{"version", "digest", "approved", "approvals"}
+	recordKeys   = []string{"version", "digest", "approved", "approvals", "pending"}
 	approvedKeys = []string{"version", "digest", "entries"}
 	folderKeys   = []string{"id", "pending"}
 	idChangeKeys = []string{"id", "version", "digest", "approved"}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/policy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -396,6 +397,11 @@ func (d *Daemon) auditOutcomes(outs []policy.Outcome) {
 		if o.Err != nil {
 			ev.Err = audit.Cap(o.Err.Error(), 1000)
 		}
+		if o.Result == policy.KeptLastGood && d.Warn != nil {
+			// The journal must say it too: the operator's narrowing with a
+			// typo leaves the wider list in force.
+			d.Warn(fmt.Sprintf("reload: %s: %s; the last good policy (%s %s) stays in force", o.Key, termsafe.OneLine(errText(o.Err)), o.ID, o.Version))
+		}
 		if o.Notice != "" { // a widening or id change waits for the operator, or widen: auto let it in
 			ev.Msg = audit.Cap(strings.Join(append(o.Warnings, o.Notice), "; "), 1000)
 			if d.Warn != nil {
@@ -477,4 +483,11 @@ func NewPromRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "refused"
+	}
+	return err.Error()
 }

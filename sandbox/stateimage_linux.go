@@ -51,11 +51,14 @@ func MountStateImage(path string, sizeMB, uid int, seed string) (*os.File, error
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", filepath.Dir(path), err)
 	}
-	img, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	img, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("state image %s: %w (a symlink is not followed here)", path, err)
 	}
 	defer img.Close()
+	if err := ownImage(img, path); err != nil {
+		return nil, err
+	}
 	loop, err := imageLoop(img)
 	if err != nil {
 		return nil, err
@@ -112,9 +115,8 @@ func makeStateImage(path string, sizeMB, uid int, seed string) error {
 	if err != nil {
 		return err
 	}
-	err = f.Truncate(int64(sizeMB) << 20)
-	f.Close()
-	if err != nil {
+	defer f.Close()
+	if err := f.Truncate(int64(sizeMB) << 20); err != nil {
 		os.Remove(tmp)
 		return err
 	}
@@ -122,11 +124,36 @@ func makeStateImage(path string, sizeMB, uid int, seed string) error {
 	if entries, err := os.ReadDir(seed); err == nil && len(entries) > 0 {
 		args = append(args, "-d", seed)
 	}
-	if out, err := exec.Command(mkfs, append(args, tmp)...).CombinedOutput(); err != nil {
+	// mkfs gets the file egressd created, by descriptor: the folder's owner
+	// could swap the name for a link to a disk between create and mkfs.
+	cmd := exec.Command(mkfs, append(args, "/dev/fd/3")...)
+	cmd.ExtraFiles = []*os.File{f}
+	if out, err := cmd.CombinedOutput(); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("mkfs.ext4 %s: %v: %s", tmp, err, out)
 	}
 	return os.Rename(tmp, path)
+}
+
+// ownImage checks, on the open image, that it is egressd's own: a regular
+// file with one link, owned by this process's user. The images folder sits
+// in the state folder, which may be the service user's: a file it put
+// there (a crafted filesystem) or a hard link to another file is refused
+// before a loop device is attached to it.
+func ownImage(img *os.File, path string) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(img.Fd()), &st); err != nil {
+		return fmt.Errorf("state image %s: %w", path, err)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return fmt.Errorf("state image %s is not a regular file: remove it", path)
+	case st.Nlink != 1:
+		return fmt.Errorf("state image %s has %d hard links, so it is not egressd's own: remove it", path, st.Nlink)
+	case int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("state image %s is owned by uid %d, not by egressd (uid %d): someone else made it; remove it", path, st.Uid, os.Geteuid())
+	}
+	return unix.SetNonblock(int(img.Fd()), false)
 }
 
 // imageLoop returns an open loop device backed by img: the one already

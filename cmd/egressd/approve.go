@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/internal/termsafe"
@@ -17,12 +18,12 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 Approves a manifest version whose network list adds entries, whose id
 changed in a folder egressd knows, or whose folder claims an id version
 memory binds to another folder (the folder then carries the id too, and
-shares its version floor). ID VERSION approves what egressd saw and
-holds as pending; --manifest approves that manifest's list, seen or not.
-Either way the approval is bound to one list's digest: when several
-folders wait with different lists (or in different folders) for one ID
-VERSION, nothing is approved until --manifest or --digest picks one.
-Every binding made is printed. A running
+shares its version floor). ID VERSION alone shows what waits, as egressd
+loaded it (what it adds, its list digest), and approves nothing: the
+manifest file may have changed since. --digest DIGEST ID VERSION approves
+the pending list with that digest; --manifest approves that manifest's list,
+seen or not (if a different list waits at its version, it says so). Every
+binding made is printed. A running
 "egressd serve" applies it on its next reload (SIGHUP).`, stderr)
 	state := fs.String("state", policy.DefaultStateDir(), "version memory directory")
 	manifest := fs.String("manifest", "", "approve this manifest file or folder's list")
@@ -52,18 +53,49 @@ Every binding made is printed. A running
 			return exitFail
 		}
 		made, err = mem.ApproveManifest(m, policy.FolderOf(file), *newID)
+	} else if *digest == "" && showPending(mem, fs.Arg(0), fs.Arg(1), stderr) {
+		return exitFail
 	} else {
 		made, err = mem.ApprovePending(fs.Arg(0), fs.Arg(1), *digest)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "egressd approve:", err)
+		printLines(stderr, "egressd approve: "+err.Error())
 		return exitFail
 	}
 	for _, a := range made {
 		fmt.Fprintf(stdout, "approved %s %s, list digest %s (%s) in %s\n", a.ID, a.Version, a.Digest, a.What, mem.Path())
 	}
-	fmt.Fprintln(stdout, "reload egressd (SIGHUP) to apply it")
+	fmt.Fprintln(stdout, "reload egressd serve to apply it: systemctl reload egressd, or kill -HUP the serve process (not pidof egressd: every egressd run passes SIGHUP to its program)")
 	return exitOK
+}
+
+// showPending prints what waits for approval of id at version, as version
+// memory recorded it, with the command that approves each list by its
+// digest, and reports whether anything waits. ID VERSION alone binds
+// nothing: the manifest file may have been swapped since egressd loaded
+// it, so the operator approves the list shown here, by its digest.
+func showPending(mem *policy.Memory, id, version string, stderr io.Writer) bool {
+	s, err := mem.Read()
+	if err != nil {
+		return false // ApprovePending reports it
+	}
+	lists := s.PendingLists(id, version)
+	if len(lists) == 0 {
+		return false
+	}
+	fmt.Fprintf(stderr, "egressd approve: nothing approved; %s %s waits for approval with the list egressd loaded, which may not be the file as it is now:\n", id, version)
+	for _, l := range lists {
+		what := "a widening"
+		if l.Place != "" {
+			what = "the id change of " + l.Place + " from " + l.From
+		}
+		if l.Adds != nil {
+			what += ", adds " + strings.Join(l.Adds, " ")
+		}
+		fmt.Fprintf(stderr, "  %s, list digest %s: egressd approve --digest %s %s %s\n", what, l.Digest, l.Digest, id, version)
+	}
+	fmt.Fprintln(stderr, "approve the one you reviewed by its digest (egressd check PATH prints a manifest's digest), or approve the manifest you reviewed: egressd approve --manifest PATH")
+	return true
 }
 
 // openExistingMemory opens version memory that is there: approving or

@@ -32,8 +32,8 @@ func TestOneApproveOfAnIDTwoFoldersChangedToDoesNotReleaseBothLists(t *testing.T
 	if out, _, _ := runCLI(t, "explain", "--manifest", hostile, "--state", state, "exfil.example.net"); strings.HasPrefix(out, "allow") {
 		t.Fatalf("approving the legitimate folder released the hostile list: %s", out)
 	}
-	// Only the hostile record is left pending: ID VERSION names one list now.
-	out, errs, code = runCLI(t, "approve", "--state", state, "com.acme.new", "1.0.0")
+	// Only the hostile record is left pending: its digest names one list.
+	out, errs, code = runCLI(t, "approve", "--state", state, "--digest", digestOf(t, hostile), "com.acme.new", "1.0.0")
 	if code != exitOK || strings.Count(out, "approved ") != 1 || !strings.Contains(out, hostile) {
 		t.Fatalf("exit %d: %s %s", code, out, errs)
 	}

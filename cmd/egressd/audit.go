@@ -118,8 +118,13 @@ func printVerdict(w io.Writer, v audit.Verdict) {
 			break
 		}
 		end := "closed cleanly"
-		if c.End == "" {
+		switch c.End {
+		case "":
 			end = "no clean-shutdown record in what was read"
+		case "crashed":
+			end = "CRASHED: no clean-shutdown record, a new run follows (later runs still verified)"
+		case "broken":
+			end = "BROKEN here"
 		}
 		key := "unkeyed"
 		if c.Keyed {

@@ -426,3 +426,38 @@ func TestRunRefusesAShortAuditKey(t *testing.T) {
 		t.Fatalf("run with a 9-byte audit key: exit %d: %s", code, errs)
 	}
 }
+
+// TestVerifyAfterAKilledServeStillCatchesAnEditToTheNextRun is issue 13's
+// B6 end to end: serve is killed (SIGKILL: no shutdown record), restarted
+// on the same file, and stopped cleanly. verify reports run 1's crash and
+// still verifies run 2; a line deleted from run 2 is reported as run 2's
+// break, not hidden behind the crash.
+func TestVerifyAfterAKilledServeStillCatchesAnEditToTheNextRun(t *testing.T) {
+	dir := t.TempDir()
+	cfg := serveDir(t, dir, "")
+	auditFile := filepath.Join(dir, "audit.log")
+	sp := startServeProcess(t, cfg)
+	connectReason(t, sp.listen, "x.example")
+	waitFor(t, &lockedFile{path: auditFile}, `"host":"x.example"`)
+	sp.cmd.Process.Kill()
+	<-sp.done
+	sp = startServeProcess(t, cfg)
+	connectReason(t, sp.listen, "y.example")
+	sp.stop(t)
+
+	out, code := verify(t, auditFile)
+	if code != 1 || !strings.Contains(out, "without a clean-shutdown record and a new chain starts here") || !strings.Contains(out, "CRASHED") || !strings.Contains(out, "closed cleanly") {
+		t.Fatalf("killed, then a clean run: exit %d\n%s", code, out)
+	}
+	var kept []string
+	for _, line := range readLines(t, auditFile) {
+		if !strings.Contains(line, `"host":"y.example"`) {
+			kept = append(kept, line)
+		}
+	}
+	writeLines(t, auditFile, kept)
+	out, code = verify(t, auditFile)
+	if code != 1 || !strings.Contains(out, "line(s) deleted or moved") || !strings.Contains(out, "BROKEN here") {
+		t.Fatalf("a line of run 2 deleted: exit %d\n%s", code, out)
+	}
+}

@@ -141,7 +141,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 	}
 	loaded := registry.Load(cfg)[0]
 	if loaded.Result == policy.Failed {
-		return nil, fmt.Errorf("%s:\n%v", loaded.Key, loaded.Err)
+		return nil, fmt.Errorf("%s: %s", loaded.Key, termsafe.OneLine(loaded.Err.Error())) // stderr takes one line a message
 	}
 	key := cfg.Integrations[0].Manifest
 	p := registry.Policy(key)

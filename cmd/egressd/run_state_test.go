@@ -60,7 +60,7 @@ func TestRunIDChangeAfterARestartIsNotAFreshStart(t *testing.T) {
 
 	e.writeSandboxed("com.test.sandboxed", "1.1.0", "api.allowed.example", "evil.example")
 	out, errs, log := e.runFresh(curlEvil)
-	if !strings.Contains(out, "rc=56") || !strings.Contains(errs, "com.test.sandboxed 1.1.0 adds evil.example to its network list; it waits for the operator's approval (egressd approve com.test.sandboxed 1.1.0)") {
+	if !strings.Contains(out, "rc=56") || !strings.Contains(errs, "com.test.sandboxed 1.1.0 adds evil.example to its network list (list digest "+digestOf(t, e.dir)+"); it waits for the operator's approval (egressd approve com.test.sandboxed 1.1.0)") {
 		t.Fatalf("widening:\nstdout:\n%s\nstderr:\n%s", out, errs)
 	}
 	if !strings.Contains(log, `"event":"policy","integration":"com.test.sandboxed","integration_version":"1.1.0"`) || !strings.Contains(log, `"action":"pending","pending":"1.1.0"`) ||
@@ -78,10 +78,10 @@ func TestRunIDChangeAfterARestartIsNotAFreshStart(t *testing.T) {
 	}
 
 	list, err := exec.Command(egressdBinary(t), "state", "--state", e.state, "list").CombinedOutput()
-	if err != nil || !regexp.MustCompile(`folder \S+: com.test.sandboxed; id change to com.test.sandboxed2 1.0.0 pending: egressd approve com.test.sandboxed2 1.0.0\n`).Match(list) {
+	if err != nil || !regexp.MustCompile(`folder \S+: com.test.sandboxed; id change to com.test.sandboxed2 1.0.0 pending, digest `+digestOf(t, e.dir)+`: egressd approve --digest `+digestOf(t, e.dir)+` com.test.sandboxed2 1.0.0\n`).Match(list) {
 		t.Fatalf("state list: %v\n%s", err, list)
 	}
-	approve := exec.Command(egressdBinary(t), "approve", "--state", e.state, "com.test.sandboxed2", "1.0.0")
+	approve := exec.Command(egressdBinary(t), "approve", "--state", e.state, "--digest", digestOf(t, e.dir), "com.test.sandboxed2", "1.0.0")
 	if msg, err := approve.CombinedOutput(); err != nil || !strings.Contains(string(msg), "the id change of") {
 		t.Fatalf("approve: %v %s", err, msg)
 	}

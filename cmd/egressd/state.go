@@ -42,12 +42,15 @@ with any list, so use it only to undo a mistake.`, stderr)
 			fmt.Fprintln(stderr, "egressd state:", err)
 			return exitFail
 		}
-		r, err := mem.Forget(fs.Arg(1))
+		r, dropped, err := mem.Forget(fs.Arg(1))
 		if err != nil {
-			fmt.Fprintln(stderr, "egressd state:", err)
+			printLine(stderr, "egressd state: %v", err)
 			return exitFail
 		}
-		fmt.Fprintf(stdout, "forgot %s (highest version seen: %s) in %s; its next load is a first load, with any list\n", fs.Arg(1), orNone(r.Version), mem.Path())
+		printLine(stdout, "forgot %s (highest version seen: %s) in %s; its next load is a first load, with any list", fs.Arg(1), orNone(r.Version), mem.Path())
+		for _, d := range dropped {
+			printLine(stdout, "dropped %s", d)
+		}
 		return exitOK
 	}
 	fs.Usage()
@@ -63,7 +66,7 @@ func printState(w io.Writer, file string, s policy.State) {
 			line += "; bound to " + folders(dirs)
 		}
 		if r.Approved.Digest != r.Digest {
-			line += fmt.Sprintf("; %s pending, digest %s: egressd approve %s %s", r.Version, r.Digest, id, r.Version)
+			line += fmt.Sprintf("; %s pending, digest %s, adds %s: egressd approve --digest %s %s %s", r.Version, r.Digest, printable(strings.Join(r.Adds(), " ")), r.Digest, id, r.Version)
 		}
 		for _, v := range sortedStrings(r.Approvals) {
 			line += fmt.Sprintf("; approved %s for digest %s", v, r.Approvals[v])
@@ -78,7 +81,7 @@ func printState(w io.Writer, file string, s policy.State) {
 		}
 		line := fmt.Sprintf("%s: %s", place, f.ID)
 		if p := f.Pending; p != nil {
-			verb := "pending: egressd approve " + p.ID + " " + p.Version
+			verb := "pending, digest " + p.Digest + ": egressd approve --digest " + p.Digest + " " + p.ID + " " + p.Version
 			if p.Approved {
 				verb = "approved, applies at the next load"
 			}

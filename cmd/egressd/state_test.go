@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/policy"
 )
 
@@ -86,7 +87,7 @@ func TestPendingWideningIsVisible(t *testing.T) {
 	out, errs, code := runCLI(t, "explain", "--manifest", dir, "--state", state, "new.acme.example")
 	want := "deny pending_approval new.acme.example:443\nrule: new.acme.example\n" +
 		"egressd: new.acme.example is in the list of com.acme.erp 1.1.0, which waits for the operator's approval: egressd approve com.acme.erp 1.1.0; until then the last approved list applies\n" +
-		"pending: com.acme.erp 1.1.0 adds new.acme.example to its network list; it waits for the operator's approval (egressd approve com.acme.erp 1.1.0), and the last approved list stays in force until then\n"
+		"pending: com.acme.erp 1.1.0 adds new.acme.example to its network list (list digest " + digestOf(t, dir) + "); it waits for the operator's approval (egressd approve com.acme.erp 1.1.0), and the last approved list stays in force until then\n"
 	if code != exitFail || out != want {
 		t.Fatalf("exit %d\n got: %q\nwant: %q\n%s", code, out, want, errs)
 	}
@@ -97,11 +98,11 @@ func TestPendingWideningIsVisible(t *testing.T) {
 	out, _, code = runCLI(t, "state", "--state", state, "list")
 	if code != exitOK || !strings.HasPrefix(out, "version memory: "+stateFile) ||
 		!strings.Contains(out, "com.acme.erp 1.0.0 in force (1 entries); 1.1.0 pending, digest sha256:") ||
-		!strings.Contains(out, ": egressd approve com.acme.erp 1.1.0") {
+		!strings.Contains(out, ": egressd approve --digest "+digestOf(t, dir)+" com.acme.erp 1.1.0") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 
-	out, _, code = runCLI(t, "approve", "--state", state, "com.acme.erp", "1.1.0")
+	out, _, code = runCLI(t, "approve", "--state", state, "--digest", digestOf(t, dir), "com.acme.erp", "1.1.0")
 	if code != exitOK || !strings.Contains(out, "(a widening) in "+stateFile) {
 		t.Fatalf("exit %d: %s", code, out)
 	}
@@ -117,4 +118,35 @@ func TestPendingWideningIsVisible(t *testing.T) {
 	if code != exitFail || !strings.Contains(errs, "com.acme.erp is not in version memory ("+stateFile+")") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
+}
+
+// loadOnListener loads dir on the listener listen with version memory in
+// state, as serve does.
+func loadOnListener(t *testing.T, state, dir, listen string) policy.Outcome {
+	t.Helper()
+	mem, err := policy.OpenMemory(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := policy.DefaultConfig()
+	cfg.Integrations = []policy.Integration{{Manifest: dir, Listen: listen}}
+	return policy.NewRegistry(mem, nil).Load(cfg)[0]
+}
+
+func mkdir(t *testing.T, dir string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// digestOf is the list digest of the manifest in dir.
+func digestOf(t *testing.T, dir string) string {
+	t.Helper()
+	m, _, _, err := allowlist.Load(dir, &allowlist.Rules{})
+	if err != nil || m == nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	return m.Digest()
 }

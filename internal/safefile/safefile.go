@@ -8,10 +8,12 @@
 package safefile
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,7 +38,12 @@ func ReadRegular(path string, max int64) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: is %s, not a regular file", path, kind(st.Mode()))
 	}
-	if st.Size() > max {
+	return readAll(f, path, max)
+}
+
+// readAll reads the open regular file f, at most max bytes.
+func readAll(f *os.File, path string, max int64) ([]byte, error) {
+	if st, err := f.Stat(); err == nil && st.Size() > max {
 		return nil, fmt.Errorf("%s: larger than %d bytes", path, max)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
@@ -112,4 +119,89 @@ func kind(m fs.FileMode) string {
 		return "a block device"
 	}
 	return "not a regular file (" + m.Type().String() + ")"
+}
+
+// ReadRegularNoFollow is ReadRegular for a file in a folder another user
+// may write (version memory in the service user's state folder): a symlink
+// in its place is refused, not followed, so a process running as root
+// never reads a file the folder's owner pointed it at.
+func ReadRegularNoFollow(path string, max int64) ([]byte, error) {
+	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() && st.Mode()&fs.ModeSymlink == 0 {
+		return nil, fmt.Errorf("%s: is %s, not a regular file", path, kind(st.Mode()))
+	}
+	f, err := open(path, unix.O_NOFOLLOW)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("%s: is a symlink, not a regular file; egressd does not follow it here: remove it", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// No check of hard links here: reading one is harmless (protected
+	// hardlinks keep others from linking files they cannot read), and
+	// backups that hard-link would otherwise stop version memory.
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: is %s, not a regular file", path, kind(st.Mode()))
+	}
+	return readAll(f, path, max)
+}
+
+// OpenPrivate opens path for reading and writing, creating it with mode
+// 0600, in a folder another user may write (the service user's state
+// folder, a run's audit folder). It never follows a symlink, never blocks
+// on a pipe, and refuses anything but a regular file with a single link:
+// a process running as root that then writes, chowns or chmods the file
+// (through the descriptor, never by path) acts on its own file, not on one
+// the folder's owner planted a link to. flags adds open flags (O_APPEND).
+func OpenPrivate(path string, flags int) (*os.File, error) {
+	// Refuse a device before opening it (opening some acts on them); the
+	// fstat below covers a swap between look and open.
+	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() && st.Mode()&fs.ModeSymlink == 0 {
+		return nil, fmt.Errorf("%s: is %s, not a regular file: remove it", path, kind(st.Mode()))
+	}
+	for {
+		fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC|flags, 0o600)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.ELOOP {
+			return nil, fmt.Errorf("%s: is a symlink, not a regular file; egressd does not follow it here: remove it", path)
+		}
+		if err == unix.ENXIO || err == unix.EISDIR {
+			return nil, fmt.Errorf("%s: not a regular file: remove it", path)
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+		f := os.NewFile(uintptr(fd), path)
+		if _, err := checkPrivate(f, path); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if err := unix.SetNonblock(fd, false); err != nil {
+			f.Close()
+			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+		return f, nil
+	}
+}
+
+// checkPrivate checks, on the open descriptor, that f is a regular file
+// with one link: a hard link to another file is that file.
+func checkPrivate(f *os.File, path string) (fs.FileInfo, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: is %s, not a regular file: remove it", path, kind(st.Mode()))
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Nlink > 1 {
+		return nil, fmt.Errorf("%s: has %d hard links, so it is not a regular file egressd owns alone: remove it", path, sys.Nlink)
+	}
+	return st, nil
 }

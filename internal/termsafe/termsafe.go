@@ -85,3 +85,25 @@ func (l lineWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// OneLine joins a message of several lines (a manifest's problems, one a
+// line) into one line for a one-line stream: "; " between lines, a space
+// after a line that ends with a colon. It does not escape: pass the result
+// to a Lines writer or to String.
+func OneLine(s string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "":
+			continue
+		case b.Len() == 0:
+		case strings.HasSuffix(b.String(), ":"):
+			b.WriteString(" ")
+		default:
+			b.WriteString("; ")
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestServeSaysOnStderrWhenAManifestReloadFails is issue 13's B5: the
+// operator narrows a list with a typo (a trailing comma); the reload keeps
+// the wider list, which only the audit log said (kept_last_good). The
+// journal now gets one line: the manifest, the problem, and that the last
+// good list stays in force.
+func TestServeSaysOnStderrWhenAManifestReloadFails(t *testing.T) {
+	dir := t.TempDir()
+	integ := filepath.Join(dir, "weather")
+	os.Mkdir(integ, 0o755)
+	manifest := filepath.Join(integ, "manifest.json")
+	os.WriteFile(manifest, weatherManifest("1.0.0", `"api.weather.example","compromised.example"`), 0o644)
+	auditFile := filepath.Join(dir, "audit.log")
+	sv := startServe(t, "--manifest", integ, "--listen", "127.0.0.1:0", "--state", t.TempDir(), "--resolver", "127.0.0.1:9", "--audit-log", auditFile)
+	os.WriteFile(manifest, []byte("{\"manifest_version\":1,\"id\":\"com.test.weather\",\"version\":\"1.1.0\",\n\"network\":{\"connect\":[\"api.weather.example\",]}}"), 0o644)
+	sv.sig <- syscall.SIGHUP
+	waitFor(t, &lockedFile{path: auditFile}, `"action":"kept_last_good"`)
+	line := waitFor(t, &sv.stderr, `egressd: warning: reload: `+regexp.QuoteMeta(integ)+`: .*`)[0]
+	if !strings.Contains(line, "not valid JSON at line 2") || !strings.Contains(line, "the last good policy (com.test.weather 1.0.0) stays in force") || strings.Contains(line, `\x0a`) {
+		t.Fatalf("stderr line: %q", line)
+	}
+	if r := connectReason(t, sv.listen, "compromised.example"); r != "dns_error" { // still allowed: the last good list
+		t.Fatalf("compromised.example: %s", r)
+	}
+	sv.stop(t)
+}
+
+// TestRunRefusalOfARollbackIsOneCleanLine is issue 13's note on B3: run's
+// refusal of a version lower than one seen read "DIR:\x0aversion 1.2.0 is
+// lower…": the line break between the folder and the message reached the
+// terminal escaped. It is one line, with the folder and the way out.
+func TestRunRefusalOfARollbackIsOneCleanLine(t *testing.T) {
+	state, dir := t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "9.0.0", "erp.acme.example"))
+	erpFolder(t, dir, "com.acme.erp", "1.2.0", "erp.acme.example")
+	_, errs, code := runCLI(t, "run", "--state", state, dir, "--", "/bin/true")
+	want := "egressd run: " + dir + ": version 1.2.0 is lower than 9.0.0, seen before"
+	if code != exitFail || !strings.HasPrefix(errs, want) || strings.Count(errs, "\n") != 1 || strings.Contains(errs, `\x0a`) {
+		t.Fatalf("exit %d: %q", code, errs)
+	}
+}
+
+// TestServeKeepsTheLastGoodPolicyWhenVersionMemoryVanishes is issue 13's
+// B4: with 2.0.0 pending, versions.json is moved away (a backup job, a
+// sloppy cleanup) and 3.0.0 adds another host: the next reload read the
+// missing file as empty memory, a first load, and allowed both hosts. A
+// running serve never reads a state file it has read before as empty: the
+// reload keeps the last good policy and says why; and a new process finds
+// versions.lock, which egressd never removes, and refuses to start.
+func TestServeKeepsTheLastGoodPolicyWhenVersionMemoryVanishes(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	integ := filepath.Join(dir, "weather")
+	os.Mkdir(integ, 0o755)
+	manifest := filepath.Join(integ, "manifest.json")
+	os.WriteFile(manifest, weatherManifest("1.0.0", `"api.weather.example"`), 0o644)
+	auditFile := filepath.Join(dir, "audit.log")
+	args := []string{"--manifest", integ, "--listen", "127.0.0.1:0", "--state", state, "--resolver", "127.0.0.1:9", "--audit-log", auditFile}
+	sv := startServe(t, args...)
+	os.WriteFile(manifest, weatherManifest("2.0.0", `"api.weather.example","b.weather.example"`), 0o644)
+	sv.sig <- syscall.SIGHUP
+	waitFor(t, &lockedFile{path: auditFile}, `"action":"pending","pending":"2.0.0"`)
+
+	stateFile := filepath.Join(state, "versions.json")
+	if err := os.Rename(stateFile, filepath.Join(dir, "versions.json.moved")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(manifest, weatherManifest("3.0.0", `"api.weather.example","b.weather.example","evil.example"`), 0o644)
+	sv.sig <- syscall.SIGHUP
+	waitFor(t, &lockedFile{path: auditFile}, `"action":"kept_last_good"`)
+	waitFor(t, &sv.stderr, `egressd: warning: reload: .*`+regexp.QuoteMeta(stateFile)+` .*vanished`)
+	for host, want := range map[string]string{"b.weather.example": "pending_approval", "evil.example": "not_allowlisted"} {
+		if r := connectReason(t, sv.listen, host); r != want {
+			t.Errorf("%s: %s, want %s", host, r, want)
+		}
+	}
+	sv.stop(t)
+
+	// A new process: the lock shows version memory was here.
+	var stderr lockedBuffer
+	if code := serve(context.Background(), args, io.Discard, &stderr, make(chan os.Signal)); code == 0 || !strings.Contains(stderr.String(), stateFile) {
+		t.Fatalf("restart without the state file: exit %d\n%s", code, stderr.String())
+	}
+	if _, errs, code := runCLI(t, "run", "--state", state, integ, "--", "/bin/true"); code == exitOK || !strings.Contains(errs, stateFile+" is missing, but") {
+		t.Fatalf("run without the state file: exit %d\n%s", code, errs)
+	}
+}
