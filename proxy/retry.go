@@ -95,7 +95,11 @@ func (t *tunnel) guardHandshake(first []byte, br *bufio.Reader, wait time.Durati
 			if werr != nil {
 				t.abort()
 				if !answered {
-					join()
+					// The checker may have closed the tunnel under this
+					// write: its refusal is the reason, not the write's.
+					if no := join(); no.reason != "" {
+						return up, down, no
+					}
 				}
 				return up, down, handshakeRefusal{reason: policy.Timeout, msg: "client went away during the TLS handshake"}
 			}

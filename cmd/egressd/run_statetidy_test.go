@@ -49,7 +49,7 @@ chmod 4755 hidden/suid && chmod 2755 zero/sgid && ln -s ` + outside + ` link && 
 	if code != 0 || out != "hidden\n" {
 		t.Fatalf("first run: exit %d, stdout %q, stderr %s", code, out, errs)
 	}
-	state := filepath.Join(e.state, "sandbox", "com.test.sandboxed")
+	state := e.stateFolder("com.test.sandboxed")
 	for _, f := range []string{"hidden/suid", "zero/sgid"} {
 		st, err := os.Lstat(filepath.Join(state, f)) // the test is root: it reads through --x and 0
 		if err != nil || st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
