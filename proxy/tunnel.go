@@ -22,6 +22,7 @@ type tunnel struct {
 	port     uint16
 	addr     netip.AddrPort
 	started  time.Time
+	secrets  string // secretsPrint of the secrets bound to host when it opened
 
 	// Watched by the sweeper only.
 	lastSent, lastRecv uint64
