@@ -47,7 +47,7 @@ func (l *Leaves) Leaf(name string) (*tls.Certificate, error) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if c, ok := l.cache[name]; ok && c.Leaf.NotAfter.Sub(now) > leafRenew {
+	if c, ok := l.cache[name]; ok && c.Leaf.NotAfter.Sub(now) > renewWithin(c) {
 		return c, nil
 	}
 	c, err := l.ca.Leaf(name, now)
@@ -59,6 +59,12 @@ func (l *Leaves) Leaf(name string) (*tls.Certificate, error) {
 	}
 	l.cache[name] = c
 	return c, nil
+}
+
+// renewWithin is how long before its end a leaf is replaced: leafRenew, or
+// a quarter of its life when a short-lived CA cut it short.
+func renewWithin(c *tls.Certificate) time.Duration {
+	return min(leafRenew, c.Leaf.NotAfter.Sub(c.Leaf.NotBefore)/4)
 }
 
 // Leaf issues a certificate for the one DNS name, valid from an hour
