@@ -115,6 +115,13 @@ func startRecOrigin(t *testing.T, ca *proxytest.CA, h2 bool, handle http.Handler
 	return o
 }
 
+// conns is how many connections the origin accepted requests on.
+func (o *recOrigin) conns() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.remotes)
+}
+
 func (o *recOrigin) requests() []*http.Request {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -245,16 +252,23 @@ func wantSubstituted(t *testing.T, r *http.Request) {
 
 func TestBrokerAddsTheSecretOnlyOnTheWayOutOverHTTP1(t *testing.T) {
 	b := newBrokerEnv(t, false, nil)
-	resp, body := do(t, b.client(false), b.credentialRequest(t, "api.allowed.example"))
+	c := b.client(false)
+	resp, body := do(t, c, b.credentialRequest(t, "api.allowed.example"))
 	if resp.StatusCode != 200 || body != "ok" {
 		t.Fatalf("status %d body %q", resp.StatusCode, body)
+	}
+	if again, _ := do(t, c, b.credentialRequest(t, "api.allowed.example")); again.StatusCode != 200 {
+		t.Fatalf("second request: %d", again.StatusCode)
+	}
+	if n := b.origin.conns(); n != 1 {
+		t.Fatalf("two requests on one keep-alive connection reached the origin on %d connections, want 1", n)
 	}
 	if !issuedBy(t, resp, brokerCert(t, b.bca)) {
 		t.Fatal("the client did not see a leaf from egressd's broker CA")
 	}
 	reqs := b.origin.requests()
-	if len(reqs) != 1 {
-		t.Fatalf("origin received %d requests, want 1", len(reqs))
+	if len(reqs) != 2 {
+		t.Fatalf("origin received %d requests, want 2", len(reqs))
 	}
 	wantSubstituted(t, reqs[0])
 	if reqs[0].URL.RawQuery != "key=q" {
@@ -457,8 +471,8 @@ func TestBrokerRedialsOnlyThePinnedCheckedAddress(t *testing.T) {
 		t.Fatalf("second: %d", resp.StatusCode)
 	}
 	reqs := b.origin.requests()
-	if len(reqs) != 2 || len(b.origin.remotes) != 2 {
-		t.Fatalf("origin saw %d requests on %d connections, want 2 on 2", len(reqs), len(b.origin.remotes))
+	if len(reqs) != 2 || b.origin.conns() != 2 {
+		t.Fatalf("origin saw %d requests on %d connections, want 2 on 2", len(reqs), b.origin.conns())
 	}
 	wantSubstituted(t, reqs[1])
 	connects := 0
