@@ -10,7 +10,9 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/netip"
+	"net/textproto"
 	"net/url"
 	"strings"
 	"sync"
@@ -334,6 +336,9 @@ func TestBrokerLeavesAHostWithNoSecretSplicedAndUndecrypted(t *testing.T) {
 // in a trailer, and in a body written in pieces that split the value.
 func echoHandler(w http.ResponseWriter, r *http.Request) {
 	auth := r.Header.Get("Authorization")
+	w.Header().Set("Link", "</x>; rel=preload; a=\""+auth+"\"")
+	w.WriteHeader(http.StatusEarlyHints) // relayed by ReverseProxy without ModifyResponse
+	w.Header().Del("Link")
 	w.Header().Set("Trailer", "X-Echo-Trailer")
 	w.Header().Set("X-Echo", auth)
 	w.Header().Set("X-Echo-Basic", r.Header.Get("Proxy-Authorization-Like"))
@@ -352,7 +357,19 @@ func TestBrokerEchoingOriginDoesNotHandTheValueBack(t *testing.T) {
 	for _, h2 := range []bool{false, true} {
 		t.Run(map[bool]string{false: "http1.1", true: "h2"}[h2], func(t *testing.T) {
 			b := newBrokerEnv(t, h2, echoHandler)
-			resp, body := do(t, b.client(h2), b.credentialRequest(t, "api.allowed.example"))
+			var hints strings.Builder
+			req := b.credentialRequest(t, "api.allowed.example")
+			req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+				Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+					http.Header(h).Write(&hints)
+					return nil
+				},
+			}))
+			resp, body := do(t, b.client(h2), req)
+			if !strings.Contains(hints.String(), tokenPH) {
+				t.Fatalf("the 103 Early Hints did not reach the client with the placeholder: %q", hints.String())
+			}
+			noValueIn(t, "the 103 Early Hints", hints.String())
 			if resp.StatusCode != 200 {
 				t.Fatalf("status %d", resp.StatusCode)
 			}

@@ -25,7 +25,7 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := &reqState{}
 	body := &countingReader{ReadCloser: r.Body}
 	r.Body = body
-	cw := &countingWriter{ResponseWriter: w}
+	cw := &countingWriter{ResponseWriter: w, scrub: func(h http.Header) { scrubHeader(h, scrubPairs(b.c.Bound, st.echoes)) }}
 	if reason := b.check(r); reason != "" {
 		st.reason = reason
 		b.refuse(cw, reason)
@@ -194,14 +194,18 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 // countingWriter counts a response's status and body bytes; Unwrap lets
-// http.ResponseController reach Flush and Hijack underneath.
+// http.ResponseController reach Flush and Hijack underneath. It scrubs
+// every header it sends: ReverseProxy relays an informational (1xx)
+// response's header straight to it, never through modifyResponse.
 type countingWriter struct {
 	http.ResponseWriter
+	scrub  func(http.Header)
 	status int
 	n      int64
 }
 
 func (c *countingWriter) WriteHeader(code int) {
+	c.scrub(c.ResponseWriter.Header())
 	if c.status == 0 && code >= 200 || code == http.StatusSwitchingProtocols {
 		c.status = code
 	}
