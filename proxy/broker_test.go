@@ -517,3 +517,42 @@ func TestBrokerReloadThatUnbindsTheSecretClosesTheConnection(t *testing.T) {
 	b.srv.Redecide()
 	b.log.waitEvent(t, map[string]any{"event": "close", "host": "api.allowed.example", "reason": "policy_narrowed"})
 }
+
+// TestBrokerIdleRequestOnARedialledConnectionIsSwept: the origin closes the
+// pinned connection after one answer, then holds the second request (on a
+// connection the broker dialled again) without a byte. The tunnel must
+// still be closed as idle, as a spliced one would be.
+func TestBrokerIdleRequestOnARedialledConnectionIsSwept(t *testing.T) {
+	var calls sync.Mutex
+	n := 0
+	b := newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+		calls.Lock()
+		n++
+		first := n == 1
+		calls.Unlock()
+		if first {
+			w.Header().Set("Connection", "close")
+			io.WriteString(w, "ok")
+			return
+		}
+		<-r.Context().Done() // hold the request, silent, until egressd gives up
+	}, withConfig(func(c *policy.Config) { c.Timeouts.Idle = time.Second }))
+	c := b.client(false)
+	if resp, _ := do(t, c, b.credentialRequest(t, "api.allowed.example")); resp.StatusCode != 200 {
+		t.Fatalf("first: %d", resp.StatusCode)
+	}
+	done := make(chan error, 1)
+	go func() {
+		resp, err := c.Do(b.credentialRequest(t, "api.allowed.example"))
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	b.log.waitEvent(t, map[string]any{"event": "close", "host": "api.allowed.example", "reason": "timeout"})
+	// (net/http retries the idempotent GET once on a new tunnel, which is
+	// swept the same way.)
+	if err := <-done; err == nil {
+		t.Fatal("the held request got an answer after the tunnel was swept")
+	}
+}

@@ -72,6 +72,16 @@ func (t *tunnel) finishDirection(dst net.Conn, err error) {
 	}
 }
 
+// watched is the connection every byte of the tunnel crosses: the
+// upstream one when spliced; when brokered, the client's, since the broker
+// may have replaced the first upstream connection with others.
+func (t *tunnel) watched() *net.TCPConn {
+	if c, ok := t.client.(*net.TCPConn); ok && t.secrets != "" {
+		return c
+	}
+	return t.upstream
+}
+
 // closeWith closes the tunnel early and records why.
 func (t *tunnel) closeWith(r policy.Reason) {
 	t.reason.CompareAndSwap(nil, r)
@@ -140,7 +150,7 @@ func (ts *tunnels) sweep(now time.Time, idle, lifetime time.Duration) {
 			t.closeWith(policy.Timeout)
 			return
 		}
-		sent, recv, ok := trafficCounters(t.upstream)
+		sent, recv, ok := trafficCounters(t.watched())
 		if !ok {
 			return
 		}
