@@ -95,8 +95,7 @@ func (s *Server) recordRequest(p *policy.Policy, t *tunnel, connect audit.Event,
 		ev.Decision, ev.Reason = "deny", string(r.Reason)
 	}
 	ev.Err = audit.Cap(r.Err, 200)
-	s.metrics.Decisions.WithLabelValues(ev.Integration, ev.Decision, ev.Reason).Inc()
-	s.opts.Audit.Write(ev)
+	s.opts.Audit.Write(ev) // not a connection decision: the decisions metric counts CONNECTs only
 }
 
 // secretsPrint identifies the secrets bound to a host (names, hosts,
