@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -555,4 +556,48 @@ func TestBrokerIdleRequestOnARedialledConnectionIsSwept(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Fatal("the held request got an answer after the tunnel was swept")
 	}
+}
+
+// TestBrokerWebSocketUpgradePassesThroughWithTheSecret: the upgrade
+// request gets the secret like any other; after the 101 the bytes flow
+// both ways.
+func TestBrokerWebSocketUpgradePassesThroughWithTheSecret(t *testing.T) {
+	b := newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "websocket" {
+			http.Error(w, "not an upgrade", 400)
+			return
+		}
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		line, _ := brw.ReadString('\n')
+		io.WriteString(c, "echo:"+line)
+	})
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.bca.CertPEM())
+	target := net.JoinHostPort("api.allowed.example", itoa(b.origin.addr.Port()))
+	raw, _, resp := b.rawConnect("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n")
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %d", resp.StatusCode)
+	}
+	tc := tls.Client(raw, &tls.Config{ServerName: "api.allowed.example", RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	io.WriteString(tc, "GET /ws HTTP/1.1\r\nHost: "+target+"\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nAuthorization: Bearer "+tokenPH+"\r\n\r\n")
+	br := bufio.NewReader(tc)
+	up, err := http.ReadResponse(br, nil)
+	if err != nil || up.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", up, err)
+	}
+	io.WriteString(tc, "ping\n")
+	got, err := br.ReadString('\n')
+	if err != nil || got != "echo:ping\n" {
+		t.Fatalf("after the upgrade: %q %v", got, err)
+	}
+	if reqs := b.origin.requests(); len(reqs) != 1 || reqs[0].Header.Get("Authorization") != "Bearer "+tokenValue {
+		t.Fatalf("the upgrade request did not carry the secret: %v", reqs)
+	}
+	tc.Close()
+	b.log.waitEvent(t, map[string]any{"event": "request", "status": 101, "path": "/ws"})
 }

@@ -32,12 +32,16 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		b.proxy.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
 	}
+	status := cw.status
+	if status == 0 {
+		status = st.status
+	}
 	b.mu.Lock()
 	b.up += body.n
 	b.down += cw.n
 	b.mu.Unlock()
 	b.c.Record(Request{
-		Method: r.Method, Path: r.URL.Path, Status: cw.status, Up: body.n, Down: cw.n,
+		Method: r.Method, Path: r.URL.Path, Status: status, Up: body.n, Down: cw.n,
 		Secrets: st.used, Reason: st.reason, Err: st.err,
 	})
 }
@@ -101,6 +105,7 @@ func (b *broker) rewrite(pr *httputil.ProxyRequest) {
 // documented residual risk.
 func (b *broker) modifyResponse(resp *http.Response) error {
 	st := stateOf(resp.Request.Context())
+	st.status = resp.StatusCode // a 101 is written on the hijacked connection, past countingWriter
 	pairs := scrubPairs(b.c.Bound, st.echoes)
 	scrubHeader(resp.Header, pairs)
 	if resp.StatusCode == http.StatusSwitchingProtocols || resp.Body == nil || resp.Body == http.NoBody {
@@ -170,6 +175,7 @@ type reqState struct {
 	echoes []pair
 	reason policy.Reason
 	err    string
+	status int // the origin's, as relayed
 }
 
 type stateKey struct{}
