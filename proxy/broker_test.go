@@ -601,3 +601,28 @@ func TestBrokerWebSocketUpgradePassesThroughWithTheSecret(t *testing.T) {
 	tc.Close()
 	b.log.waitEvent(t, map[string]any{"event": "request", "status": 101, "path": "/ws"})
 }
+
+// TestBrokerStopsForwardingOnceTheAuditLogFails: a request whose event
+// cannot be written ends the brokered connection, and no later request
+// reaches the origin.
+func TestBrokerStopsForwardingOnceTheAuditLogFails(t *testing.T) {
+	b := newBrokerEnv(t, false, nil)
+	c := b.client(false)
+	if resp, _ := do(t, c, b.credentialRequest(t, "api.allowed.example")); resp.StatusCode != 200 {
+		t.Fatalf("first: %d", resp.StatusCode)
+	}
+	b.log.fail.Store(true)
+	c.Do(b.credentialRequest(t, "api.allowed.example")) // forwarded; its record fails
+	for i := 0; i < 3; i++ {
+		resp, err := c.Do(b.credentialRequest(t, "api.allowed.example"))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != 503 || resp.Header.Get(ReasonHeader) != string(policy.AuditUnavailable) {
+				t.Fatalf("a request after the audit log failed: %d %q", resp.StatusCode, resp.Header.Get(ReasonHeader))
+			}
+		}
+	}
+	if n := len(b.origin.requests()); n != 2 {
+		t.Fatalf("the origin received %d requests, want 2 (the last one before the failure was known)", n)
+	}
+}

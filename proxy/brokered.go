@@ -95,7 +95,10 @@ func (s *Server) recordRequest(p *policy.Policy, t *tunnel, connect audit.Event,
 		ev.Decision, ev.Reason = "deny", string(r.Reason)
 	}
 	ev.Err = audit.Cap(r.Err, 200)
-	s.opts.Audit.Write(ev) // not a connection decision: the decisions metric counts CONNECTs only
+	// Not a connection decision: the decisions metric counts CONNECTs only.
+	if err := s.opts.Audit.Write(ev); err != nil && s.settings().onFailure == policy.DenyOnAuditFailure {
+		t.closeWith(policy.AuditUnavailable) // no further request without a record
+	}
 }
 
 // secretsPrint identifies the secrets bound to a host (names, hosts,
