@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -15,6 +16,9 @@ import (
 	"net/netip"
 	"net/textproto"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -624,5 +628,45 @@ func TestBrokerStopsForwardingOnceTheAuditLogFails(t *testing.T) {
 	}
 	if n := len(b.origin.requests()); n != 2 {
 		t.Fatalf("the origin received %d requests, want 2 (the last one before the failure was known)", n)
+	}
+}
+
+// TestBrokerCurlGetsTheSecretAddedAndAGzippedEchoScrubbed: a real curl,
+// over HTTP/1.1 and HTTP/2, asking for compressed responses from an origin
+// that gzips whenever asked and echoes the credential. egressd asks the
+// origin for gzip itself and decompresses before scrubbing, so even the
+// compressed echo comes back with the placeholder.
+func TestBrokerCurlGetsTheSecretAddedAndAGzippedEchoScrubbed(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("curl is required in CI")
+		}
+		t.Skip("curl not installed")
+	}
+	b := newBrokerEnv(t, true, func(w http.ResponseWriter, r *http.Request) {
+		echo := "auth=" + r.Header.Get("Authorization") + "\n"
+		if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			io.WriteString(w, echo)
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		io.WriteString(zw, echo)
+		zw.Close()
+	})
+	caFile := filepath.Join(t.TempDir(), "broker-ca.pem")
+	os.WriteFile(caFile, b.bca.CertPEM(), 0o600)
+	for _, proto := range []string{"--http1.1", "--http2"} {
+		out, err := exec.Command(curl, "-sS", proto, "--compressed", "--cacert", caFile, "-x", "http://"+b.addr,
+			"-H", "Authorization: Bearer "+tokenPH, b.url("api.allowed.example", "/echo")).CombinedOutput()
+		if err != nil || string(out) != "auth=Bearer "+tokenPH+"\n" {
+			t.Fatalf("%s: %v %q", proto, err, out)
+		}
+		noValueIn(t, "curl's output", string(out))
+	}
+	reqs := b.origin.requests()
+	if len(reqs) != 2 || reqs[0].Header.Get("Authorization") != "Bearer "+tokenValue || reqs[1].ProtoMajor != 2 {
+		t.Fatalf("origin requests: %d, first Authorization %q", len(reqs), reqs[0].Header.Get("Authorization"))
 	}
 }
