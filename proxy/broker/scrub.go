@@ -6,13 +6,13 @@ import (
 )
 
 // scrubReader replaces, in a response body as it streams, each pair's from
-// by its to, across read boundaries: it holds back the last longest-from
-// minus one bytes, which may be the start of a match the next read
-// completes. Replaced output is never scanned again.
+// by its to, across read boundaries: it holds back only the end of what it
+// read that may be the start of a match the next read completes (so a
+// server-sent event is not kept waiting for the next one). Replaced output
+// is never scanned again.
 type scrubReader struct {
 	src     io.ReadCloser
 	pairs   []pair
-	hold    int
 	pending []byte // read from src, not yet scanned to the end
 	out     []byte // scanned, ready for the caller
 	err     error  // src's error, once seen
@@ -21,11 +21,7 @@ type scrubReader struct {
 }
 
 func newScrubReader(src io.ReadCloser, pairs []pair, onEOF func()) *scrubReader {
-	longest := 0
-	for _, p := range pairs {
-		longest = max(longest, len(p.from))
-	}
-	return &scrubReader{src: src, pairs: pairs, hold: max(longest-1, 0), onEOF: onEOF, buf: make([]byte, 32<<10)}
+	return &scrubReader{src: src, pairs: pairs, onEOF: onEOF, buf: make([]byte, 32<<10)}
 }
 
 func (s *scrubReader) Read(p []byte) (int, error) {
@@ -49,9 +45,9 @@ func (s *scrubReader) Read(p []byte) (int, error) {
 }
 
 // scan moves pending to out, replacing every match that lies whole in
-// pending. Unless final, it keeps the last hold bytes back; on an error
-// other than EOF the held bytes are dropped, since they may be a value's
-// first bytes.
+// pending. Unless final, it keeps back the longest end of pending that is
+// the start of some from; on an error other than EOF the held bytes are
+// dropped, since they may be a value's first bytes.
 func (s *scrubReader) scan(final bool) {
 	for {
 		at, which := -1, -1
@@ -68,15 +64,30 @@ func (s *scrubReader) scan(final bool) {
 		s.out = append(s.out, s.pairs[which].to...)
 		s.pending = s.pending[at+len(s.pairs[which].from):]
 	}
-	keep := s.hold
-	if final {
-		keep = 0
+	keep := 0
+	if !final {
+		keep = s.partialMatch()
 	}
 	if len(s.pending) > keep {
 		cut := len(s.pending) - keep
 		s.out = append(s.out, s.pending[:cut]...)
 		s.pending = append([]byte(nil), s.pending[cut:]...)
 	}
+}
+
+// partialMatch is the length of the longest end of pending that a from
+// starts with: a match the next read may complete starts there, or later.
+func (s *scrubReader) partialMatch() int {
+	keep := 0
+	for _, p := range s.pairs {
+		for k := min(len(s.pending), len(p.from)-1); k > keep; k-- {
+			if bytes.HasSuffix(s.pending, p.from[:k]) {
+				keep = k
+				break
+			}
+		}
+	}
+	return keep
 }
 
 func (s *scrubReader) Close() error { return s.src.Close() }

@@ -93,3 +93,31 @@ func TestScrubbingDropsTheHeldTailOnAnError(t *testing.T) {
 		t.Fatalf("after an error the reader gave %q (%v): a value's start must not be released", got, err)
 	}
 }
+
+// TestScrubbingDoesNotHoldBackAStreamedEventsTail: a server-sent event
+// must reach the client when it ends, not when the next one arrives; only
+// bytes that may start a value are held back.
+func TestScrubbingDoesNotHoldBackAStreamedEventsTail(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	s := newScrubReader(pr, []pair{{from: []byte(valA), to: []byte(phA)}}, nil)
+	event := "data: {\"delta\":\"hello\"}\n\n"
+	go io.WriteString(pw, event)
+	var got []byte
+	buf := make([]byte, 256)
+	for len(got) < len(event) {
+		n, err := s.Read(buf) // blocks forever if the tail is held for more input
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, buf[:n]...)
+	}
+	if string(got) != event {
+		t.Fatalf("got %q", got)
+	}
+	go io.WriteString(pw, "x"+valA[:4])
+	n, _ := s.Read(buf)
+	if string(buf[:n]) != "x" {
+		t.Fatalf("a possible value start was released: %q", buf[:n])
+	}
+}
