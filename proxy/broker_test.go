@@ -670,3 +670,26 @@ func TestBrokerCurlGetsTheSecretAddedAndAGzippedEchoScrubbed(t *testing.T) {
 		t.Fatalf("origin requests: %d, first Authorization %q", len(reqs), reqs[0].Header.Get("Authorization"))
 	}
 }
+
+// TestBrokerTunnelInsideABrokeredConnectionIsRefused: a CONNECT sent
+// inside the decrypted connection would ask the origin to be a proxy.
+func TestBrokerTunnelInsideABrokeredConnectionIsRefused(t *testing.T) {
+	b := newBrokerEnv(t, false, nil)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.bca.CertPEM())
+	target := net.JoinHostPort("api.allowed.example", itoa(b.origin.addr.Port()))
+	raw, _, resp := b.rawConnect("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n")
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %d", resp.StatusCode)
+	}
+	tc := tls.Client(raw, &tls.Config{ServerName: "api.allowed.example", RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	io.WriteString(tc, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\nAuthorization: Bearer "+tokenPH+"\r\n\r\n")
+	inner, err := http.ReadResponse(bufio.NewReader(tc), &http.Request{Method: http.MethodConnect})
+	if err != nil || inner.StatusCode != http.StatusMethodNotAllowed || inner.Header.Get(ReasonHeader) != string(policy.MethodNotAllowed) {
+		t.Fatalf("inner CONNECT answered %v %v, want 405 method_not_allowed", inner, err)
+	}
+	if n := len(b.origin.requests()); n != 0 {
+		t.Fatalf("the origin received %d requests", n)
+	}
+	b.log.waitEvent(t, map[string]any{"event": "request", "method": "CONNECT", "reason": "method_not_allowed"})
+}

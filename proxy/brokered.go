@@ -39,18 +39,24 @@ func (s *Server) serveBrokered(p *policy.Policy, t *tunnel, connect audit.Event,
 	c := &broker.Conn{
 		Host: t.host.String(), Port: t.port, Leaf: leaf, Roots: s.opts.Broker.UpstreamRoots,
 		Bound: bound, Unbound: unbound,
-		Upstream: t.upstream,
-		Redial:   func(ctx context.Context) (net.Conn, error) { return s.redial(ctx, t) },
-		Record:   func(r broker.Request) { s.recordRequest(p, t, connect, r) },
-		Admit:    func() policy.Reason { return s.auditAdmits() },
-		Sentence: func(r policy.Reason) string {
-			return policy.Sentence(policy.Decision{Reason: r, Host: t.host, Port: t.port}, p)
-		},
+		Upstream:         t.upstream,
+		Redial:           func(ctx context.Context) (net.Conn, error) { return s.redial(ctx, t) },
+		Record:           func(r broker.Request) { s.recordRequest(p, t, connect, r) },
+		Admit:            func() policy.Reason { return s.auditAdmits() },
+		Sentence:         func(r policy.Reason) string { return brokeredSentence(r, t, p) },
 		HandshakeTimeout: set.timeouts.ClientHello,
 		IdleTimeout:      set.timeouts.Idle,
 	}
 	client := &replayConn{Conn: t.client, r: io.MultiReader(bytes.NewReader(replay), t.client)}
 	return broker.Serve(s.baseCtx, client, c)
+}
+
+// brokeredSentence is the line a refused brokered request answers with.
+func brokeredSentence(r policy.Reason, t *tunnel, p *policy.Policy) string {
+	if r == policy.MethodNotAllowed {
+		return "egressd: a tunnel (CONNECT) inside a connection egressd decrypts to add a secret is not allowed"
+	}
+	return policy.Sentence(policy.Decision{Reason: r, Host: t.host, Port: t.port}, p)
 }
 
 // redial opens another connection to the brokered tunnel's address, by the

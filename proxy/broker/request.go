@@ -66,6 +66,9 @@ func (b *broker) check(r *http.Request) policy.Reason {
 			return reason
 		}
 	}
+	if r.Method == http.MethodConnect {
+		return policy.MethodNotAllowed // the origin is not to be a proxy: a tunnel inside would escape every check
+	}
 	if !b.sameHost(r.Host) || (r.URL.Host != "" && !b.sameHost(r.URL.Host)) {
 		return policy.HostMismatch
 	}
@@ -159,6 +162,8 @@ func (b *broker) refuse(w http.ResponseWriter, reason policy.Reason) {
 	switch reason {
 	case policy.UpstreamUnverified, policy.DialError:
 		code = http.StatusBadGateway
+	case policy.MethodNotAllowed:
+		code = http.StatusMethodNotAllowed
 	case policy.AuditUnavailable:
 		code = http.StatusServiceUnavailable
 	}

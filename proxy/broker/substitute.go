@@ -38,7 +38,7 @@ func misdirected(target string, h http.Header, unbound []policy.Secret) bool {
 		return true
 	}
 	for name, values := range h {
-		if carries(name) {
+		if carries(name) || carriesFolded(name, unbound) {
 			return true
 		}
 		for _, v := range values {
@@ -48,6 +48,18 @@ func misdirected(target string, h http.Header, unbound []policy.Secret) bool {
 			if decoded, _, ok := basicCredential(v); ok && carries(decoded) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// carriesFolded looks for a placeholder in a header name whatever its
+// case: net/http stores names canonicalised, which changes a placeholder's.
+func carriesFolded(name string, unbound []policy.Secret) bool {
+	lower := strings.ToLower(name)
+	for _, sec := range unbound {
+		if sec.Placeholder != "" && strings.Contains(lower, strings.ToLower(sec.Placeholder)) {
+			return true
 		}
 	}
 	return false

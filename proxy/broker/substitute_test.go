@@ -60,6 +60,7 @@ func TestPlaceholderOfAnotherHostIsMisdirectedAnywhere(t *testing.T) {
 	for name, h := range map[string]http.Header{
 		"value":       {"X": {"x" + phB}},
 		"name":        {phB: {"x"}},
+		"canonical":   {http.CanonicalHeaderKey(phB): {"x"}}, // as net/http stores a header name
 		"basic":       {"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte("u:"+phB))}},
 		"second item": {"X": {"fine", phB}},
 	} {
