@@ -15,6 +15,24 @@ import (
 	"github.com/egressd/egressd/proxy/broker"
 )
 
+// goBrokered runs a brokered tunnel on a goroutine of its own, counted
+// like a spliced one (handlers, the gate, the tunnel slot until release),
+// and records its close. No handshake guard: egressd is the TLS server
+// here, so a second ClientHello reaches egressd, never the origin.
+func (s *Server) goBrokered(p *policy.Policy, t *tunnel, ev audit.Event, bound []policy.Secret, replay []byte, release func()) {
+	s.handlers.Add(1)
+	s.opts.Gate.enter()
+	go func() {
+		defer s.handlers.Done()
+		defer s.opts.Gate.leave()
+		defer release()
+		s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Inc()
+		defer s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Dec()
+		up, down := s.serveBrokered(p, t, ev, bound, replay)
+		s.recordClose(p, t, ev, up, down)
+	}()
+}
+
 // serveBrokered runs a tunnel to a host a secret is bound to (issue 15):
 // egressd terminates the client's TLS with a leaf for the host and
 // forwards each request, checked and substituted, over TLS to the origin

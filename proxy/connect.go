@@ -139,6 +139,11 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		t.abort() // nothing is allowed without a record
 		return
 	}
+	if len(bound) > 0 {
+		handedOff = true
+		s.goBrokered(p, t, ev, bound, append(raw, drain(br)...), release)
+		return
+	}
 	// The tunnel runs on a goroutine of its own, so the handler's (deep)
 	// stack and the request are freed for as long as the tunnel lives.
 	raw = append(raw, drain(br)...)
@@ -151,13 +156,6 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		defer release()
 		s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Inc()
 		defer s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Dec()
-		if len(bound) > 0 {
-			// No retry guard: egressd is the TLS server here, so a second
-			// ClientHello reaches egressd, never the origin.
-			up, down := s.serveBrokered(p, t, ev, bound, append(raw, drain(br)...))
-			s.recordClose(p, t, ev, up, down)
-			return
-		}
 		up0, down0, reason, msg := t.retryGuard(raw, br, set.timeouts.ClientHello)
 		if reason != "" {
 			t.closeWith(reason)
