@@ -693,3 +693,25 @@ func TestBrokerTunnelInsideABrokeredConnectionIsRefused(t *testing.T) {
 	}
 	b.log.waitEvent(t, map[string]any{"event": "request", "method": "CONNECT", "reason": "method_not_allowed"})
 }
+
+// TestBrokerPlaceholderRepeatedToAmplifyHeadersIsRefused: a placeholder of
+// 40 bytes standing for an 8 KiB value, repeated a few hundred times in a
+// header, would make egressd build megabytes per request.
+func TestBrokerPlaceholderRepeatedToAmplifyHeadersIsRefused(t *testing.T) {
+	big := strings.Repeat("k", 8<<10)
+	b := newBrokerEnv(t, false, nil, func(e *env) {
+		e.secrets[0].Value = []byte(big)
+	})
+	req := b.credentialRequest(t, "api.allowed.example")
+	req.Header.Set("X-Api-Key", strings.Repeat(tokenPH, 300))
+	resp, body := do(t, b.client(false), req)
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || resp.Header.Get(ReasonHeader) != string(policy.BadRequest) {
+		t.Fatalf("status %d reason %q body %q, want 431 bad_request", resp.StatusCode, resp.Header.Get(ReasonHeader), body)
+	}
+	if n := len(b.origin.requests()); n != 0 {
+		t.Fatalf("the origin received %d amplified requests", n)
+	}
+	if resp, _ := do(t, b.client(false), b.credentialRequest(t, "api.allowed.example")); resp.StatusCode != 200 {
+		t.Fatalf("an ordinary request with the long value: %d", resp.StatusCode)
+	}
+}

@@ -71,8 +71,11 @@ func (s *Server) serveBrokered(p *policy.Policy, t *tunnel, connect audit.Event,
 
 // brokeredSentence is the line a refused brokered request answers with.
 func brokeredSentence(r policy.Reason, t *tunnel, p *policy.Policy) string {
-	if r == policy.MethodNotAllowed {
+	switch r {
+	case policy.MethodNotAllowed:
 		return "egressd: a tunnel (CONNECT) inside a connection egressd decrypts to add a secret is not allowed"
+	case policy.BadRequest:
+		return "egressd: the secrets' values would make this request's header too large; send each placeholder once"
 	}
 	return policy.Sentence(policy.Decision{Reason: r, Host: t.host, Port: t.port}, p)
 }

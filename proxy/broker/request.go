@@ -75,6 +75,9 @@ func (b *broker) check(r *http.Request) policy.Reason {
 	if misdirected(r.RequestURI, r.Header, b.c.Unbound) {
 		return policy.SecretMisdirected
 	}
+	if headerGrowth(r.Header, b.c.Bound) > maxHeaderGrowth {
+		return policy.BadRequest
+	}
 	return ""
 }
 
@@ -164,6 +167,8 @@ func (b *broker) refuse(w http.ResponseWriter, reason policy.Reason) {
 		code = http.StatusBadGateway
 	case policy.MethodNotAllowed:
 		code = http.StatusMethodNotAllowed
+	case policy.BadRequest:
+		code = http.StatusRequestHeaderFieldsTooLarge // the only bad request refused here
 	case policy.AuditUnavailable:
 		code = http.StatusServiceUnavailable
 	}

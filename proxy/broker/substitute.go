@@ -65,6 +65,34 @@ func carriesFolded(name string, unbound []policy.Secret) bool {
 	return false
 }
 
+// maxHeaderGrowth bounds how many bytes substitution may add to one
+// request's header: a value may be far longer than its placeholder (8 KiB
+// for 24 bytes), and a placeholder repeated in a 1 MiB header would make
+// egressd build hundreds of megabytes.
+const maxHeaderGrowth = 64 << 10
+
+// headerGrowth is how many bytes substituting bound placeholders in h
+// would add (raw and inside Basic credentials), without building anything.
+func headerGrowth(h http.Header, bound []policy.Secret) int {
+	grow := 0
+	for _, values := range h {
+		for _, v := range values {
+			decoded, _, basic := basicCredential(v)
+			for _, sec := range bound {
+				if sec.Placeholder == "" {
+					continue
+				}
+				n := strings.Count(v, sec.Placeholder)
+				if basic {
+					n += strings.Count(decoded, sec.Placeholder) * 2 // base64 grows it by a third; count it twice
+				}
+				grow += n * max(len(sec.Value)-len(sec.Placeholder), 0)
+			}
+		}
+	}
+	return grow
+}
+
 // substituteHeaders puts, in every value of h, each bound secret's value in
 // place of its placeholder, every time it appears, and inside a Basic
 // credential (decoded, replaced, encoded again). It returns the names of
