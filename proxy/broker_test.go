@@ -715,3 +715,19 @@ func TestBrokerPlaceholderRepeatedToAmplifyHeadersIsRefused(t *testing.T) {
 		t.Fatalf("an ordinary request with the long value: %d", resp.StatusCode)
 	}
 }
+
+// TestBrokerShutdownClosesAKeptAliveBrokeredConnection: a brokered
+// connection held open by keep-alive is a tunnel like any other at
+// shutdown: closed at the drain deadline, and recorded.
+func TestBrokerShutdownClosesAKeptAliveBrokeredConnection(t *testing.T) {
+	b := newBrokerEnv(t, false, nil)
+	if resp, _ := do(t, b.client(false), b.credentialRequest(t, "api.allowed.example")); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the drain deadline has passed already
+	if closed := b.srv.Shutdown(ctx); closed != 1 {
+		t.Fatalf("shutdown closed %d tunnels, want the brokered one", closed)
+	}
+	b.log.waitEvent(t, map[string]any{"event": "close", "host": "api.allowed.example", "reason": "timeout"})
+}
