@@ -731,3 +731,18 @@ func TestBrokerShutdownClosesAKeptAliveBrokeredConnection(t *testing.T) {
 	}
 	b.log.waitEvent(t, map[string]any{"event": "close", "host": "api.allowed.example", "reason": "timeout"})
 }
+
+// TestBrokerResponseCarryingAnotherSecretsValueIsScrubbed: a value stored
+// by the host it is bound to can be served back by another bound host of
+// the same service; every secret's value is scrubbed on every brokered
+// response, not only the connection's own.
+func TestBrokerResponseCarryingAnotherSecretsValueIsScrubbed(t *testing.T) {
+	b := newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Stored", otherValue)
+		io.WriteString(w, "stored="+otherValue)
+	})
+	resp, body := do(t, b.client(false), b.credentialRequest(t, "api.allowed.example"))
+	if resp.Header.Get("X-Stored") != otherPH || body != "stored="+otherPH {
+		t.Fatalf("header %q body %q: OTHER's value should read back as its placeholder", resp.Header.Get("X-Stored"), body)
+	}
+}

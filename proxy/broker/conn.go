@@ -25,7 +25,8 @@ type Conn struct {
 	// Roots verify the origin; nil means the system roots.
 	Roots *x509.CertPool
 	// Bound are the secrets bound to Host; Unbound every other secret,
-	// whose placeholder is refused on this connection.
+	// whose placeholder is refused on this connection. Every secret's
+	// value is scrubbed from responses.
 	Bound, Unbound []policy.Secret
 	// Upstream is the first connection to the origin. Redial makes any
 	// other, by the same pinned, checked path; nothing else dials.

@@ -25,7 +25,7 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := &reqState{}
 	body := &countingReader{ReadCloser: r.Body}
 	r.Body = body
-	cw := &countingWriter{ResponseWriter: w, scrub: func(h http.Header) { scrubHeader(h, scrubPairs(b.c.Bound, st.echoes)) }}
+	cw := &countingWriter{ResponseWriter: w, scrub: func(h http.Header) { scrubHeader(h, scrubPairs(b.every(), st.echoes)) }}
 	if reason := b.check(r); reason != "" {
 		st.reason = reason
 		b.refuse(cw, reason)
@@ -105,6 +105,13 @@ func (b *broker) rewrite(pr *httputil.ProxyRequest) {
 	st.used, st.echoes = substituteHeaders(pr.Out.Header, b.c.Bound)
 }
 
+// every is each secret egressd knows, bound here or not: responses are
+// scrubbed of them all, since a value one host stored may be served back
+// by another host of the same service.
+func (b *broker) every() []policy.Secret {
+	return append(append([]policy.Secret(nil), b.c.Bound...), b.c.Unbound...)
+}
+
 // modifyResponse puts placeholders back in place of the values in the
 // response's header, identity-encoded body and trailers. A body encoded
 // otherwise (an origin that compressed unasked) passes as it is: a
@@ -112,7 +119,7 @@ func (b *broker) rewrite(pr *httputil.ProxyRequest) {
 func (b *broker) modifyResponse(resp *http.Response) error {
 	st := stateOf(resp.Request.Context())
 	st.status = resp.StatusCode // a 101 is written on the hijacked connection, past countingWriter
-	pairs := scrubPairs(b.c.Bound, st.echoes)
+	pairs := scrubPairs(b.every(), st.echoes)
 	scrubHeader(resp.Header, pairs)
 	if resp.StatusCode == http.StatusSwitchingProtocols || resp.Body == nil || resp.Body == http.NoBody {
 		return nil

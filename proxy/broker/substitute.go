@@ -160,11 +160,11 @@ func basicCredential(v string) (decoded, prefix string, ok bool) {
 type pair struct{ from, to []byte }
 
 // scrubPairs are the replacements for responses on a connection: each
-// bound secret's value by its placeholder, then the Basic tokens a request
-// was sent with by the tokens the integration wrote.
-func scrubPairs(bound []policy.Secret, echoes []pair) []pair {
+// secret's value by its placeholder, then the Basic tokens a request was
+// sent with by the tokens the integration wrote.
+func scrubPairs(secrets []policy.Secret, echoes []pair) []pair {
 	var out []pair
-	for _, sec := range bound {
+	for _, sec := range secrets {
 		if len(sec.Value) > 0 {
 			out = append(out, pair{from: sec.Value, to: []byte(sec.Placeholder)})
 		}
