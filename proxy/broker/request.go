@@ -57,9 +57,12 @@ func (b *broker) enter() bool {
 	return true
 }
 
-// check refuses a request for another host than the connection's (the
-// leaf was issued for one name; a shared front end must not be asked for
-// another through it) and one that carries another host's placeholder.
+// check refuses, before anything is forwarded: any request once the audit
+// log fails (deny mode); a tunnel inside the connection; a request for
+// another host than the connection's (the leaf was issued for one name; a
+// shared front end must not be asked for another through it); one that
+// carries another host's placeholder; one whose substitution would grow
+// its header past maxHeaderGrowth.
 func (b *broker) check(r *http.Request) policy.Reason {
 	if b.c.Admit != nil {
 		if reason := b.c.Admit(); reason != "" {
