@@ -16,6 +16,9 @@ const (
 	Policy     Kind = "policy"    // a load or reload of one integration's policy
 	Lifecycle  Kind = "lifecycle" // start, listener up, drain, stop; chain genesis and shutdown
 	Checkpoint Kind = "checkpoint"
+	// Request is one HTTP request on a brokered connection (issue 15):
+	// the only traffic egressd ever sees decrypted.
+	Request Kind = "request"
 )
 
 // Event is one audit line. Zero fields are left out of the line. Every
@@ -38,6 +41,9 @@ type Event struct {
 	Exemption          string
 	Conn               string // connection id, shared by connect and close
 	Method             string
+	Path               string   // request: the path, never the query (a query can carry a key)
+	Status             int      // request: the status answered to the client
+	Secrets            []string // request: the secrets substituted, by name, never by value
 	BytesUp            int64
 	BytesDown          int64
 	DurationMS         int64

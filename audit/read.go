@@ -25,6 +25,10 @@ type Record struct {
 	Addr               string         `json:"addr"`
 	Exemption          string         `json:"exemption"`
 	Conn               string         `json:"conn"`
+	Method             string         `json:"method"`
+	Path               string         `json:"path"`
+	Status             int            `json:"status"`
+	Secrets            []string       `json:"secrets"`
 	BytesUp            int64          `json:"bytes_up"`
 	BytesDown          int64          `json:"bytes_down"`
 	HostRaw            string         `json:"host_raw"`

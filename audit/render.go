@@ -42,6 +42,12 @@ func WriteText(w io.Writer, rep Report) error {
 			}
 		}
 		writeUnused(tw, ir)
+		if len(ir.Secrets) > 0 {
+			fmt.Fprintln(tw, "\nsecrets added:\tsecret\thost\trequests")
+			for _, u := range ir.Secrets {
+				fmt.Fprintf(tw, "\t%s\t%s\t%d\n", q(u.Secret), q(u.Host), u.Requests)
+			}
+		}
 		fmt.Fprintln(tw, "\nrefused:\tkind\treason\thost\tcount\tfirst\tlast")
 		for _, f := range ir.Refused {
 			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%d\t%s\t%s\n", q(f.Kind), q(f.Reason), q(f.Host), f.Count, f.First.Format(time.RFC3339), f.Last.Format(time.RFC3339))

@@ -66,6 +66,17 @@ type IntegrationReport struct {
 	Refused             []Refusal    `json:"refused"`
 	Policy              []Change     `json:"policy"`
 	Timeline            []Bucket     `json:"timeline"`
+	// Secrets is where each brokered secret went (issue 15): per secret
+	// and host, how many requests egressd added it to.
+	Secrets []SecretUse `json:"secrets"`
+}
+
+// SecretUse counts the requests one secret was added to for one host. It
+// names the secret, never its value.
+type SecretUse struct {
+	Secret   string `json:"secret"`
+	Host     string `json:"host"`
+	Requests int64  `json:"requests"`
 }
 
 // TriedEntry is a declared entry that was asked for and never connected.
@@ -122,7 +133,7 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 	get := func(id string) *IntegrationReport {
 		ir := byID[id]
 		if ir == nil {
-			ir = &IntegrationReport{ID: id, Reached: []HostUse{}, WouldDeny: []HostUse{}, Unused: []string{}, TriedNeverConnected: []TriedEntry{}, Refused: []Refusal{}, Policy: []Change{}}
+			ir = &IntegrationReport{ID: id, Reached: []HostUse{}, WouldDeny: []HostUse{}, Unused: []string{}, TriedNeverConnected: []TriedEntry{}, Refused: []Refusal{}, Policy: []Change{}, Secrets: []SecretUse{}}
 			byID[id] = ir
 		}
 		return ir
@@ -143,8 +154,9 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 			f.Last = r.Time
 		}
 	}
-	connHost := map[string]*HostUse{} // conn id -> its host's usage, for close events
-	var failed []Record               // refused attempts, to tell "tried" from "never tried"
+	secrets := map[[3]string]*SecretUse{} // integration, secret, host
+	connHost := map[string]*HostUse{}     // conn id -> its host's usage, for close events
+	var failed []Record                   // refused attempts, to tell "tried" from "never tried"
 	var all []Record
 	for _, r := range recs {
 		all = append(all, unfold(r)...)
@@ -198,6 +210,18 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 			if r.Decision == "deny" {
 				refuse(r, string(DNS))
 			}
+		case string(Request):
+			if r.Decision == "deny" {
+				refuse(r, string(Request))
+				break
+			}
+			for _, name := range r.Secrets {
+				k := [3]string{r.Integration, name, r.Host}
+				if secrets[k] == nil {
+					secrets[k] = &SecretUse{Secret: name, Host: r.Host}
+				}
+				secrets[k].Requests++
+			}
 		case string(Close):
 			if u := connHost[r.Conn]; u != nil {
 				u.BytesUp += r.BytesUp
@@ -218,10 +242,23 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 	for k, f := range refused {
 		byID[k[0]].Refused = append(byID[k[0]].Refused, *f)
 	}
+	for k, u := range secrets {
+		byID[k[0]].Secrets = append(byID[k[0]].Secrets, *u)
+	}
 	rep := Report{Generated: time.Now().UTC()}
 	for id, ir := range byID {
 		sortUses(ir.Reached)
 		sortUses(ir.WouldDeny)
+		sort.Slice(ir.Secrets, func(i, j int) bool {
+			a, b := ir.Secrets[i], ir.Secrets[j]
+			if a.Secret != b.Secret {
+				return a.Secret < b.Secret
+			}
+			if a.Requests != b.Requests {
+				return a.Requests > b.Requests
+			}
+			return a.Host < b.Host
+		})
 		sort.Slice(ir.Refused, func(i, j int) bool {
 			a, b := ir.Refused[i], ir.Refused[j]
 			if a.Kind != b.Kind {

@@ -263,6 +263,20 @@ func encode(zl zerolog.Logger, e Event) {
 	str("exemption", e.Exemption)
 	str("conn", e.Conn)
 	str("method", e.Method)
+	str("path", e.Path)
+	if e.Status != 0 {
+		ev.Int("status", e.Status)
+	}
+	if len(e.Secrets) > 0 {
+		var names []string
+		for _, n := range e.Secrets[:min(len(e.Secrets), maxList)] {
+			names = append(names, Cap(n, maxField))
+		}
+		ev.Strs("secrets", names)
+	}
+	if e.Kind == Request {
+		ev.Int64("bytes_up", e.BytesUp).Int64("bytes_down", e.BytesDown)
+	}
 	if e.Kind == Close {
 		ev.Int64("bytes_up", e.BytesUp).Int64("bytes_down", e.BytesDown).Int64("duration_ms", e.DurationMS)
 	}

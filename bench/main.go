@@ -20,10 +20,17 @@ import (
 )
 
 func main() {
+	if runBrokerChild() { // the proxy process of the brokered row (broker.go)
+		return
+	}
 	quick := flag.Bool("quick", false, "small sizes and one round, for spotting regressions")
+	brokerOnly := flag.Bool("broker", false, "run only the credential brokering rows (broker.go) and print them")
 	out := flag.String("out", "bench/RESULTS.md", "where to write the markdown table")
 	only := flag.String("peers", "", "comma-separated peer names to run (default: all available)")
 	flag.Parse()
+	if *brokerOnly {
+		os.Exit(runBrokerOnly(*quick))
+	}
 	if err := run(*quick, *out, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -70,7 +77,11 @@ func run(quick bool, out, only string) error {
 	if err != nil {
 		return err
 	}
-	table := render(peers, results, sz, auditCost, quick, time.Since(start))
+	brokerRows, err := measureBroker(lab, work, quick)
+	if err != nil {
+		return err
+	}
+	table := render(peers, results, sz, auditCost, quick, time.Since(start)) + brokerRows
 	fmt.Print(table)
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err

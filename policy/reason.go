@@ -28,6 +28,14 @@ const (
 	// PendingApproval is a host the manifest lists in a version whose
 	// widening (or id change) waits for "egressd approve".
 	PendingApproval Reason = "pending_approval"
+	// Credential brokering (issue 15): a request on a brokered connection
+	// carrying the placeholder of a secret bound to another host; a request
+	// whose Host or :authority is not the connection's host; an origin whose
+	// certificate egressd could not verify; a secret bound with no broker.
+	SecretMisdirected  Reason = "secret_misdirected"
+	HostMismatch       Reason = "host_mismatch"
+	UpstreamUnverified Reason = "upstream_unverified"
+	BrokerUnavailable  Reason = "broker_unavailable"
 )
 
 // Verdict is the outcome of a decision. The zero Verdict denies.

@@ -65,6 +65,14 @@ func Sentence(d Decision, p *Policy) string {
 		return "egressd: the audit log cannot be written, so no connection is allowed"
 	case PolicyNarrowed:
 		return fmt.Sprintf("egressd: %s is no longer allowed for %s after a policy reload", host, who)
+	case SecretMisdirected:
+		return fmt.Sprintf("egressd: this request to %s carries the placeholder of a secret the operator bound to other hosts; send it only to the hosts it is bound to", host)
+	case HostMismatch:
+		return fmt.Sprintf("egressd: the request's Host (or :authority) must be %s, the host this connection was opened to", host)
+	case UpstreamUnverified:
+		return fmt.Sprintf("egressd: the certificate of %s could not be verified, so no secret was sent; the operator can add its CA with --upstream-ca (run) or tls.upstream_ca (serve)", host)
+	case BrokerUnavailable:
+		return fmt.Sprintf("egressd: a secret is bound to %s but this egressd has no broker CA to add it with; the operator must configure one (tls.ca_cert and tls.ca_key)", host)
 	}
 	return "egressd: denied"
 }

@@ -64,6 +64,13 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		refuse(d)
 		return
 	}
+	bound := p.SecretsFor(d.Host)
+	if len(bound) > 0 && s.leaves == nil {
+		// The operator asked for a secret to be added here: splicing would
+		// send the placeholder instead, so fail closed.
+		refuse(policy.Decision{Reason: policy.BrokerUnavailable, Host: d.Host, Port: d.Port})
+		return
+	}
 	ctx, cancel := context.WithDeadline(s.baseCtx, deadline)
 	defer cancel()
 	addrs, refused := s.resolveChecked(ctx, p, d, &ev)
@@ -89,7 +96,7 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		refuse(policy.Decision{Reason: policy.LimitExceeded, Host: d.Host, Port: d.Port})
 		return
 	}
-	t := &tunnel{conn: ev.Conn, client: client, upstream: upstream, host: d.Host, port: d.Port, addr: addr, started: time.Now()}
+	t := &tunnel{conn: ev.Conn, client: client, upstream: upstream, host: d.Host, port: d.Port, addr: addr, started: time.Now(), secrets: secretsPrint(bound)}
 	s.tunnels.add(t) // before the generation check, so a reload cannot miss it
 	release := func() { s.tunnels.remove(t); s.limiter.endTunnel() }
 	handedOff := false
@@ -125,8 +132,16 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	client.SetDeadline(time.Time{})
 
 	ev.Decision, ev.Reason = d.Verdict.String(), string(d.Reason)
+	if len(bound) > 0 {
+		ev.Msg = "brokered: TLS terminated by egressd, secrets added per request"
+	}
 	if err := s.record(p, ev); err != nil && set.onFailure == policy.DenyOnAuditFailure {
 		t.abort() // nothing is allowed without a record
+		return
+	}
+	if len(bound) > 0 {
+		handedOff = true
+		s.goBrokered(p, t, ev, bound, append(raw, drain(br)...), release)
 		return
 	}
 	// The tunnel runs on a goroutine of its own, so the handler's (deep)

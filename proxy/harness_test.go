@@ -128,6 +128,8 @@ type env struct {
 	origin   *proxytest.Origin
 	hosts    []string // the manifest's entries at start
 	fold     time.Duration
+	broker   *BrokerOptions  // broker_test.go: withBroker
+	secrets  []policy.Secret // bound into the policy after load (broker_test.go)
 }
 
 // foldWindow is newEnv's denial folding window, as serve's.
@@ -174,7 +176,8 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	if outs := e.registry.Load(e.cfg); outs[0].Result != policy.Loaded {
 		t.Fatalf("load: %+v", outs)
 	}
-	e.srv = New(Options{
+	e.bindSecrets()
+	e.srv = New(Options{Broker: e.broker,
 		Key: e.dir, Registry: e.registry, Resolver: NewResolver([]string{e.dns.Addr}, 2*time.Second),
 		Audit: e.audit, Suppress: audit.NewSuppressor(e.audit, e.fold),
 		Limits: e.cfg.Limits, Timeouts: e.cfg.Timeouts, OnAuditFailure: e.cfg.Audit.OnFailure,

@@ -65,6 +65,7 @@ type Server struct {
 	http    *http.Server
 	gp      *goproxy.ProxyHttpServer
 	metrics *Metrics
+	leaves  *broker.Leaves // nil without a broker
 
 	connPrefix string
 	connSeq    atomic.Uint64
@@ -116,6 +117,9 @@ func New(opts Options) *Server {
 	s.current.Store(&settings{limits: opts.Limits, timeouts: opts.Timeouts, onFailure: opts.OnAuditFailure})
 	if s.metrics == nil {
 		s.metrics = NewMetrics(nil)
+	}
+	if opts.Broker != nil && opts.Broker.CA != nil {
+		s.leaves = broker.NewLeaves(opts.Broker.CA)
 	}
 	s.gp = s.newGoproxy()
 	// No ReadHeaderTimeout: the request-header clock starts at accept (see
@@ -225,7 +229,8 @@ func (s *Server) Redecide() {
 }
 
 func stillAllowed(p *policy.Policy, t *tunnel) bool {
-	return p.Decide(t.host.String(), t.port).Verdict.Permits() && p.CheckAddr(t.addr.Addr()).Verdict.Permits()
+	return p.Decide(t.host.String(), t.port).Verdict.Permits() && p.CheckAddr(t.addr.Addr()).Verdict.Permits() &&
+		secretsPrint(p.SecretsFor(t.host)) == t.secrets // a binding added, changed or removed: broker anew, or splice
 }
 
 func (s *Server) sweepLoop() {

@@ -22,6 +22,7 @@ type tunnel struct {
 	port     uint16
 	addr     netip.AddrPort
 	started  time.Time
+	secrets  string // secretsPrint of the secrets bound to host when it opened
 
 	// Watched by the sweeper only.
 	lastSent, lastRecv uint64
@@ -69,6 +70,16 @@ func (t *tunnel) finishDirection(dst net.Conn, err error) {
 	if hc, ok := dst.(halfCloser); ok {
 		hc.CloseWrite()
 	}
+}
+
+// watched is the connection every byte of the tunnel crosses: the
+// upstream one when spliced; when brokered, the client's, since the broker
+// may have replaced the first upstream connection with others.
+func (t *tunnel) watched() *net.TCPConn {
+	if c, ok := t.client.(*net.TCPConn); ok && t.secrets != "" {
+		return c
+	}
+	return t.upstream
 }
 
 // closeWith closes the tunnel early and records why.
@@ -139,7 +150,7 @@ func (ts *tunnels) sweep(now time.Time, idle, lifetime time.Duration) {
 			t.closeWith(policy.Timeout)
 			return
 		}
-		sent, recv, ok := trafficCounters(t.upstream)
+		sent, recv, ok := trafficCounters(t.watched())
 		if !ok {
 			return
 		}

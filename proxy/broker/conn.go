@@ -1,0 +1,257 @@
+package broker
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/egressd/egressd/policy"
+)
+
+// Conn is one brokered connection: a client that asked for Host, and the
+// pinned, checked TCP connection to the origin egressd already dialled.
+type Conn struct {
+	Host string // canonical; the leaf's name and the origin's ServerName
+	Port uint16
+	Leaf *tls.Certificate
+	// Roots verify the origin; nil means the system roots.
+	Roots *x509.CertPool
+	// Bound are the secrets bound to Host; Unbound every other secret,
+	// whose placeholder is refused on this connection. Every secret's
+	// value is scrubbed from responses.
+	Bound, Unbound []policy.Secret
+	// Upstream is the first connection to the origin. Redial makes any
+	// other, by the same pinned, checked path; nothing else dials.
+	Upstream net.Conn
+	Redial   func(ctx context.Context) (net.Conn, error)
+	// Record receives one event per request; it must be safe for
+	// concurrent use (HTTP/2 serves streams at once).
+	Record func(Request)
+	// Admit, when set, is asked before each request is forwarded: a
+	// reason refuses it (the audit log cannot be written).
+	Admit func() policy.Reason
+	// Sentence is the line a refusal answers with.
+	Sentence func(policy.Reason) string
+	// HandshakeTimeout bounds each TLS handshake and a request's header;
+	// IdleTimeout a connection waiting for its next request.
+	HandshakeTimeout, IdleTimeout time.Duration
+}
+
+// Request is one request's outcome, for the audit log.
+type Request struct {
+	Method, Path string
+	Status       int
+	Up, Down     int64
+	Secrets      []string // substituted, by name
+	Reason       policy.Reason
+	Err          string
+}
+
+// ReasonHeader carries the reason code on a refused request; it is
+// proxy.ReasonHeader, the header every egressd refusal carries.
+const ReasonHeader = "X-Egress-Reason"
+
+// maxUpstreamConns bounds the connections one brokered client connection
+// may open to its origin (an HTTP/2 client multiplexing onto an HTTP/1.1
+// origin needs several).
+const maxUpstreamConns = 8
+
+var discard = log.New(io.Discard, "", 0)
+
+// Serve terminates TLS from client with c.Leaf, serves its requests over
+// HTTP/1.1 or HTTP/2 (as the client's ALPN chose) and forwards each, once
+// checked and substituted, to the origin over TLS verified against
+// c.Roots. It returns when the client connection is done and every request
+// on it has finished; up and down are the request and response bytes.
+func Serve(ctx context.Context, client net.Conn, c *Conn) (up, down int64) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	b := &broker{c: c, first: c.Upstream, conns: map[net.Conn]bool{}}
+	defer b.closeUpstreams()
+
+	tc := tls.Server(client, &tls.Config{
+		Certificates: []tls.Certificate{*c.Leaf},
+		NextProtos:   []string{"h2", "http/1.1"},
+		MinVersion:   tls.VersionTLS12,
+	})
+	hctx, hcancel := context.WithTimeout(ctx, c.HandshakeTimeout)
+	err := tc.HandshakeContext(hctx)
+	hcancel()
+	if err != nil {
+		tc.Close()
+		return 0, 0
+	}
+
+	tr := &http.Transport{
+		DialTLSContext:      b.dialTLS,
+		ForceAttemptHTTP2:   true,
+		MaxConnsPerHost:     maxUpstreamConns,
+		MaxIdleConnsPerHost: maxUpstreamConns,
+		IdleConnTimeout:     c.IdleTimeout,
+	}
+	defer tr.CloseIdleConnections()
+	b.proxy = &httputil.ReverseProxy{
+		Rewrite:        b.rewrite,
+		Transport:      tr,
+		ModifyResponse: b.modifyResponse,
+		ErrorHandler:   b.upstreamError,
+		ErrorLog:       discard,
+		FlushInterval:  -1, // stream: a server-sent event must not wait in a buffer
+	}
+	ln := newSingleListener(tc)
+	connDone := make(chan struct{})
+	var doneOnce sync.Once
+	srv := &http.Server{
+		Handler:           b,
+		ReadHeaderTimeout: c.HandshakeTimeout,
+		IdleTimeout:       c.IdleTimeout,
+		ErrorLog:          discard,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateClosed || st == http.StateHijacked {
+				doneOnce.Do(func() { close(connDone) })
+			}
+		},
+	}
+	go srv.Serve(ln)
+	select {
+	case <-connDone:
+	case <-ctx.Done(): // the proxy is shutting down
+		tc.Close()
+		<-connDone
+	}
+	ln.Close()
+	// No handler starts once the connection is done (enter refuses); a
+	// hijacked (WebSocket) exchange runs on in its handler until either
+	// side ends.
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.handlers.Wait()
+	tc.Close()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.up, b.down
+}
+
+// broker serves the requests of one connection.
+type broker struct {
+	c        *Conn
+	proxy    *httputil.ReverseProxy
+	handlers sync.WaitGroup
+
+	mu       sync.Mutex
+	first    net.Conn // the pinned connection, until the transport takes it
+	conns    map[net.Conn]bool
+	closed   bool // the client connection is done: no new request, no new dial
+	up, down int64
+}
+
+// authority is what the origin is asked for: the host, and the port unless
+// it is https's.
+func (b *broker) authority() string {
+	if b.c.Port == 443 || b.c.Port == 0 {
+		return b.c.Host
+	}
+	return net.JoinHostPort(b.c.Host, strconv.Itoa(int(b.c.Port)))
+}
+
+func (b *broker) closeUpstreams() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	if b.first != nil {
+		b.first.Close()
+		b.first = nil
+	}
+	for c := range b.conns {
+		c.Close()
+	}
+}
+
+// dialTLS hands the transport the pinned connection first, then new ones
+// from Redial, each with a TLS handshake that verifies the origin's chain
+// and name. A handshake that fails has written no request, so no secret.
+func (b *broker) dialTLS(ctx context.Context, _, _ string) (net.Conn, error) {
+	b.mu.Lock()
+	raw, closed := b.first, b.closed
+	b.first = nil
+	b.mu.Unlock()
+	if closed {
+		return nil, net.ErrClosed
+	}
+	if raw == nil {
+		var err error
+		if raw, err = b.c.Redial(ctx); err != nil {
+			return nil, &dialError{err}
+		}
+	}
+	tc := tls.Client(raw, &tls.Config{
+		ServerName: b.c.Host,
+		RootCAs:    b.c.Roots,
+		NextProtos: []string{"h2", "http/1.1"},
+		MinVersion: tls.VersionTLS12,
+	})
+	hctx, cancel := context.WithTimeout(ctx, b.c.HandshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		raw.Close()
+		return nil, &handshakeError{err}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		tc.Close()
+		return nil, net.ErrClosed
+	}
+	b.conns[tc] = true
+	return tc, nil
+}
+
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return "dial: " + e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
+
+type handshakeError struct{ err error }
+
+func (e *handshakeError) Error() string { return "origin TLS: " + e.err.Error() }
+func (e *handshakeError) Unwrap() error { return e.err }
+
+// singleListener yields one connection, then blocks until closed.
+type singleListener struct {
+	conn chan net.Conn
+	done chan struct{}
+	once sync.Once
+	addr net.Addr
+}
+
+func newSingleListener(c net.Conn) *singleListener {
+	l := &singleListener{conn: make(chan net.Conn, 1), done: make(chan struct{}), addr: c.LocalAddr()}
+	l.conn <- c
+	return l
+}
+
+func (l *singleListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conn:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *singleListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *singleListener) Addr() net.Addr { return l.addr }

@@ -1,0 +1,104 @@
+package broker
+
+import (
+	"bytes"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/egressd/egressd/policy"
+)
+
+// FuzzSubstituteHeaders feeds header blocks (name: value lines) built from
+// placeholders split, repeated, adjacent, inside Basic credentials and in
+// malformed values. Invariants: an unbound secret's value never appears;
+// no bound placeholder is left in a value or a well-formed Basic
+// credential; another host's placeholder is always caught; no panic.
+func FuzzSubstituteHeaders(f *testing.F) {
+	f.Add("Authorization: Bearer "+phA+"\nX-K: "+phA+phA, "u:"+phA)
+	f.Add("X: egressd-ph-AAAA\nY: AAAAAAAAAAAAAAAAAAAA", "egressd-ph-"+phA)
+	f.Add("X: "+phB+"\nAuthorization: Basic !!!", phB+":"+phA)
+	f.Add("Authorization: basic \nAuthorization: Basic ="+phA, "")
+	f.Fuzz(func(t *testing.T, block, basic string) {
+		if strings.Contains(block+basic, valA) || strings.Contains(block+basic, valB) {
+			return // the fuzzer wrote a value itself: not a leak of ours
+		}
+		h := http.Header{}
+		for _, line := range strings.Split(block, "\n") {
+			name, value, _ := strings.Cut(line, ":")
+			h[name] = append(h[name], value)
+		}
+		h["Authorization"] = append(h["Authorization"], "Basic "+base64.StdEncoding.EncodeToString([]byte(basic)))
+		a, b := secret(t, "A", "a.example", phA, valA), secret(t, "B", "b.example", phB, valB)
+		carries := strings.Contains(block, phB) || strings.Contains(basic, phB)
+		mayCarry := strings.Contains(strings.ToLower(block+basic), strings.ToLower(phB)) // a header name, in any case
+		if got := misdirected("/", h, []policy.Secret{b}); (carries && !got) || (got && !mayCarry) {
+			t.Fatalf("misdirected = %v; carries B's placeholder: %v", got, carries)
+		}
+		wantUsed := false
+		for _, values := range h {
+			for _, v := range values {
+				d, _, _ := basicCredential(v)
+				wantUsed = wantUsed || strings.Contains(v, phA) || strings.Contains(d, phA)
+			}
+		}
+		used, echoes := substituteHeaders(h, []policy.Secret{a})
+		for name, values := range h {
+			for _, v := range values {
+				if strings.Contains(v, valB) {
+					t.Fatalf("%s: the unbound value appeared: %q", name, v)
+				}
+				if strings.Contains(v, phA) {
+					t.Fatalf("%s: a bound placeholder was left: %q", name, v)
+				}
+				if d, _, ok := basicCredential(v); ok && (strings.Contains(d, phA) || strings.Contains(d, valB)) {
+					t.Fatalf("%s: Basic credential still carries %q", name, d)
+				}
+			}
+		}
+		if len(used) > 1 || (len(used) == 1) != wantUsed {
+			t.Fatalf("used %v", used)
+		}
+		for _, e := range echoes {
+			if bytes.Contains(e.to, []byte(valA)) {
+				t.Fatalf("an echo pair would write the value back: %q", e.to)
+			}
+		}
+	})
+}
+
+// FuzzScrubBody streams a body through the scrubber in reads of every
+// size: the output must equal a scan of the whole body at once, and no
+// bound value may survive.
+func FuzzScrubBody(f *testing.F) {
+	f.Add([]byte("x"+valA+"y"+valB), uint8(1))
+	f.Add([]byte(valA[:7]+valA+valA[7:]), uint8(3))
+	f.Fuzz(func(t *testing.T, body []byte, step uint8) {
+		if bytes.Contains(body, []byte(phA)) || bytes.Contains(body, []byte(phB)) {
+			return
+		}
+		pairs := []pair{{from: []byte(valA), to: []byte(phA)}, {from: []byte(valB), to: []byte(phB)}}
+		whole := newScrubReader(io.NopCloser(bytes.NewReader(nil)), pairs, nil)
+		whole.pending = append([]byte(nil), body...)
+		whole.scan(true)
+		var src io.Reader = bytes.NewReader(body)
+		if step%2 == 1 {
+			src = iotest.OneByteReader(src)
+		} else {
+			src = iotest.HalfReader(src)
+		}
+		got, err := io.ReadAll(newScrubReader(io.NopCloser(src), pairs, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, whole.out) {
+			t.Fatalf("streamed %q, whole %q", got, whole.out)
+		}
+		if bytes.Contains(got, []byte(valA)) || bytes.Contains(got, []byte(valB)) {
+			t.Fatalf("a value survived: %q", got)
+		}
+	})
+}

@@ -1,0 +1,250 @@
+package broker
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"strings"
+
+	"github.com/egressd/egressd/policy"
+)
+
+// ServeHTTP checks one request, forwards it with its placeholders
+// substituted, and records it. Nothing is forwarded before the checks.
+func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !b.enter() {
+		return
+	}
+	defer b.handlers.Done()
+	st := &reqState{}
+	body := &countingReader{ReadCloser: r.Body}
+	r.Body = body
+	cw := &countingWriter{ResponseWriter: w, scrub: func(h http.Header) { scrubHeader(h, scrubPairs(b.every(), st.echoes)) }}
+	if reason := b.check(r); reason != "" {
+		st.reason = reason
+		b.refuse(cw, reason)
+	} else {
+		b.proxy.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+	}
+	status := cw.status
+	if status == 0 {
+		status = st.status
+	}
+	b.mu.Lock()
+	b.up += body.n
+	b.down += cw.n
+	b.mu.Unlock()
+	b.c.Record(Request{
+		Method: r.Method, Path: r.URL.Path, Status: status, Up: body.n, Down: cw.n,
+		Secrets: st.used, Reason: st.reason, Err: st.err,
+	})
+}
+
+// enter counts a request in, unless the connection is already done.
+func (b *broker) enter() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	b.handlers.Add(1)
+	return true
+}
+
+// check refuses, before anything is forwarded: any request once the audit
+// log fails (deny mode); a tunnel inside the connection; a request for
+// another host than the connection's (the leaf was issued for one name; a
+// shared front end must not be asked for another through it); one that
+// carries another host's placeholder; one whose substitution would grow
+// its header past maxHeaderGrowth.
+func (b *broker) check(r *http.Request) policy.Reason {
+	if b.c.Admit != nil {
+		if reason := b.c.Admit(); reason != "" {
+			return reason
+		}
+	}
+	if r.Method == http.MethodConnect {
+		return policy.MethodNotAllowed // the origin is not to be a proxy: a tunnel inside would escape every check
+	}
+	if !b.sameHost(r.Host) || (r.URL.Host != "" && !b.sameHost(r.URL.Host)) {
+		return policy.HostMismatch
+	}
+	if misdirected(r.RequestURI, r.Header, b.c.Unbound) {
+		return policy.SecretMisdirected
+	}
+	if headerGrowth(r.Header, b.c.Bound) > maxHeaderGrowth {
+		return policy.BadRequest
+	}
+	return ""
+}
+
+// sameHost reports whether authority names the connection's host, with no
+// port, 443 or the CONNECT port.
+func (b *broker) sameHost(authority string) bool {
+	host, port := authority, ""
+	if h, p, err := net.SplitHostPort(authority); err == nil {
+		host, port = h, p
+	}
+	if !strings.EqualFold(host, b.c.Host) {
+		return false
+	}
+	return port == "" || port == "443" || port == strconv.Itoa(int(b.c.Port))
+}
+
+// rewrite sends the request to the origin of this connection only, with
+// placeholders substituted. Accept-Encoding is left to the transport,
+// which then asks for gzip and decompresses it itself, so responses reach
+// the scrubber as identity whenever the origin honours the request.
+func (b *broker) rewrite(pr *httputil.ProxyRequest) {
+	pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = "https", b.authority(), b.authority()
+	pr.Out.Header.Del("Accept-Encoding")
+	st := stateOf(pr.Out.Context())
+	st.used, st.echoes = substituteHeaders(pr.Out.Header, b.c.Bound)
+}
+
+// every is each secret egressd knows, bound here or not: responses are
+// scrubbed of them all, since a value one host stored may be served back
+// by another host of the same service.
+func (b *broker) every() []policy.Secret {
+	return append(append([]policy.Secret(nil), b.c.Bound...), b.c.Unbound...)
+}
+
+// modifyResponse puts placeholders back in place of the values in the
+// response's header, identity-encoded body and trailers. A body encoded
+// otherwise (an origin that compressed unasked) passes as it is: a
+// documented residual risk.
+func (b *broker) modifyResponse(resp *http.Response) error {
+	st := stateOf(resp.Request.Context())
+	st.status = resp.StatusCode // a 101 is written on the hijacked connection, past countingWriter
+	pairs := scrubPairs(b.every(), st.echoes)
+	scrubHeader(resp.Header, pairs)
+	if resp.StatusCode == http.StatusSwitchingProtocols || resp.Body == nil || resp.Body == http.NoBody {
+		return nil
+	}
+	bodyPairs := pairs
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		bodyPairs = nil
+	}
+	resp.Body = newScrubReader(resp.Body, bodyPairs, func() { scrubHeader(resp.Trailer, pairs) })
+	for _, p := range bodyPairs {
+		if len(p.from) != len(p.to) {
+			resp.ContentLength = -1
+			resp.Header.Del("Content-Length")
+			break
+		}
+	}
+	return nil
+}
+
+// upstreamError answers a request the origin could not be asked: 502, with
+// upstream_unverified when its certificate did not verify.
+func (b *broker) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	st := stateOf(r.Context())
+	st.reason, st.err = policy.DialError, err.Error()
+	if unverified(err) {
+		st.reason = policy.UpstreamUnverified
+	}
+	if r.Context().Err() != nil {
+		return // the client went away; nobody to answer
+	}
+	b.refuse(w, st.reason)
+}
+
+func unverified(err error) bool {
+	var hs *handshakeError
+	if !errors.As(err, &hs) {
+		return false
+	}
+	var ve *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	return errors.As(err, &ve) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci)
+}
+
+// refuse answers a request egressd will not forward, as every egressd
+// refusal does: a status, the reason header and one sentence.
+func (b *broker) refuse(w http.ResponseWriter, reason policy.Reason) {
+	code := http.StatusForbidden
+	switch reason {
+	case policy.UpstreamUnverified, policy.DialError:
+		code = http.StatusBadGateway
+	case policy.MethodNotAllowed:
+		code = http.StatusMethodNotAllowed
+	case policy.BadRequest:
+		code = http.StatusRequestHeaderFieldsTooLarge // the only bad request refused here
+	case policy.AuditUnavailable:
+		code = http.StatusServiceUnavailable
+	}
+	h := w.Header()
+	h.Set(ReasonHeader, string(reason))
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	io.WriteString(w, b.c.Sentence(reason)+"\n")
+}
+
+// reqState is what a request's forwarding learns, for its audit event.
+type reqState struct {
+	used   []string
+	echoes []pair
+	reason policy.Reason
+	err    string
+	status int // the origin's, as relayed
+}
+
+type stateKey struct{}
+
+func stateOf(ctx context.Context) *reqState {
+	if st, ok := ctx.Value(stateKey{}).(*reqState); ok {
+		return st
+	}
+	return &reqState{}
+}
+
+// countingReader counts a request body's bytes.
+type countingReader struct {
+	io.ReadCloser
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// countingWriter counts a response's status and body bytes; Unwrap lets
+// http.ResponseController reach Flush and Hijack underneath. It scrubs
+// every header it sends: ReverseProxy relays an informational (1xx)
+// response's header straight to it, never through modifyResponse.
+type countingWriter struct {
+	http.ResponseWriter
+	scrub  func(http.Header)
+	status int
+	n      int64
+}
+
+func (c *countingWriter) WriteHeader(code int) {
+	c.scrub(c.ResponseWriter.Header())
+	if c.status == 0 && code >= 200 || code == http.StatusSwitchingProtocols {
+		c.status = code
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	n, err := c.ResponseWriter.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }

@@ -1,0 +1,191 @@
+package broker
+
+import (
+	"bytes"
+	"encoding/base64"
+	"net/http"
+	"strings"
+
+	"github.com/egressd/egressd/policy"
+)
+
+// Substitution happens in request header values only. A request body is
+// the integration's own data, and rewriting it would let the integration
+// have the origin store the secret where it can read it back (a paste, a
+// comment, a profile field). The URL is not rewritten either: a key in a
+// URL ends up in the origin's access logs, its CDN's and its analytics;
+// an API that wants a key there should be called with a header instead.
+
+// misdirected reports whether the request names a secret it must not: a
+// placeholder of a secret not bound to this connection's host, anywhere in
+// the request target, a header name or value, or inside a Basic
+// credential. Refusing it is fail-closed: the value would never be
+// substituted anyway, but an integration that tries is misbehaving, and
+// the operator should read about it.
+func misdirected(target string, h http.Header, unbound []policy.Secret) bool {
+	if len(unbound) == 0 {
+		return false
+	}
+	carries := func(s string) bool {
+		for _, sec := range unbound {
+			if sec.Placeholder != "" && strings.Contains(s, sec.Placeholder) {
+				return true
+			}
+		}
+		return false
+	}
+	if carries(target) {
+		return true
+	}
+	for name, values := range h {
+		if carries(name) || carriesFolded(name, unbound) {
+			return true
+		}
+		for _, v := range values {
+			if carries(v) {
+				return true
+			}
+			if decoded, _, ok := basicCredential(v); ok && carries(decoded) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// carriesFolded looks for a placeholder in a header name whatever its
+// case: net/http stores names canonicalised, which changes a placeholder's.
+func carriesFolded(name string, unbound []policy.Secret) bool {
+	lower := strings.ToLower(name)
+	for _, sec := range unbound {
+		if sec.Placeholder != "" && strings.Contains(lower, strings.ToLower(sec.Placeholder)) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxHeaderGrowth bounds how many bytes substitution may add to one
+// request's header: a value may be far longer than its placeholder (8 KiB
+// for 24 bytes), and a placeholder repeated in a 1 MiB header would make
+// egressd build hundreds of megabytes.
+const maxHeaderGrowth = 64 << 10
+
+// headerGrowth is how many bytes substituting bound placeholders in h
+// would add (raw and inside Basic credentials), without building anything.
+func headerGrowth(h http.Header, bound []policy.Secret) int {
+	grow := 0
+	for _, values := range h {
+		for _, v := range values {
+			decoded, _, basic := basicCredential(v)
+			for _, sec := range bound {
+				if sec.Placeholder == "" {
+					continue
+				}
+				n := strings.Count(v, sec.Placeholder)
+				if basic {
+					n += strings.Count(decoded, sec.Placeholder) * 2 // base64 grows it by a third; count it twice
+				}
+				grow += n * max(len(sec.Value)-len(sec.Placeholder), 0)
+			}
+		}
+	}
+	return grow
+}
+
+// substituteHeaders puts, in every value of h, each bound secret's value in
+// place of its placeholder, every time it appears, and inside a Basic
+// credential (decoded, replaced, encoded again). It returns the names of
+// the secrets substituted, and for each Basic credential rewritten the
+// pair (sent, as the integration wrote it): an origin that echoes the
+// credential must not hand the encoded value back.
+func substituteHeaders(h http.Header, bound []policy.Secret) (used []string, echoes []pair) {
+	seen := map[string]bool{}
+	for name, values := range h {
+		for i, v := range values {
+			out := v
+			for _, sec := range bound {
+				if sec.Placeholder != "" && strings.Contains(out, sec.Placeholder) {
+					out = strings.ReplaceAll(out, sec.Placeholder, string(sec.Value))
+					seen[sec.Name] = true
+				}
+			}
+			if decoded, prefix, ok := basicCredential(out); ok {
+				replaced := decoded
+				for _, sec := range bound {
+					if sec.Placeholder != "" && strings.Contains(replaced, sec.Placeholder) {
+						replaced = strings.ReplaceAll(replaced, sec.Placeholder, string(sec.Value))
+						seen[sec.Name] = true
+					}
+				}
+				if replaced != decoded {
+					token := base64.StdEncoding.EncodeToString([]byte(replaced))
+					// What the integration wrote, never out: raw substitution
+					// may already have put a value in it.
+					_, written, _ := strings.Cut(v, " ")
+					echoes = append(echoes, pair{from: []byte(token), to: []byte(strings.TrimLeft(written, " "))})
+					out = prefix + token
+				}
+			}
+			h[name][i] = out
+		}
+	}
+	for _, sec := range bound {
+		if seen[sec.Name] {
+			used = append(used, sec.Name)
+		}
+	}
+	return used, echoes
+}
+
+// basicCredential decodes "Basic <base64>" (the scheme in any case, RFC
+// 7235). It returns the decoded user:password, the text before the token,
+// and whether v was a well-formed Basic credential; a malformed one is left
+// as it is.
+func basicCredential(v string) (decoded, prefix string, ok bool) {
+	scheme, token, found := strings.Cut(v, " ")
+	if !found || !strings.EqualFold(scheme, "Basic") {
+		return "", "", false
+	}
+	trimmed := strings.TrimLeft(token, " ")
+	raw, err := base64.StdEncoding.DecodeString(trimmed)
+	if err != nil || trimmed == "" {
+		return "", "", false
+	}
+	return string(raw), v[:len(v)-len(trimmed)], true
+}
+
+// pair is one replacement in responses: from, the bytes the integration
+// must not see, by to.
+type pair struct{ from, to []byte }
+
+// scrubPairs are the replacements for responses on a connection: each
+// secret's value by its placeholder, then the Basic tokens a request was
+// sent with by the tokens the integration wrote.
+func scrubPairs(secrets []policy.Secret, echoes []pair) []pair {
+	var out []pair
+	for _, sec := range secrets {
+		if len(sec.Value) > 0 {
+			out = append(out, pair{from: sec.Value, to: []byte(sec.Placeholder)})
+		}
+	}
+	for _, e := range echoes {
+		if len(e.from) > 0 {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// scrubHeader replaces, in every value of h, each pair's from by its to.
+func scrubHeader(h http.Header, pairs []pair) {
+	for name, values := range h {
+		for i, v := range values {
+			b := []byte(v)
+			for _, p := range pairs {
+				b = bytes.ReplaceAll(b, p.from, p.to)
+			}
+			h[name][i] = string(b)
+		}
+	}
+}

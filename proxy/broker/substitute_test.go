@@ -1,0 +1,124 @@
+package broker
+
+import (
+	"bytes"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/policy"
+)
+
+const (
+	phA  = "egressd-ph-AAAAAAAAAAAAAAAAAAAAAAAA"
+	valA = "real-A-value-0123456789"
+	phB  = "egressd-ph-BBBBBBBBBBBBBBBBBBBBBBBB"
+	valB = "real-B-value-much-longer-than-its-placeholder-xyz"
+)
+
+func secret(t testing.TB, name, host, ph, val string) policy.Secret {
+	e, _, err := allowlist.ParseEntry(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return policy.Secret{Name: name, Hosts: []allowlist.Entry{e}, Placeholder: ph, Value: []byte(val)}
+}
+
+func TestSubstitutionReplacesEveryPlaceholderInEveryValueAndInBasic(t *testing.T) {
+	a := secret(t, "A", "a.example", phA, valA)
+	h := http.Header{
+		"Authorization": {"Bearer " + phA},
+		"X-Key":         {phA + phA, "k=" + phA + ";" + phA},
+		"X-Basic":       {"basic  " + base64.StdEncoding.EncodeToString([]byte(phA+":"+phA))},
+		"X-Bad-Basic":   {"Basic !!" + phA},
+	}
+	used, echoes := substituteHeaders(h, []policy.Secret{a})
+	if len(used) != 1 || used[0] != "A" {
+		t.Fatalf("used %v", used)
+	}
+	if h.Get("Authorization") != "Bearer "+valA || h["X-Key"][0] != valA+valA || h["X-Key"][1] != "k="+valA+";"+valA {
+		t.Fatalf("header values not substituted: %v", h)
+	}
+	raw, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(h.Get("X-Basic"), "basic  "))
+	if string(raw) != valA+":"+valA {
+		t.Fatalf("Basic decodes to %q", raw)
+	}
+	if h.Get("X-Bad-Basic") != "Basic !!"+valA {
+		t.Fatalf("malformed Basic: raw placeholder should still be replaced, got %q", h.Get("X-Bad-Basic"))
+	}
+	if len(echoes) != 1 || bytes.Contains(echoes[0].to, []byte(valA)) {
+		t.Fatalf("echo pairs %q", echoes)
+	}
+}
+
+func TestPlaceholderOfAnotherHostIsMisdirectedAnywhere(t *testing.T) {
+	b := secret(t, "B", "b.example", phB, valB)
+	for name, h := range map[string]http.Header{
+		"value":       {"X": {"x" + phB}},
+		"name":        {phB: {"x"}},
+		"canonical":   {http.CanonicalHeaderKey(phB): {"x"}}, // as net/http stores a header name
+		"basic":       {"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte("u:"+phB))}},
+		"second item": {"X": {"fine", phB}},
+	} {
+		if !misdirected("/", h, []policy.Secret{b}) {
+			t.Errorf("%s: another host's placeholder not caught", name)
+		}
+	}
+	if !misdirected("/p?k="+phB, http.Header{}, []policy.Secret{b}) {
+		t.Error("placeholder in the request target not caught")
+	}
+	if misdirected("/", http.Header{"X": {phA}}, []policy.Secret{b}) {
+		t.Error("a clean request refused")
+	}
+}
+
+func TestScrubbingReplacesValuesSplitAcrossEveryReadBoundary(t *testing.T) {
+	pairs := []pair{{from: []byte(valA), to: []byte(phA)}, {from: []byte(valB), to: []byte(phB)}}
+	body := "x" + valA + valA + "y" + valB + "z" + valA[:5] + "end" + valB
+	want := "x" + phA + phA + "y" + phB + "z" + valA[:5] + "end" + phB
+	got, err := io.ReadAll(iotest.OneByteReader(newScrubReader(io.NopCloser(iotest.OneByteReader(strings.NewReader(body))), pairs, nil)))
+	if err != nil || string(got) != want {
+		t.Fatalf("got %q (%v)\nwant %q", got, err, want)
+	}
+}
+
+func TestScrubbingDropsTheHeldTailOnAnError(t *testing.T) {
+	pairs := []pair{{from: []byte(valA), to: []byte(phA)}}
+	src := io.MultiReader(strings.NewReader("ok"+valA[:len(valA)-1]), iotest.ErrReader(io.ErrUnexpectedEOF))
+	got, err := io.ReadAll(newScrubReader(io.NopCloser(src), pairs, nil))
+	if err == nil || bytes.Contains(got, []byte(valA[:len(valA)-1])) {
+		t.Fatalf("after an error the reader gave %q (%v): a value's start must not be released", got, err)
+	}
+}
+
+// TestScrubbingDoesNotHoldBackAStreamedEventsTail: a server-sent event
+// must reach the client when it ends, not when the next one arrives; only
+// bytes that may start a value are held back.
+func TestScrubbingDoesNotHoldBackAStreamedEventsTail(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	s := newScrubReader(pr, []pair{{from: []byte(valA), to: []byte(phA)}}, nil)
+	event := "data: {\"delta\":\"hello\"}\n\n"
+	go io.WriteString(pw, event)
+	var got []byte
+	buf := make([]byte, 256)
+	for len(got) < len(event) {
+		n, err := s.Read(buf) // blocks forever if the tail is held for more input
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, buf[:n]...)
+	}
+	if string(got) != event {
+		t.Fatalf("got %q", got)
+	}
+	go io.WriteString(pw, "x"+valA[:4])
+	n, _ := s.Read(buf)
+	if string(buf[:n]) != "x" {
+		t.Fatalf("a possible value start was released: %q", buf[:n])
+	}
+}

@@ -1,0 +1,748 @@
+package proxy
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/netip"
+	"net/textproto"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/policy"
+	"github.com/egressd/egressd/proxy/broker"
+	"github.com/egressd/egressd/proxy/proxytest"
+)
+
+// The secrets of the brokering tests: TOKEN bound to api.allowed.example,
+// OTHER to other.allowed.example; *.cdn.allowed.example is allowed and
+// bound to nothing.
+const (
+	tokenPH    = "egressd-ph-T0kenPlaceholderAAAAAAAAAAAA"
+	tokenValue = "sk-live-REAL-token-value-0123456789"
+	otherPH    = "egressd-ph-0therPlaceholderBBBBBBBBBBBB"
+	otherValue = "other-REAL-secret-value-abcdef"
+)
+
+func testSecrets(t testing.TB) []policy.Secret {
+	entry := func(s string) []allowlist.Entry {
+		e, _, err := allowlist.ParseEntry(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []allowlist.Entry{e}
+	}
+	return []policy.Secret{
+		{Name: "TOKEN", Hosts: entry("api.allowed.example"), Placeholder: tokenPH, Value: []byte(tokenValue)},
+		{Name: "OTHER", Hosts: entry("other.allowed.example"), Placeholder: otherPH, Value: []byte(otherValue)},
+	}
+}
+
+// withBroker gives the proxy a broker CA that trusts upstream, and binds
+// secrets into the policy once loaded.
+func withBroker(ca *broker.CA, upstream *x509.CertPool, secrets []policy.Secret) envOption {
+	return func(e *env) {
+		if ca != nil {
+			e.broker = &BrokerOptions{CA: ca, UpstreamRoots: upstream}
+		}
+		e.secrets = secrets
+	}
+}
+
+// bindSecrets rebuilds the loaded policy with e.secrets, as the config's
+// bindings would (b15wire wires them from run and serve); called before
+// the proxy serves, so nothing reads the snapshot yet.
+func (e *env) bindSecrets() {
+	if e.secrets == nil {
+		return
+	}
+	snap := e.registry.Snapshot()
+	old := snap.Policies[e.dir]
+	in := e.cfg.Integrations[0]
+	p := policy.NewPolicy(old.Manifest, old.Entries(), policy.PolicyOptions{
+		Exemptions: in.Exemptions, Deny: e.cfg.Deny, NAT64: e.cfg.NAT64, Host: e.registry.HostAddrs(), Secrets: e.secrets,
+	})
+	p.ManifestAt, p.Generation = old.ManifestAt, old.Generation
+	snap.Policies[e.dir] = p
+}
+
+// recOrigin is a real TLS origin on loopback that records every request it
+// receives (its header, host and protocol) before answering with handle.
+type recOrigin struct {
+	addr netip.AddrPort
+	ca   *proxytest.CA
+	mu   sync.Mutex
+	reqs []*http.Request
+	// remotes are the client addresses of the connections it accepted.
+	remotes map[string]bool
+}
+
+func startRecOrigin(t *testing.T, ca *proxytest.CA, h2 bool, handle http.HandlerFunc) *recOrigin {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &recOrigin{addr: netip.MustParseAddrPort(ln.Addr().String()), ca: ca, remotes: map[string]bool{}}
+	srv := &http.Server{
+		ErrorLog:  log.New(io.Discard, "", 0),
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{ca.Leaf(t, "api.allowed.example", "other.allowed.example", "*.cdn.allowed.example")}},
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			o.mu.Lock()
+			o.reqs = append(o.reqs, r.Clone(context.Background()))
+			o.remotes[r.RemoteAddr] = true
+			o.mu.Unlock()
+			if handle != nil {
+				handle(w, r)
+				return
+			}
+			io.WriteString(w, "ok")
+		}),
+	}
+	if !h2 {
+		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){} // HTTP/1.1 only
+	}
+	go srv.ServeTLS(ln, "", "")
+	t.Cleanup(func() { srv.Close() })
+	return o
+}
+
+// conns is how many connections the origin accepted requests on.
+func (o *recOrigin) conns() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.remotes)
+}
+
+func (o *recOrigin) requests() []*http.Request {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]*http.Request(nil), o.reqs...)
+}
+
+// brokerEnv is a proxy with a broker whose origins verify against the test
+// CA, the secrets bound, and o reachable by every test name.
+type brokerEnv struct {
+	*env
+	bca    *broker.CA
+	origin *recOrigin
+}
+
+func newBrokerEnv(t *testing.T, h2Origin bool, handle http.HandlerFunc, opts ...envOption) *brokerEnv {
+	bca, err := broker.NewEphemeralCA(time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newBrokerEnvWith(t, bca, nil, h2Origin, handle, opts...)
+}
+
+// newBrokerEnvWith verifies origins against roots (nil: the recording
+// origin's own CA, so it verifies); bca nil means no broker.
+func newBrokerEnvWith(t *testing.T, bca *broker.CA, roots *x509.CertPool, h2Origin bool, handle http.HandlerFunc, opts ...envOption) *brokerEnv {
+	o := startRecOrigin(t, proxytest.NewCA(t), h2Origin, handle)
+	if roots == nil {
+		roots = o.ca.Pool
+	}
+	opts = append([]envOption{
+		withConfig(func(c *policy.Config) {
+			c.Integrations[0].Exemptions.AllowPorts = append(c.Integrations[0].Exemptions.AllowPorts, o.addr.Port())
+		}),
+		withBroker(bca, roots, testSecrets(t)),
+	}, opts...)
+	e := newEnv(t, opts...)
+	e.resolveToOrigin("api.allowed.example", "other.allowed.example", "x.cdn.allowed.example")
+	return &brokerEnv{env: e, bca: bca, origin: o}
+}
+
+// client trusts the broker's CA and the origin's, and speaks HTTP/2 when h2.
+func (b *brokerEnv) client(h2 bool) *http.Client {
+	pool := x509.NewCertPool()
+	if b.bca != nil {
+		pool.AppendCertsFromPEM(b.bca.CertPEM())
+	}
+	pool.AddCert(b.origin.ca.Cert)
+	tr := &http.Transport{
+		Proxy:             http.ProxyURL(&url.URL{Scheme: "http", Host: b.addr}),
+		TLSClientConfig:   &tls.Config{RootCAs: pool},
+		ForceAttemptHTTP2: h2,
+	}
+	b.t.Cleanup(tr.CloseIdleConnections) // before the proxy's shutdown, which waits for open tunnels
+	return &http.Client{Timeout: 10 * time.Second, Transport: tr}
+}
+
+// issuedBy reports whether the server certificate the client saw was
+// signed by the CA certificate in caPEM.
+func issuedBy(t *testing.T, resp *http.Response, ca *x509.Certificate) bool {
+	t.Helper()
+	return resp.TLS.PeerCertificates[0].CheckSignatureFrom(ca) == nil
+}
+
+func brokerCert(t *testing.T, bca *broker.CA) *x509.Certificate {
+	block, _ := pem.Decode(bca.CertPEM())
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (b *brokerEnv) url(host, path string) string {
+	return "https://" + net.JoinHostPort(host, itoa(b.origin.addr.Port())) + path
+}
+
+// credentialRequest carries TOKEN's placeholder as a bearer token, in a
+// custom header (twice, and adjacent) and inside a Basic credential.
+func (b *brokerEnv) credentialRequest(t *testing.T, host string) *http.Request {
+	req, err := http.NewRequest("GET", b.url(host, "/v1/items?key=q"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tokenPH)
+	req.Header.Set("X-Api-Key", tokenPH+tokenPH)
+	req.Header.Set("Proxy-Authorization-Like", "Basic "+base64.StdEncoding.EncodeToString([]byte("user:"+tokenPH)))
+	return req
+}
+
+// noValueIn fails if a secret's real value appears in where.
+func noValueIn(t *testing.T, what, where string) {
+	t.Helper()
+	for _, v := range []string{tokenValue, otherValue} {
+		if strings.Contains(where, v) {
+			t.Fatalf("%s holds a secret's real value: %q", what, where)
+		}
+	}
+}
+
+func do(t *testing.T, c *http.Client, req *http.Request) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(body)
+}
+
+func wantSubstituted(t *testing.T, r *http.Request) {
+	t.Helper()
+	if got := r.Header.Get("Authorization"); got != "Bearer "+tokenValue {
+		t.Errorf("origin's Authorization = %q, want the real bearer token", got)
+	}
+	if got := r.Header.Get("X-Api-Key"); got != tokenValue+tokenValue {
+		t.Errorf("origin's X-Api-Key = %q, want the value twice", got)
+	}
+	basic := r.Header.Get("Proxy-Authorization-Like")
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(basic, "Basic "))
+	if err != nil || string(raw) != "user:"+tokenValue {
+		t.Errorf("origin's Basic credential decodes to %q (%v), want user:<value>", raw, err)
+	}
+}
+
+func TestBrokerAddsTheSecretOnlyOnTheWayOutOverHTTP1(t *testing.T) {
+	b := newBrokerEnv(t, false, nil)
+	c := b.client(false)
+	resp, body := do(t, c, b.credentialRequest(t, "api.allowed.example"))
+	if resp.StatusCode != 200 || body != "ok" {
+		t.Fatalf("status %d body %q", resp.StatusCode, body)
+	}
+	if again, _ := do(t, c, b.credentialRequest(t, "api.allowed.example")); again.StatusCode != 200 {
+		t.Fatalf("second request: %d", again.StatusCode)
+	}
+	if n := b.origin.conns(); n != 1 {
+		t.Fatalf("two requests on one keep-alive connection reached the origin on %d connections, want 1", n)
+	}
+	if !issuedBy(t, resp, brokerCert(t, b.bca)) {
+		t.Fatal("the client did not see a leaf from egressd's broker CA")
+	}
+	reqs := b.origin.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("origin received %d requests, want 2", len(reqs))
+	}
+	wantSubstituted(t, reqs[0])
+	if reqs[0].URL.RawQuery != "key=q" {
+		t.Errorf("the query was changed: %q", reqs[0].URL.RawQuery)
+	}
+	ev := b.log.waitEvent(t, map[string]any{"event": "request", "host": "api.allowed.example", "status": 200})
+	if ev["method"] != "GET" || ev["path"] != "/v1/items" || ev["decision"] != "allow" {
+		t.Errorf("request event %v: want GET /v1/items (no query), allow", ev)
+	}
+	if names, _ := ev["secrets"].([]any); len(names) != 1 || names[0] != "TOKEN" {
+		t.Errorf("request event secrets = %v, want [TOKEN]", ev["secrets"])
+	}
+	noValueIn(t, "the audit log", b.log.String())
+}
+
+func TestBrokerAddsTheSecretOverHTTP2(t *testing.T) {
+	for _, originH2 := range []bool{false, true} {
+		name := map[bool]string{false: "origin http1.1", true: "origin h2"}[originH2]
+		t.Run(name, func(t *testing.T) {
+			b := newBrokerEnv(t, originH2, nil)
+			resp, body := do(t, b.client(true), b.credentialRequest(t, "api.allowed.example"))
+			if resp.StatusCode != 200 || body != "ok" || resp.ProtoMajor != 2 {
+				t.Fatalf("status %d proto %s body %q, want 200 over HTTP/2", resp.StatusCode, resp.Proto, body)
+			}
+			reqs := b.origin.requests()
+			if len(reqs) != 1 {
+				t.Fatalf("origin received %d requests", len(reqs))
+			}
+			if want := map[bool]int{false: 1, true: 2}[originH2]; reqs[0].ProtoMajor != want {
+				t.Errorf("origin spoke HTTP/%d, want HTTP/%d", reqs[0].ProtoMajor, want)
+			}
+			wantSubstituted(t, reqs[0])
+			b.log.waitEvent(t, map[string]any{"event": "request", "status": 200})
+			noValueIn(t, "the audit log", b.log.String())
+		})
+	}
+}
+
+func TestBrokerLeavesAHostWithNoSecretSplicedAndUndecrypted(t *testing.T) {
+	b := newBrokerEnv(t, false, nil)
+	c := b.client(false)
+	resp, _ := do(t, c, b.credentialRequest(t, "x.cdn.allowed.example"))
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if !issuedBy(t, resp, b.origin.ca.Cert) {
+		t.Fatal("the client did not see the origin's own certificate on an unbound host")
+	}
+	reqs := b.origin.requests()
+	if len(reqs) != 1 || reqs[0].Header.Get("Authorization") != "Bearer "+tokenPH {
+		t.Fatalf("an unbound host must receive the placeholder as sent; got %v", reqs)
+	}
+	c.CloseIdleConnections()
+	b.log.waitEvent(t, map[string]any{"event": "close", "host": "x.cdn.allowed.example"})
+	for _, ev := range b.log.events(t) {
+		if ev["event"] == "request" {
+			t.Fatalf("a spliced tunnel produced a request event: %v", ev)
+		}
+	}
+}
+
+// echoHandler sends the credentials it received back: in response headers,
+// in a trailer, and in a body written in pieces that split the value.
+func echoHandler(w http.ResponseWriter, r *http.Request) {
+	auth := r.Header.Get("Authorization")
+	w.Header().Set("Link", "</x>; rel=preload; a=\""+auth+"\"")
+	w.WriteHeader(http.StatusEarlyHints) // relayed by ReverseProxy without ModifyResponse
+	w.Header().Del("Link")
+	w.Header().Set("Trailer", "X-Echo-Trailer")
+	w.Header().Set("X-Echo", auth)
+	w.Header().Set("X-Echo-Basic", r.Header.Get("Proxy-Authorization-Like"))
+	w.Header().Set("Content-Length", "") // let net/http frame it
+	w.WriteHeader(200)
+	body := "auth=" + auth + "; basic=" + r.Header.Get("Proxy-Authorization-Like") + "; key=" + r.Header.Get("X-Api-Key")
+	for i := 0; i < len(body); i += 5 { // a value never arrives in one read
+		end := min(i+5, len(body))
+		io.WriteString(w, body[i:end])
+		http.NewResponseController(w).Flush()
+	}
+	w.Header().Set("X-Echo-Trailer", auth)
+}
+
+func TestBrokerEchoingOriginDoesNotHandTheValueBack(t *testing.T) {
+	for _, h2 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "http1.1", true: "h2"}[h2], func(t *testing.T) {
+			b := newBrokerEnv(t, h2, echoHandler)
+			var hints strings.Builder
+			req := b.credentialRequest(t, "api.allowed.example")
+			req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+				Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+					http.Header(h).Write(&hints)
+					return nil
+				},
+			}))
+			resp, body := do(t, b.client(h2), req)
+			if !strings.Contains(hints.String(), tokenPH) {
+				t.Fatalf("the 103 Early Hints did not reach the client with the placeholder: %q", hints.String())
+			}
+			noValueIn(t, "the 103 Early Hints", hints.String())
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			wantSubstituted(t, b.origin.requests()[0]) // the origin did see the value
+			var all strings.Builder
+			resp.Header.Write(&all)
+			resp.Trailer.Write(&all)
+			all.WriteString(body)
+			noValueIn(t, "the response", all.String())
+			basic := base64.StdEncoding.EncodeToString([]byte("user:" + tokenValue))
+			if strings.Contains(all.String(), basic) {
+				t.Fatalf("the response holds the Basic credential egressd encoded: %q", all.String())
+			}
+			if !strings.Contains(body, "auth=Bearer "+tokenPH) || resp.Header.Get("X-Echo") != "Bearer "+tokenPH || resp.Trailer.Get("X-Echo-Trailer") != "Bearer "+tokenPH {
+				t.Fatalf("the echo should read back the placeholder; header %q trailer %q body %q", resp.Header.Get("X-Echo"), resp.Trailer.Get("X-Echo-Trailer"), body)
+			}
+			if !strings.Contains(body, "key="+tokenPH+tokenPH) {
+				t.Fatalf("body %q: adjacent values not scrubbed back", body)
+			}
+		})
+	}
+}
+
+func TestBrokerUnverifiableOriginGetsNothing(t *testing.T) {
+	bca, err := broker.NewEphemeralCA(time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The broker trusts another CA than the one that signed the origin.
+	b := newBrokerEnvWith(t, bca, proxytest.NewCA(t).Pool, false, nil)
+	resp, body := do(t, b.client(false), b.credentialRequest(t, "api.allowed.example"))
+	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get(ReasonHeader) != string(policy.UpstreamUnverified) {
+		t.Fatalf("status %d reason %q body %q, want 502 upstream_unverified", resp.StatusCode, resp.Header.Get(ReasonHeader), body)
+	}
+	if !strings.Contains(body, "could not be verified") {
+		t.Errorf("body %q does not say what happened", body)
+	}
+	if n := len(b.origin.requests()); n != 0 {
+		t.Fatalf("the unverifiable origin received %d requests", n)
+	}
+	b.log.waitEvent(t, map[string]any{"event": "request", "reason": "upstream_unverified", "decision": "deny", "status": 502})
+	noValueIn(t, "the audit log", b.log.String())
+}
+
+func TestBrokerPlaceholderForAnotherHostIsRefused(t *testing.T) {
+	b := newBrokerEnv(t, false, nil)
+	for name, set := range map[string]func(*http.Request){
+		"header": func(r *http.Request) { r.Header.Set("X-Leak", "Bearer "+otherPH) },
+		"basic": func(r *http.Request) {
+			r.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("u:"+otherPH)))
+		},
+		"url": func(r *http.Request) { r.URL.RawQuery = "k=" + otherPH },
+	} {
+		t.Run(name, func(t *testing.T) {
+			req := b.credentialRequest(t, "api.allowed.example")
+			set(req)
+			resp, body := do(t, b.client(false), req)
+			if resp.StatusCode != 403 || resp.Header.Get(ReasonHeader) != string(policy.SecretMisdirected) {
+				t.Fatalf("status %d reason %q body %q, want 403 secret_misdirected", resp.StatusCode, resp.Header.Get(ReasonHeader), body)
+			}
+		})
+	}
+	if n := len(b.origin.requests()); n != 0 {
+		t.Fatalf("the origin received %d requests carrying another host's placeholder", n)
+	}
+	b.log.waitEvent(t, map[string]any{"event": "request", "reason": "secret_misdirected", "decision": "deny", "status": 403})
+	noValueIn(t, "the audit log", b.log.String())
+}
+
+func TestBrokerRequestForAnotherHostOnTheConnectionIsRefused(t *testing.T) {
+	b := newBrokerEnv(t, false, nil)
+	for _, h2 := range []bool{false, true} {
+		req := b.credentialRequest(t, "api.allowed.example")
+		req.Host = "other.allowed.example" // the shared front end would route on it
+		resp, body := do(t, b.client(h2), req)
+		if resp.StatusCode != 403 || resp.Header.Get(ReasonHeader) != string(policy.HostMismatch) {
+			t.Fatalf("h2=%v: status %d reason %q body %q, want 403 host_mismatch", h2, resp.StatusCode, resp.Header.Get(ReasonHeader), body)
+		}
+	}
+	if n := len(b.origin.requests()); n != 0 {
+		t.Fatalf("the origin received %d requests for another host", n)
+	}
+	b.log.waitEvent(t, map[string]any{"event": "request", "reason": "host_mismatch", "decision": "deny"})
+	noValueIn(t, "the audit log", b.log.String())
+}
+
+func TestBrokerBoundHostWithoutABrokerIsRefusedNotSpliced(t *testing.T) {
+	b := newBrokerEnvWith(t, nil, nil, false, nil)
+	_, err := b.client(false).Do(b.credentialRequest(t, "api.allowed.example"))
+	if err == nil {
+		t.Fatal("a bound host was reached with no broker")
+	}
+	b.log.waitEvent(t, map[string]any{"event": "connect", "reason": "broker_unavailable", "decision": "deny"})
+	if n := len(b.origin.requests()); n != 0 {
+		t.Fatalf("the origin received %d requests", n)
+	}
+}
+
+// TestBrokerRedialsOnlyThePinnedCheckedAddress: the origin closes every
+// connection after one answer, so the broker must dial again for the
+// second request on the client's keep-alive connection. The name now
+// resolves to a documentation address; the new connection must go to the
+// address checked at CONNECT, never to a fresh answer.
+func TestBrokerRedialsOnlyThePinnedCheckedAddress(t *testing.T) {
+	b := newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		io.WriteString(w, "ok")
+	})
+	c := b.client(false)
+	if resp, _ := do(t, c, b.credentialRequest(t, "api.allowed.example")); resp.StatusCode != 200 {
+		t.Fatalf("first: %d", resp.StatusCode)
+	}
+	b.dns.Add(t, "api.allowed.example. 60 IN A 192.0.2.1")
+	resp, _ := do(t, c, b.credentialRequest(t, "api.allowed.example"))
+	if resp.StatusCode != 200 {
+		t.Fatalf("second: %d", resp.StatusCode)
+	}
+	reqs := b.origin.requests()
+	if len(reqs) != 2 || b.origin.conns() != 2 {
+		t.Fatalf("origin saw %d requests on %d connections, want 2 on 2", len(reqs), b.origin.conns())
+	}
+	wantSubstituted(t, reqs[1])
+	connects := 0
+	for _, ev := range b.log.events(t) {
+		if ev["event"] == "connect" {
+			connects++
+		}
+	}
+	if connects != 1 {
+		t.Fatalf("%d CONNECTs: the client should have kept one connection", connects)
+	}
+}
+
+func TestBrokerReloadThatUnbindsTheSecretClosesTheConnection(t *testing.T) {
+	b := newBrokerEnv(t, false, nil)
+	c := b.client(false)
+	if resp, _ := do(t, c, b.credentialRequest(t, "api.allowed.example")); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	// A reload from a config that binds nothing: the tunnel's secrets are
+	// gone, so it may not stay open with them.
+	if outs := b.registry.Load(b.cfg); outs[0].Result == "" {
+		t.Fatalf("reload: %+v", outs)
+	}
+	b.srv.Redecide()
+	b.log.waitEvent(t, map[string]any{"event": "close", "host": "api.allowed.example", "reason": "policy_narrowed"})
+}
+
+// TestBrokerIdleRequestOnARedialledConnectionIsSwept: the origin closes the
+// pinned connection after one answer, then holds the second request (on a
+// connection the broker dialled again) without a byte. The tunnel must
+// still be closed as idle, as a spliced one would be.
+func TestBrokerIdleRequestOnARedialledConnectionIsSwept(t *testing.T) {
+	var calls sync.Mutex
+	n := 0
+	b := newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+		calls.Lock()
+		n++
+		first := n == 1
+		calls.Unlock()
+		if first {
+			w.Header().Set("Connection", "close")
+			io.WriteString(w, "ok")
+			return
+		}
+		<-r.Context().Done() // hold the request, silent, until egressd gives up
+	}, withConfig(func(c *policy.Config) { c.Timeouts.Idle = time.Second }))
+	c := b.client(false)
+	if resp, _ := do(t, c, b.credentialRequest(t, "api.allowed.example")); resp.StatusCode != 200 {
+		t.Fatalf("first: %d", resp.StatusCode)
+	}
+	done := make(chan error, 1)
+	go func() {
+		resp, err := c.Do(b.credentialRequest(t, "api.allowed.example"))
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	b.log.waitEvent(t, map[string]any{"event": "close", "host": "api.allowed.example", "reason": "timeout"})
+	// (net/http retries the idempotent GET once on a new tunnel, which is
+	// swept the same way.)
+	if err := <-done; err == nil {
+		t.Fatal("the held request got an answer after the tunnel was swept")
+	}
+}
+
+// TestBrokerWebSocketUpgradePassesThroughWithTheSecret: the upgrade
+// request gets the secret like any other; after the 101 the bytes flow
+// both ways.
+func TestBrokerWebSocketUpgradePassesThroughWithTheSecret(t *testing.T) {
+	b := newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "websocket" {
+			http.Error(w, "not an upgrade", 400)
+			return
+		}
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		line, _ := brw.ReadString('\n')
+		io.WriteString(c, "echo:"+line)
+	})
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.bca.CertPEM())
+	target := net.JoinHostPort("api.allowed.example", itoa(b.origin.addr.Port()))
+	raw, _, resp := b.rawConnect("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n")
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %d", resp.StatusCode)
+	}
+	tc := tls.Client(raw, &tls.Config{ServerName: "api.allowed.example", RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	io.WriteString(tc, "GET /ws HTTP/1.1\r\nHost: "+target+"\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nAuthorization: Bearer "+tokenPH+"\r\n\r\n")
+	br := bufio.NewReader(tc)
+	up, err := http.ReadResponse(br, nil)
+	if err != nil || up.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", up, err)
+	}
+	io.WriteString(tc, "ping\n")
+	got, err := br.ReadString('\n')
+	if err != nil || got != "echo:ping\n" {
+		t.Fatalf("after the upgrade: %q %v", got, err)
+	}
+	if reqs := b.origin.requests(); len(reqs) != 1 || reqs[0].Header.Get("Authorization") != "Bearer "+tokenValue {
+		t.Fatalf("the upgrade request did not carry the secret: %v", reqs)
+	}
+	tc.Close()
+	b.log.waitEvent(t, map[string]any{"event": "request", "status": 101, "path": "/ws"})
+}
+
+// TestBrokerStopsForwardingOnceTheAuditLogFails: a request whose event
+// cannot be written ends the brokered connection, and no later request
+// reaches the origin.
+func TestBrokerStopsForwardingOnceTheAuditLogFails(t *testing.T) {
+	b := newBrokerEnv(t, false, nil)
+	c := b.client(false)
+	if resp, _ := do(t, c, b.credentialRequest(t, "api.allowed.example")); resp.StatusCode != 200 {
+		t.Fatalf("first: %d", resp.StatusCode)
+	}
+	b.log.fail.Store(true)
+	c.Do(b.credentialRequest(t, "api.allowed.example")) // forwarded; its record fails
+	for i := 0; i < 3; i++ {
+		resp, err := c.Do(b.credentialRequest(t, "api.allowed.example"))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != 503 || resp.Header.Get(ReasonHeader) != string(policy.AuditUnavailable) {
+				t.Fatalf("a request after the audit log failed: %d %q", resp.StatusCode, resp.Header.Get(ReasonHeader))
+			}
+		}
+	}
+	if n := len(b.origin.requests()); n != 2 {
+		t.Fatalf("the origin received %d requests, want 2 (the last one before the failure was known)", n)
+	}
+}
+
+// TestBrokerCurlGetsTheSecretAddedAndAGzippedEchoScrubbed: a real curl,
+// over HTTP/1.1 and HTTP/2, asking for compressed responses from an origin
+// that gzips whenever asked and echoes the credential. egressd asks the
+// origin for gzip itself and decompresses before scrubbing, so even the
+// compressed echo comes back with the placeholder.
+func TestBrokerCurlGetsTheSecretAddedAndAGzippedEchoScrubbed(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("curl is required in CI")
+		}
+		t.Skip("curl not installed")
+	}
+	b := newBrokerEnv(t, true, func(w http.ResponseWriter, r *http.Request) {
+		echo := "auth=" + r.Header.Get("Authorization") + "\n"
+		if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			io.WriteString(w, echo)
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		io.WriteString(zw, echo)
+		zw.Close()
+	})
+	caFile := filepath.Join(t.TempDir(), "broker-ca.pem")
+	os.WriteFile(caFile, b.bca.CertPEM(), 0o600)
+	for _, proto := range []string{"--http1.1", "--http2"} {
+		out, err := exec.Command(curl, "-sS", proto, "--compressed", "--cacert", caFile, "-x", "http://"+b.addr,
+			"-H", "Authorization: Bearer "+tokenPH, b.url("api.allowed.example", "/echo")).CombinedOutput()
+		if err != nil || string(out) != "auth=Bearer "+tokenPH+"\n" {
+			t.Fatalf("%s: %v %q", proto, err, out)
+		}
+		noValueIn(t, "curl's output", string(out))
+	}
+	reqs := b.origin.requests()
+	if len(reqs) != 2 || reqs[0].Header.Get("Authorization") != "Bearer "+tokenValue || reqs[1].ProtoMajor != 2 {
+		t.Fatalf("origin requests: %d, first Authorization %q", len(reqs), reqs[0].Header.Get("Authorization"))
+	}
+}
+
+// TestBrokerTunnelInsideABrokeredConnectionIsRefused: a CONNECT sent
+// inside the decrypted connection would ask the origin to be a proxy.
+func TestBrokerTunnelInsideABrokeredConnectionIsRefused(t *testing.T) {
+	b := newBrokerEnv(t, false, nil)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.bca.CertPEM())
+	target := net.JoinHostPort("api.allowed.example", itoa(b.origin.addr.Port()))
+	raw, _, resp := b.rawConnect("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n")
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %d", resp.StatusCode)
+	}
+	tc := tls.Client(raw, &tls.Config{ServerName: "api.allowed.example", RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	io.WriteString(tc, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\nAuthorization: Bearer "+tokenPH+"\r\n\r\n")
+	inner, err := http.ReadResponse(bufio.NewReader(tc), &http.Request{Method: http.MethodConnect})
+	if err != nil || inner.StatusCode != http.StatusMethodNotAllowed || inner.Header.Get(ReasonHeader) != string(policy.MethodNotAllowed) {
+		t.Fatalf("inner CONNECT answered %v %v, want 405 method_not_allowed", inner, err)
+	}
+	if n := len(b.origin.requests()); n != 0 {
+		t.Fatalf("the origin received %d requests", n)
+	}
+	b.log.waitEvent(t, map[string]any{"event": "request", "method": "CONNECT", "reason": "method_not_allowed"})
+}
+
+// TestBrokerPlaceholderRepeatedToAmplifyHeadersIsRefused: a placeholder of
+// 40 bytes standing for an 8 KiB value, repeated a few hundred times in a
+// header, would make egressd build megabytes per request.
+func TestBrokerPlaceholderRepeatedToAmplifyHeadersIsRefused(t *testing.T) {
+	big := strings.Repeat("k", 8<<10)
+	b := newBrokerEnv(t, false, nil, func(e *env) {
+		e.secrets[0].Value = []byte(big)
+	})
+	req := b.credentialRequest(t, "api.allowed.example")
+	req.Header.Set("X-Api-Key", strings.Repeat(tokenPH, 300))
+	resp, body := do(t, b.client(false), req)
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || resp.Header.Get(ReasonHeader) != string(policy.BadRequest) {
+		t.Fatalf("status %d reason %q body %q, want 431 bad_request", resp.StatusCode, resp.Header.Get(ReasonHeader), body)
+	}
+	if n := len(b.origin.requests()); n != 0 {
+		t.Fatalf("the origin received %d amplified requests", n)
+	}
+	if resp, _ := do(t, b.client(false), b.credentialRequest(t, "api.allowed.example")); resp.StatusCode != 200 {
+		t.Fatalf("an ordinary request with the long value: %d", resp.StatusCode)
+	}
+}
+
+// TestBrokerShutdownClosesAKeptAliveBrokeredConnection: a brokered
+// connection held open by keep-alive is a tunnel like any other at
+// shutdown: closed at the drain deadline, and recorded.
+func TestBrokerShutdownClosesAKeptAliveBrokeredConnection(t *testing.T) {
+	b := newBrokerEnv(t, false, nil)
+	if resp, _ := do(t, b.client(false), b.credentialRequest(t, "api.allowed.example")); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the drain deadline has passed already
+	if closed := b.srv.Shutdown(ctx); closed != 1 {
+		t.Fatalf("shutdown closed %d tunnels, want the brokered one", closed)
+	}
+	b.log.waitEvent(t, map[string]any{"event": "close", "host": "api.allowed.example", "reason": "timeout"})
+}
+
+// TestBrokerResponseCarryingAnotherSecretsValueIsScrubbed: a value stored
+// by the host it is bound to can be served back by another bound host of
+// the same service; every secret's value is scrubbed on every brokered
+// response, not only the connection's own.
+func TestBrokerResponseCarryingAnotherSecretsValueIsScrubbed(t *testing.T) {
+	b := newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Stored", otherValue)
+		io.WriteString(w, "stored="+otherValue)
+	})
+	resp, body := do(t, b.client(false), b.credentialRequest(t, "api.allowed.example"))
+	if resp.Header.Get("X-Stored") != otherPH || body != "stored="+otherPH {
+		t.Fatalf("header %q body %q: OTHER's value should read back as its placeholder", resp.Header.Get("X-Stored"), body)
+	}
+}

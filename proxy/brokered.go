@@ -1,0 +1,155 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/policy"
+	"github.com/egressd/egressd/proxy/broker"
+)
+
+// goBrokered runs a brokered tunnel on a goroutine of its own, counted
+// like a spliced one (handlers, the gate, the tunnel slot until release),
+// and records its close. No handshake guard: egressd is the TLS server
+// here, so a second ClientHello reaches egressd, never the origin.
+func (s *Server) goBrokered(p *policy.Policy, t *tunnel, ev audit.Event, bound []policy.Secret, replay []byte, release func()) {
+	s.handlers.Add(1)
+	s.opts.Gate.enter()
+	go func() {
+		defer s.handlers.Done()
+		defer s.opts.Gate.leave()
+		defer release()
+		s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Inc()
+		defer s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Dec()
+		up, down := s.serveBrokered(p, t, ev, bound, replay)
+		s.recordClose(p, t, ev, up, down)
+	}()
+}
+
+// serveBrokered runs a tunnel to a host a secret is bound to (issue 15):
+// egressd terminates the client's TLS with a leaf for the host and
+// forwards each request, checked and substituted, over TLS to the origin
+// it verifies itself, on the pinned connection already dialled. replay is
+// what was read from the client (the ClientHello and anything after it).
+// Every request is one audit event; the tunnel's close event follows.
+func (s *Server) serveBrokered(p *policy.Policy, t *tunnel, connect audit.Event, bound []policy.Secret, replay []byte) (up, down int64) {
+	set := s.settings()
+	leaf, err := s.leaves.Leaf(t.host.String())
+	if err != nil {
+		t.abort()
+		refused := connect
+		s.refusedAfterConnect(&refused, policy.BrokerUnavailable, audit.Cap(err.Error(), 200))
+		return 0, 0
+	}
+	var unbound []policy.Secret
+	for _, sec := range p.Secrets() {
+		if !sec.BoundTo(t.host) {
+			unbound = append(unbound, sec)
+		}
+	}
+	c := &broker.Conn{
+		Host: t.host.String(), Port: t.port, Leaf: leaf, Roots: s.opts.Broker.UpstreamRoots,
+		Bound: bound, Unbound: unbound,
+		Upstream:         t.upstream,
+		Redial:           func(ctx context.Context) (net.Conn, error) { return s.redial(ctx, t) },
+		Record:           func(r broker.Request) { s.recordRequest(p, t, connect, r) },
+		Admit:            func() policy.Reason { return s.auditAdmits() },
+		Sentence:         func(r policy.Reason) string { return brokeredSentence(r, t, p) },
+		HandshakeTimeout: set.timeouts.ClientHello,
+		IdleTimeout:      set.timeouts.Idle,
+	}
+	client := &replayConn{Conn: t.client, r: io.MultiReader(bytes.NewReader(replay), t.client)}
+	return broker.Serve(s.baseCtx, client, c)
+}
+
+// brokeredSentence is the line a refused brokered request answers with.
+func brokeredSentence(r policy.Reason, t *tunnel, p *policy.Policy) string {
+	switch r {
+	case policy.MethodNotAllowed:
+		return "egressd: a tunnel (CONNECT) inside a connection egressd decrypts to add a secret is not allowed"
+	case policy.BadRequest:
+		return "egressd: the secrets' values would make this request's header too large; send each placeholder once"
+	}
+	return policy.Sentence(policy.Decision{Reason: r, Host: t.host, Port: t.port}, p)
+}
+
+// redial opens another connection to the brokered tunnel's address, by the
+// same path as the first: the current policy must still allow the tunnel,
+// the address is checked again at connect(2), and the connection must not
+// have reached this host. It never resolves the name again.
+func (s *Server) redial(ctx context.Context, t *tunnel) (net.Conn, error) {
+	p := s.opts.Registry.Policy(s.opts.Key)
+	if p == nil || !stillAllowed(p, t) {
+		return nil, fmt.Errorf("%s is no longer allowed", t.host)
+	}
+	c, err := dialPinned(ctx, t.addr, s.settings().timeouts.Dial, func(a netip.Addr) bool { return p.CheckAddr(a).Verdict.Permits() })
+	if err != nil {
+		return nil, err
+	}
+	local := c.LocalAddr().(*net.TCPAddr).AddrPort()
+	if dd := p.CheckDialled(local.Addr(), t.addr.Addr()); !dd.Verdict.Permits() {
+		c.Close()
+		return nil, fmt.Errorf("connection to %s refused: %s", t.addr, dd.Reason)
+	}
+	return c, nil
+}
+
+// auditAdmits refuses a brokered request, like a connection, when the
+// audit log cannot be written and the operator chose to deny then.
+func (s *Server) auditAdmits() policy.Reason {
+	if !s.opts.Audit.Healthy() && s.settings().onFailure == policy.DenyOnAuditFailure {
+		return policy.AuditUnavailable
+	}
+	return ""
+}
+
+// recordRequest writes one brokered request's event. The secrets are named,
+// never valued; the path is kept without its query.
+func (s *Server) recordRequest(p *policy.Policy, t *tunnel, connect audit.Event, r broker.Request) {
+	ev := s.baseEvent(p)
+	ev.Kind, ev.Conn, ev.Host, ev.Port, ev.Addr = audit.Request, t.conn, connect.Host, connect.Port, connect.Addr
+	ev.Method, ev.Path, ev.Status = audit.Cap(r.Method, 16), r.Path, r.Status
+	ev.BytesUp, ev.BytesDown, ev.Secrets = r.Up, r.Down, r.Secrets
+	ev.Decision = connect.Decision
+	if r.Reason != "" {
+		ev.Decision, ev.Reason = "deny", string(r.Reason)
+	}
+	ev.Err = audit.Cap(r.Err, 200)
+	// Not a connection decision: the decisions metric counts CONNECTs only.
+	if err := s.opts.Audit.Write(ev); err != nil && s.settings().onFailure == policy.DenyOnAuditFailure {
+		t.closeWith(policy.AuditUnavailable) // no further request without a record
+	}
+}
+
+// secretsPrint identifies the secrets bound to a host (names, hosts,
+// placeholders and values), so a reload that changes any of them closes
+// the tunnels they were brokered on. It is a digest, held in memory only.
+func secretsPrint(bound []policy.Secret) string {
+	if len(bound) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	for _, sec := range bound {
+		hosts := make([]string, len(sec.Hosts))
+		for i, e := range sec.Hosts {
+			hosts[i] = e.String()
+		}
+		fmt.Fprintf(h, "%q %q %q %x\n", sec.Name, strings.Join(hosts, ","), sec.Placeholder, sec.Value)
+	}
+	return string(h.Sum(nil))
+}
+
+// replayConn reads what was already read from the client first.
+type replayConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *replayConn) Read(p []byte) (int, error) { return c.r.Read(p) }
