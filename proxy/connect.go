@@ -203,16 +203,10 @@ func (s *Server) resolveChecked(ctx context.Context, p *policy.Policy, d policy.
 	}
 	exemption := ev.Exemption
 	for _, a := range ans.Addrs {
-		c := p.CheckAddr(a)
+		c := checkAddrNow(p, a)
 		if !c.Verdict.Permits() {
 			ev.Addr, ev.Rule = a.String(), c.Rule
 			return nil, &policy.Decision{Reason: c.Reason, Rule: c.Rule, Host: d.Host, Port: d.Port}
-		}
-		if here, err := routedHere(a); here || err != nil {
-			if c = p.CheckRoutedHere(a, err); !c.Verdict.Permits() {
-				ev.Addr, ev.Rule = a.String(), c.Rule
-				return nil, &policy.Decision{Reason: c.Reason, Rule: c.Rule, Host: d.Host, Port: d.Port}
-			}
 		}
 		if c.Exemption != "" && !strings.Contains(exemption, c.Exemption) {
 			exemption = strings.TrimPrefix(exemption+","+c.Exemption, ",")
@@ -220,6 +214,22 @@ func (s *Server) resolveChecked(ctx context.Context, p *policy.Policy, d policy.
 	}
 	ev.Exemption = exemption
 	return ans.Addrs, nil
+}
+
+// checkAddrNow judges a as CheckAddr does and, when the kernel would
+// deliver it to this host as things stand now, as CheckRoutedHere does.
+// Every dial egressd makes for an integration goes through it.
+func checkAddrNow(p *policy.Policy, a netip.Addr) policy.Decision {
+	c := p.CheckAddr(a)
+	if !c.Verdict.Permits() {
+		return c
+	}
+	if here, err := routedHere(a); here || err != nil {
+		if r := p.CheckRoutedHere(a, err); !r.Verdict.Permits() {
+			return r
+		}
+	}
+	return c
 }
 
 // drain returns, and consumes, what br holds already read.
