@@ -35,6 +35,7 @@ func main() {
 	flag.BoolVar(&cfg.syscalls, "syscalls", false, "instead of the table, count each proxy's system calls per connection with strace -f -c over --conns connections at c=32")
 	flag.StringVar(&cfg.straceLog, "strace-log", "", "with --syscalls, also keep every traced call (strace -f -tt -T) in PATH.PEER; use a small --conns")
 	flag.StringVar(&cfg.perf, "perf", "", "with --syscalls, record a perf CPU profile of each proxy into PATH.PEER instead of counting")
+	flag.StringVar(&cfg.baseline, "baseline", "", "an egressd binary built from another tree (say main), run as peer \"baseline\" in the same rounds, for a same-run A/B of a change")
 	flag.Parse()
 	cfg.fill()
 	if err := run(cfg); err != nil {
@@ -54,7 +55,7 @@ type config struct {
 	sizes
 	quick, syscalls bool
 	out, straceLog  string
-	perf            string
+	perf, baseline  string
 	peers, groups   string // comma-separated; "" is all
 }
 
@@ -102,6 +103,9 @@ func run(cfg config) error {
 	}
 	defer lab.close()
 	peers := availablePeers(lab, work, cfg.peers)
+	if cfg.baseline != "" {
+		peers = append(peers, baselinePeer(lab, work, cfg.baseline))
+	}
 	if cfg.syscalls {
 		return countSyscalls(lab, peers, cfg)
 	}
