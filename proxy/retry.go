@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/egressd/egressd/allowlist"
@@ -48,16 +49,18 @@ func (t *tunnel) retryGuard(first []byte, br *bufio.Reader, wait time.Duration) 
 		return up, down, policy.DialError, "origin went away before the ClientHello was sent"
 	}
 	t.upstream.SetReadDeadline(time.Now().Add(wait))
-	record, err := readRecord(t.upstream)
+	buf := flightBuffers.Get().(*[]byte)
+	defer flightBuffers.Put(buf)
+	flight, firstLen, err := readFirstRecord(t.upstream, *buf)
 	t.upstream.SetReadDeadline(time.Time{})
-	if len(record) > 0 {
-		n, werr := t.client.Write(record)
+	if len(flight) > 0 {
+		n, werr := t.client.Write(flight)
 		down += int64(n)
 		if werr != nil {
 			return up, down, policy.Timeout, "client went away during the TLS handshake"
 		}
 	}
-	if err != nil || !isHelloRetry(record) {
+	if err != nil || !isHelloRetry(flight[:firstLen]) {
 		// Splice. An origin that has not answered within the ClientHello
 		// timeout is spliced unchecked: the retry request is the server's
 		// to send, and a front end answers a hello in one round trip.
@@ -88,6 +91,35 @@ func sniNote(sni, host allowlist.Name) string {
 		return "server_name " + sni.String() + " is not the CONNECT host " + host.String()
 	}
 	return ""
+}
+
+// flightBuffers hold the server's first flight while it is checked: one
+// largest record and its header, borrowed per connection.
+var flightBuffers = sync.Pool{New: func() any { b := make([]byte, tlsRecordHeaderLen+maxRecordBytes); return &b }}
+
+// readFirstRecord reads r into buf until buf holds the first TLS record
+// whole, in as few reads as the kernel allows: usually one, which also
+// takes what followed the record in the same segments. It returns every
+// byte read, all of it to relay, and the first record's length. A header
+// announcing a record larger than TLS allows ends the read with an error.
+func readFirstRecord(r io.Reader, buf []byte) (flight []byte, first int, err error) {
+	n := 0
+	for {
+		if n >= tlsRecordHeaderLen {
+			first = tlsRecordHeaderLen + (int(buf[3])<<8 | int(buf[4]))
+			if first > len(buf) {
+				return buf[:n], n, io.ErrUnexpectedEOF
+			}
+			if n >= first {
+				return buf[:n], first, nil
+			}
+		}
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return buf[:n], n, err
+		}
+	}
 }
 
 // readRecord reads one TLS record, header included.

@@ -1,11 +1,18 @@
 package proxy
 
 import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // threadWrites is how many write-family system calls the calling thread
@@ -45,5 +52,68 @@ func TestATunnelWithNothingToReplayMakesNoWrite(t *testing.T) {
 	tun.run(nil)
 	if got := threadWrites(t) - before; got != 0 {
 		t.Fatalf("run(nil) made %d write calls on its thread, want 0", got)
+	}
+}
+
+// threadReads is threadWrites for read-family calls (syscr). Reading the
+// file is itself counted (its reads after the one that produced the
+// figure), so callers subtract what two calls in a row show.
+func threadReads(t *testing.T) int64 {
+	t.Helper()
+	data, err := os.ReadFile("/proc/thread-self/io")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "syscr: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	t.Fatal("no syscr in /proc/thread-self/io")
+	return 0
+}
+
+// waitQueued waits until c's receive queue holds n bytes (FIONREAD): the
+// test's event that the origin's flight has arrived.
+func waitQueued(t *testing.T, c *net.TCPConn, n int) {
+	t.Helper()
+	raw, _ := c.SyscallConn()
+	for {
+		var q int
+		raw.Control(func(fd uintptr) { q, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
+		if q >= n {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// The server's first record is read for the retry check in one read(2)
+// when it is already there, not a header read and a body read, and is
+// relayed whole.
+func TestTheServersFirstFlightIsReadInOneCall(t *testing.T) {
+	clientFar, client := tcpPair(t)
+	upstream, origin := tcpPair(t)
+	serverHello := append([]byte{recordTypeHandshake, 3, 3, 0, 40, handshakeTypeServerHello, 0, 0, 36, 3, 3}, bytes.Repeat([]byte{7}, 34)...)
+	flight := serverHello
+	origin.Write(flight)
+	waitQueued(t, upstream, len(flight))
+	tun := &tunnel{client: client, upstream: upstream}
+	runtime.LockOSThread()
+	own := -threadReads(t) + threadReads(t)
+	before := threadReads(t)
+	_, down, reason, msg := tun.retryGuard([]byte("hello"), bufio.NewReader(client), 10*time.Second)
+	reads := threadReads(t) - before - own
+	runtime.UnlockOSThread()
+	if reason != "" || down != int64(len(flight)) {
+		t.Fatalf("retryGuard: down %d of %d, %s %s", down, len(flight), reason, msg)
+	}
+	if reads != 1 {
+		t.Errorf("read the server's first flight in %d read calls, want 1", reads)
+	}
+	got := make([]byte, len(flight))
+	if _, err := io.ReadFull(clientFar, got); err != nil || !bytes.Equal(got, flight) {
+		t.Fatalf("client got %x (%v), want %x", got, err, flight)
 	}
 }
