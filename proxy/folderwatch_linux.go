@@ -26,6 +26,7 @@ const folderMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_DELETE_SELF | unix.
 // it reads fsnotify's. fsnotify itself always asks for IN_MODIFY.
 type folderWatch struct {
 	f      *os.File // non-blocking: reads wait in the runtime's poller
+	fd     int      // f's descriptor, kept: f.Fd() would make f blocking
 	events chan fsnotify.Event
 	errors chan error
 	done   chan struct{} // closed by Close: read stops sending
@@ -40,7 +41,7 @@ func newFolderWatch() (*folderWatch, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("inotify_init1", err)
 	}
-	w := &folderWatch{f: os.NewFile(uintptr(fd), "inotify"), events: make(chan fsnotify.Event), errors: make(chan error, 1), done: make(chan struct{}), dirs: map[int]string{}}
+	w := &folderWatch{f: os.NewFile(uintptr(fd), "inotify"), fd: fd, events: make(chan fsnotify.Event), errors: make(chan error, 1), done: make(chan struct{}), dirs: map[int]string{}}
 	go w.read()
 	return w, nil
 }
@@ -50,7 +51,7 @@ func (w *folderWatch) Errors() <-chan error          { return w.errors }
 
 // Add watches dir; adding a folder already watched is a no-op.
 func (w *folderWatch) Add(dir string) error {
-	wd, err := unix.InotifyAddWatch(int(w.f.Fd()), dir, folderMask)
+	wd, err := unix.InotifyAddWatch(w.fd, dir, folderMask)
 	if err != nil {
 		return &os.PathError{Op: "inotify_add_watch", Path: dir, Err: err}
 	}
@@ -67,7 +68,7 @@ func (w *folderWatch) Remove(dir string) error {
 	for wd, d := range w.dirs {
 		if d == dir {
 			delete(w.dirs, wd)
-			_, err := unix.InotifyRmWatch(int(w.f.Fd()), uint32(wd))
+			_, err := unix.InotifyRmWatch(w.fd, uint32(wd))
 			return err
 		}
 	}

@@ -120,3 +120,28 @@ func TestWatchSleepsThroughAuditLinesWrittenBesideTheConfig(t *testing.T) {
 		}
 	}
 }
+
+// Every reload test and every egressd serve makes a Watcher; closing it
+// must end its reader, or each one leaks a goroutine and an inotify
+// descriptor blocked in read(2).
+func TestAClosedWatcherLetsGoOfItsInotify(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "egressd.yaml")
+	os.WriteFile(cfg, []byte("a: 1\n"), 0o600)
+	w, err := NewWatcher(func() WatchSet { return WatchSetFor(nil, nil, cfg) }, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case _, open := <-w.fw.Events():
+			if !open {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the watcher's reader is still running after Close")
+		}
+	}
+}
