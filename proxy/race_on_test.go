@@ -2,6 +2,6 @@
 
 package proxy
 
-// raceEnabled: the race detector moves values to the heap, so allocation
-// counts hold only without it.
+// raceEnabled: the race detector moves some values to the heap, so
+// allocation counts under it are higher.
 const raceEnabled = true
