@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"net"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/egressd/egressd/allowlist"
@@ -49,9 +52,10 @@ func (t *tunnel) retryGuard(first []byte, br *bufio.Reader, wait time.Duration) 
 		return up, down, policy.DialError, "origin went away before the ClientHello was sent"
 	}
 	t.upstream.SetReadDeadline(time.Now().Add(wait))
-	buf := flightBuffers.Get().(*[]byte)
-	defer flightBuffers.Put(buf)
-	flight, firstLen, err := readFirstRecord(t.upstream, *buf)
+	held, flight, firstLen, err := readFirstFlight(t.upstream)
+	if held != nil {
+		defer putFlightBuffer(held)
+	}
 	t.upstream.SetReadDeadline(time.Time{})
 	if len(flight) > 0 {
 		n, werr := t.client.Write(flight)
@@ -94,32 +98,83 @@ func sniNote(sni, host allowlist.Name) string {
 }
 
 // flightBuffers hold the server's first flight while it is checked: one
-// largest record and its header, borrowed per connection.
-var flightBuffers = sync.Pool{New: func() any { b := make([]byte, tlsRecordHeaderLen+maxRecordBytes); return &b }}
+// largest record and its header, borrowed only while bytes are in it.
+// flightBuffersOut counts those lent, for the test that a silent origin
+// holds none.
+var (
+	flightBuffers    = sync.Pool{New: func() any { b := make([]byte, tlsRecordHeaderLen+maxRecordBytes); return &b }}
+	flightBuffersOut atomic.Int64
+)
 
-// readFirstRecord reads r into buf until buf holds the first TLS record
-// whole, in as few reads as the kernel allows: usually one, which also
-// takes what followed the record in the same segments. It returns every
-// byte read, all of it to relay, and the first record's length. A header
-// announcing a record larger than TLS allows ends the read with an error.
-func readFirstRecord(r io.Reader, buf []byte) (flight []byte, first int, err error) {
-	n := 0
-	for {
-		if n >= tlsRecordHeaderLen {
-			first = tlsRecordHeaderLen + (int(buf[3])<<8 | int(buf[4]))
-			if first > len(buf) {
-				return buf[:n], n, io.ErrUnexpectedEOF
-			}
-			if n >= first {
-				return buf[:n], first, nil
-			}
-		}
-		m, err := r.Read(buf[n:])
-		n += m
-		if err != nil {
-			return buf[:n], n, err
-		}
+func getFlightBuffer() *[]byte {
+	flightBuffersOut.Add(1)
+	return flightBuffers.Get().(*[]byte)
+}
+
+func putFlightBuffer(b *[]byte) {
+	flightBuffersOut.Add(-1)
+	flightBuffers.Put(b)
+}
+
+// readFirstFlight reads c until it holds the server's first TLS record
+// whole, usually in one read that may also take what followed the record
+// in the same segments. It returns every byte read, all of it to relay,
+// in a pooled buffer the caller puts back (nil when nothing was read),
+// and the first record's length. The buffer is taken only once bytes are
+// there: while the origin is silent egressd waits in the poller holding
+// nothing, as it does for an idle tunnel. A header announcing a record
+// larger than TLS allows ends the read with an error; c's read deadline
+// holds.
+func readFirstFlight(c *net.TCPConn) (held *[]byte, flight []byte, first int, err error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, nil, 0, err
 	}
+	n := 0
+	var sysErr error
+	err = raw.Read(func(fd uintptr) bool {
+		if held == nil {
+			held = getFlightBuffer()
+		}
+		buf := *held
+		for {
+			m, e := syscall.Read(int(fd), buf[n:])
+			switch {
+			case e == syscall.EINTR:
+				continue
+			case e == syscall.EAGAIN:
+				if n == 0 { // nothing yet: wait holding nothing
+					putFlightBuffer(held)
+					held = nil
+				}
+				return false
+			case e != nil:
+				sysErr = e
+				return true
+			case m == 0:
+				sysErr = io.EOF
+				return true
+			}
+			n += m
+			if n >= tlsRecordHeaderLen {
+				first = tlsRecordHeaderLen + (int(buf[3])<<8 | int(buf[4]))
+				if first > len(buf) {
+					sysErr = io.ErrUnexpectedEOF
+					return true
+				}
+				if n >= first {
+					return true
+				}
+			}
+		}
+	})
+	if err == nil {
+		err = sysErr
+	}
+	if held == nil {
+		return nil, nil, 0, err
+	}
+	return held, (*held)[:n], min(first, n), err
 }
 
 // readRecord reads one TLS record, header included.

@@ -117,3 +117,37 @@ func TestTheServersFirstFlightIsReadInOneCall(t *testing.T) {
 		t.Fatalf("client got %x (%v), want %x", got, err, flight)
 	}
 }
+
+// An origin that has not answered the ClientHello yet (or never will,
+// until the ClientHello timeout) must cost egressd no flight buffer while
+// it waits: thousands of tunnels to silent origins would otherwise pin
+// 16 KiB each, as an idle tunnel would with a pipe.
+func TestASilentOriginCostsNoFlightBufferWhileEgressdWaits(t *testing.T) {
+	_, client := tcpPair(t)
+	upstream, origin := tcpPair(t)
+	tun := &tunnel{client: client, upstream: upstream}
+	out0 := flightBuffersOut.Load()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tun.retryGuard([]byte("hello"), bufio.NewReader(client), time.Minute)
+	}()
+	waitFor(t, func() bool { // parked in the poller inside readFirstFlight
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		for _, g := range strings.Split(stacks, "\n\n") {
+			if strings.Contains(g, "proxy.readFirstFlight") && strings.Contains(g, "runtime_pollWait") {
+				return true
+			}
+		}
+		return false
+	})
+	if held := flightBuffersOut.Load() - out0; held != 0 {
+		t.Errorf("waiting on a silent origin holds %d flight buffers, want 0", held)
+	}
+	origin.Close()
+	<-done
+	if held := flightBuffersOut.Load() - out0; held != 0 {
+		t.Errorf("%d flight buffers not given back", held)
+	}
+}
