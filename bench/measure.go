@@ -189,7 +189,9 @@ func bulk(l *lab, p peer, proxyAddr string, n int64, down bool) (float64, error)
 	}
 	defer c.Close()
 	start := time.Now()
-	c.Write(clientHello())
+	if err := helloExchange(c); err != nil {
+		return 0, err
+	}
 	binary.Write(c, binary.BigEndian, n)
 	if down {
 		if err := sink(c, n); err != nil {
@@ -221,7 +223,9 @@ func idleMemory(l *lab, p peer, proxyAddr string, pid, k int) (float64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("idle tunnel %d: %w", i, err)
 		}
-		c.Write(clientHello())
+		if err := helloExchange(c); err != nil {
+			return 0, fmt.Errorf("idle tunnel %d: %w", i, err)
+		}
 		binary.Write(c, binary.BigEndian, int64(0))
 		conns = append(conns, c)
 	}
@@ -290,6 +294,14 @@ var helloOnce = sync.OnceValue(func() []byte {
 })
 
 func clientHello() []byte { return helloOnce() }
+
+// helloExchange sends a real ClientHello and reads the raw origin's
+// serverHello back, as a TLS client would before sending more.
+func helloExchange(c net.Conn) error {
+	c.Write(clientHello())
+	_, err := io.ReadFull(c, make([]byte, len(serverHello)))
+	return err
+}
 
 // cpuTime is a process's user+system CPU time from /proc/PID/stat, which
 // counts every thread, exited ones included (tinyproxy's connection threads
