@@ -18,6 +18,13 @@ type chain struct {
 	key  []byte
 	seq  uint64 // seq of the last line written
 	prev string // hash of the last line written
+
+	// Kept between lines, so sealing one allocates nothing: the hasher
+	// (reset each time), its digest, and the sealed line, valid until the
+	// next seal. The Log's mutex serialises every use.
+	h   hash.Hash
+	sum [sha256.Size]byte
+	out []byte
 }
 
 func newChain(key []byte, prev string) chain { return chain{key: key, prev: prev} }
@@ -30,22 +37,25 @@ func (c *chain) hasher() hash.Hash {
 }
 
 // seal turns one zerolog line ({…}\n) into a chained line. It does not
-// advance the chain: that happens only once the line is written.
+// advance the chain: that happens only once the line is written. The line
+// returned is the chain's buffer, overwritten by the next seal.
 func (c *chain) seal(line []byte) []byte {
 	body := line[:len(line)-2] // drop "}\n"
-	out := make([]byte, 0, len(line)+160)
-	out = append(out, body...)
+	out := append(c.out[:0], body...)
 	out = append(out, `,"seq":`...)
 	out = strconv.AppendUint(out, c.seq+1, 10)
 	out = append(out, `,"prev":"`...)
 	out = append(out, c.prev...)
 	out = append(out, '"')
-	h := c.hasher()
-	h.Write(out)
-	sum := hex.EncodeToString(h.Sum(nil))
+	if c.h == nil {
+		c.h = c.hasher()
+	}
+	c.h.Reset()
+	c.h.Write(out)
 	out = append(out, `,"hash":"`...)
-	out = append(out, sum...)
+	out = hex.AppendEncode(out, c.h.Sum(c.sum[:0]))
 	out = append(out, "\"}\n"...)
+	c.out = out
 	return out
 }
 

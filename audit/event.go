@@ -1,8 +1,7 @@
 package audit
 
 import (
-	"fmt"
-	"strings"
+	"strconv"
 	"time"
 )
 
@@ -77,7 +76,13 @@ func Cap(s string, n int) string {
 
 // quoteRaw renders attacker-chosen bytes as a %q-escaped Go string, so
 // control characters and invalid UTF-8 are visible, never interpreted.
-func quoteRaw(s string) string {
-	q := fmt.Sprintf("%q", Cap(s, maxHostRaw))
-	return strings.TrimSuffix(strings.TrimPrefix(q, `"`), `"`)
+func quoteRaw(s string) string { return string(appendQuotedRaw(nil, s)) }
+
+// appendQuotedRaw appends quoteRaw(s) to b: what %q writes, without the
+// quotes and without fmt's allocations.
+func appendQuotedRaw(b []byte, s string) []byte {
+	start := len(b)
+	b = strconv.AppendQuote(b, Cap(s, maxHostRaw))
+	copy(b[start:], b[start+1:len(b)-1]) // drop the quotes around it
+	return b[:len(b)-2]
 }

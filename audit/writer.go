@@ -54,6 +54,7 @@ type Log struct {
 	mu      sync.Mutex
 	out     io.Writer
 	buf     bytes.Buffer
+	scratch scratch
 	zl      zerolog.Logger
 	chain   chain
 	chainID string
@@ -163,7 +164,7 @@ func (l *Log) Write(e Event) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.buf.Reset()
-	encode(l.zl, e)
+	encode(l.zl, e, &l.scratch)
 	line := l.chain.seal(l.buf.Bytes())
 	if _, err := l.out.Write(line); err != nil {
 		if l.failed.CompareAndSwap(false, true) {
@@ -228,9 +229,15 @@ func level(e Event) zerolog.Level {
 	return zerolog.InfoLevel
 }
 
+// scratch holds what encode formats before zerolog copies it into the
+// line, kept between lines so that a line allocates nothing for it. The
+// Log's mutex serialises every use.
+type scratch struct{ time, hostRaw []byte }
+
 // encode writes e's non-zero fields, capped, through zerolog.
-func encode(zl zerolog.Logger, e Event) {
-	ev := zl.WithLevel(level(e)).Str("time", e.Time.UTC().Format(time.RFC3339Nano)).Str("event", string(e.Kind))
+func encode(zl zerolog.Logger, e Event, sc *scratch) {
+	sc.time = e.Time.UTC().AppendFormat(sc.time[:0], time.RFC3339Nano)
+	ev := zl.WithLevel(level(e)).Bytes("time", sc.time).Str("event", string(e.Kind))
 	str := func(k, v string) {
 		if v != "" {
 			ev.Str(k, Cap(v, maxField))
@@ -245,7 +252,8 @@ func encode(zl zerolog.Logger, e Event) {
 	str("reason", e.Reason)
 	str("host", e.Host)
 	if e.HostRaw != "" {
-		ev.Str("host_raw", quoteRaw(e.HostRaw))
+		sc.hostRaw = appendQuotedRaw(sc.hostRaw[:0], e.HostRaw)
+		ev.Bytes("host_raw", sc.hostRaw)
 	}
 	if e.Port != 0 {
 		ev.Uint16("port", e.Port)

@@ -98,8 +98,12 @@ func serve(ln net.Listener, handle func(net.Conn)) {
 	}
 }
 
-// rawOrigin drops the ClientHello record egressd requires, reads the byte
-// count the client asks for, then sinks that many bytes and acks one byte,
+// serverHello is the raw origins' answer to a ClientHello: a handshake
+// record holding a ServerHello that is not a HelloRetryRequest.
+var serverHello = []byte{22, 3, 3, 0, 4, 2, 0, 0, 0}
+
+// rawOrigin drops the ClientHello record egressd requires, answers it with
+// serverHello, reads the byte count the client asks for, then sinks that many bytes and acks one byte,
 // or sends that many.
 func rawOrigin(c net.Conn, source bool) {
 	hdr := make([]byte, 5)
@@ -107,6 +111,13 @@ func rawOrigin(c net.Conn, source bool) {
 		return
 	}
 	io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint16(hdr[3:])))
+	// Answer the hello as a TLS server would, before the client's next
+	// bytes: egressd holds those until the server's first record (its
+	// HelloRetryRequest check), and a silent origin would stall every
+	// transfer for the ClientHello timeout.
+	if _, err := c.Write(serverHello); err != nil {
+		return
+	}
 	var n int64
 	if err := binary.Read(c, binary.BigEndian, &n); err != nil {
 		return

@@ -7,6 +7,10 @@
 //
 //	go run ./bench            # full run, writes bench/RESULTS.md
 //	go run ./bench --quick    # under a minute, for regressions
+//	go run ./bench --peers=egressd,relay,squid --rows=c32 --rounds=2 --out=/tmp/r.md
+//	go run ./bench --syscalls --peers=egressd,relay   # system calls per connection
+//
+// See bench/README.md for what each figure measures and how to profile.
 package main
 
 import (
@@ -23,15 +27,25 @@ func main() {
 	if runBrokerChild() { // the proxy process of the brokered row (broker.go)
 		return
 	}
-	quick := flag.Bool("quick", false, "small sizes and one round, for spotting regressions")
+	var cfg config
 	brokerOnly := flag.Bool("broker", false, "run only the credential brokering rows (broker.go) and print them")
-	out := flag.String("out", "bench/RESULTS.md", "where to write the markdown table")
-	only := flag.String("peers", "", "comma-separated peer names to run (default: all available)")
+	flag.BoolVar(&cfg.quick, "quick", false, "small sizes and one round, for spotting regressions")
+	flag.StringVar(&cfg.out, "out", "bench/RESULTS.md", "where to write the markdown table")
+	flag.StringVar(&cfg.peers, "peers", "", "comma-separated peer names to run (default: all available; direct always runs)")
+	flag.StringVar(&cfg.groups, "rows", "", "comma-separated row groups to measure: "+strings.Join(allGroups, ",")+",broker (default: all)")
+	flag.IntVar(&cfg.rounds, "rounds", 0, "interleaved rounds (default 3, --quick 1)")
+	flag.IntVar(&cfg.conns, "conns", 0, "connections at c=32, over which CPU per connection is measured (default 5000, --quick 1000)")
+	flag.IntVar(&cfg.handshakes, "handshakes", 0, "handshakes at c=1 (default 1000, --quick 100)")
+	flag.BoolVar(&cfg.syscalls, "syscalls", false, "instead of the table, count each proxy's system calls per connection with strace -f -c over --conns connections at c=32")
+	flag.StringVar(&cfg.straceLog, "strace-log", "", "with --syscalls, also keep every traced call (strace -f -tt -T) in PATH.PEER; use a small --conns")
+	flag.StringVar(&cfg.perf, "perf", "", "with --syscalls, record a perf CPU profile of each proxy into PATH.PEER instead of counting")
+	flag.StringVar(&cfg.baseline, "baseline", "", "an egressd binary built from another tree (say main), run as peer \"baseline\" in the same rounds, for a same-run A/B of a change")
 	flag.Parse()
+	cfg.fill()
 	if *brokerOnly {
-		os.Exit(runBrokerOnly(*quick))
+		os.Exit(runBrokerOnly(cfg.quick))
 	}
-	if err := run(*quick, *out, *only); err != nil {
+	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -39,15 +53,51 @@ func main() {
 
 // sizes holds how much each figure measures.
 type sizes struct {
-	rounds, handshakes, connsPerSec, idleTunnels int
-	bulk                                         int64
+	rounds, handshakes, conns, idleTunnels int
+	bulk                                   int64
 }
 
-func run(quick bool, out, only string) error {
-	sz := sizes{rounds: 3, handshakes: 1000, connsPerSec: 2000, idleTunnels: 2000, bulk: 1 << 30}
-	if quick {
-		sz = sizes{rounds: 1, handshakes: 100, connsPerSec: 300, idleTunnels: 300, bulk: 128 << 20}
+// config is one invocation: sizes, and which peers and rows to run.
+type config struct {
+	sizes
+	quick, syscalls bool
+	out, straceLog  string
+	perf, baseline  string
+	peers, groups   string // comma-separated; "" is all
+}
+
+// fill sets every size not given on the command line.
+func (c *config) fill() {
+	def := sizes{rounds: 3, handshakes: 1000, conns: 5000, idleTunnels: 2000, bulk: 1 << 30}
+	if c.quick {
+		def = sizes{rounds: 1, handshakes: 100, conns: 1000, idleTunnels: 300, bulk: 128 << 20}
 	}
+	for _, f := range []struct {
+		v *int
+		d int
+	}{{&c.rounds, def.rounds}, {&c.handshakes, def.handshakes}, {&c.conns, def.conns}} {
+		if *f.v <= 0 {
+			*f.v = f.d
+		}
+	}
+	c.idleTunnels, c.bulk = def.idleTunnels, def.bulk
+}
+
+// args is the command line that repeats this run, for the report.
+func (c config) args() string {
+	var a []string
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name != "out" {
+			a = append(a, "--"+f.Name+"="+f.Value.String())
+		}
+	})
+	if len(a) == 0 {
+		return ""
+	}
+	return " " + strings.Join(a, " ")
+}
+
+func run(cfg config) error {
 	work, err := os.MkdirTemp("", "egressd-bench-")
 	if err != nil {
 		return err
@@ -59,34 +109,48 @@ func run(quick bool, out, only string) error {
 		return err
 	}
 	defer lab.close()
-	peers := availablePeers(lab, work, only)
-	results := map[string]*peerResult{}
+	peers := availablePeers(lab, work, cfg.peers)
+	if cfg.baseline != "" {
+		peers = append(peers, baselinePeer(lab, work, cfg.baseline))
+	}
+	if cfg.syscalls {
+		return countSyscalls(lab, peers, cfg)
+	}
+	results := map[string]samples{}
 	for _, p := range peers {
-		results[p.name] = &peerResult{}
+		results[p.name] = samples{}
 	}
 	start := time.Now()
-	for round := 0; round < sz.rounds; round++ {
+	for round := 0; round < cfg.rounds; round++ {
 		for _, p := range peers { // interleaved: every peer once per round
 			fmt.Fprintf(os.Stderr, "round %d: %s\n", round+1, p.name)
-			if err := measure(lab, p, sz, results[p.name]); err != nil {
+			if err := measure(lab, p, cfg, results[p.name]); err != nil {
 				return fmt.Errorf("%s: %w", p.name, err)
 			}
 		}
+		if selected(cfg.groups, groupAudit) && selected(cfg.peers, "egressd") {
+			fmt.Fprintf(os.Stderr, "round %d: egressd audit sinks\n", round+1)
+			if results[auditPeer] == nil {
+				results[auditPeer] = samples{}
+			}
+			if err := measureAuditCost(lab, work, cfg, results[auditPeer]); err != nil {
+				return err
+			}
+		}
 	}
-	auditCost, err := measureAuditCost(lab, work, sz)
-	if err != nil {
-		return err
+	brokerRows := ""
+	if selected(cfg.groups, "broker") {
+		var err error
+		if brokerRows, err = measureBroker(lab, work, cfg.quick); err != nil {
+			return err
+		}
 	}
-	brokerRows, err := measureBroker(lab, work, quick)
-	if err != nil {
-		return err
-	}
-	table := render(peers, results, sz, auditCost, quick, time.Since(start)) + brokerRows
+	table := render(peers, results, cfg, time.Since(start)) + brokerRows
 	fmt.Print(table)
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(cfg.out), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(out, []byte(table), 0o644)
+	return os.WriteFile(cfg.out, []byte(table), 0o644)
 }
 
 func machine() string {

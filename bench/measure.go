@@ -17,19 +17,8 @@ import (
 	"time"
 )
 
-// peerResult collects every round's figures for one peer.
-type peerResult struct {
-	p50c1, p99c1, p50c32, p99c32 []time.Duration
-	connectPhase                 []time.Duration
-	connsPerSec                  []float64
-	upMBs, downMBs               []float64
-	cpuPerGiB                    []float64 // proxy CPU seconds per GiB moved
-	cpuPerConn, kernelPerConn    []time.Duration
-	idleKiB                      []float64
-}
-
-// measure runs one round of every figure against p.
-func measure(l *lab, p peer, sz sizes, r *peerResult) error {
+// measure runs one round of the selected figures against p.
+func measure(l *lab, p peer, cfg config, r samples) error {
 	proxyAddr := ""
 	var cmd *exec.Cmd
 	if !p.direct() {
@@ -51,47 +40,52 @@ func measure(l *lab, p peer, sz sizes, r *peerResult) error {
 	if cmd != nil {
 		pid = cmd.Process.Pid
 	}
-	for _, c := range []int{1, 32} {
-		user0, sys0 := cpuTimes(pid)
-		lat, phase, elapsed, err := handshakes(l, p, proxyAddr, sz.handshakes, c)
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	if selected(cfg.groups, groupC1) {
+		lat, phase, _, err := handshakes(l, p, proxyAddr, cfg.handshakes, 1)
 		if err != nil {
 			return err
 		}
-		p50, p99 := percentile(lat, 50), percentile(lat, 99)
-		if c == 1 {
-			r.p50c1, r.p99c1 = append(r.p50c1, p50), append(r.p99c1, p99)
-			r.connectPhase = append(r.connectPhase, percentile(phase, 50))
-			if pid != 0 {
-				user, sys := cpuTimes(pid)
-				r.cpuPerConn = append(r.cpuPerConn, (user+sys-user0-sys0)/time.Duration(sz.handshakes))
-				r.kernelPerConn = append(r.kernelPerConn, (sys-sys0)/time.Duration(sz.handshakes))
-			}
-		} else {
-			r.p50c32, r.p99c32 = append(r.p50c32, p50), append(r.p99c32, p99)
-			r.connsPerSec = append(r.connsPerSec, float64(sz.handshakes)/elapsed.Seconds())
-		}
-	}
-	for _, source := range []bool{false, true} {
-		cpu0 := cpuTime(pid)
-		mbs, err := bulk(l, p, proxyAddr, sz.bulk, source)
-		if err != nil {
-			return err
-		}
-		if source {
-			r.downMBs = append(r.downMBs, mbs)
-		} else {
-			r.upMBs = append(r.upMBs, mbs)
-		}
+		r.add("p50c1", ms(percentile(lat, 50)))
+		r.add("p99c1", ms(percentile(lat, 99)))
 		if pid != 0 {
-			r.cpuPerGiB = append(r.cpuPerGiB, (cpuTime(pid)-cpu0).Seconds()/(float64(sz.bulk)/(1<<30)))
+			r.add("phase", ms(percentile(phase, 50)))
 		}
 	}
-	if pid != 0 {
-		kib, err := idleMemory(l, p, proxyAddr, pid, sz.idleTunnels)
+	if selected(cfg.groups, groupC32) {
+		user0, sys0 := cpuTimes(pid)
+		lat, _, elapsed, err := handshakes(l, p, proxyAddr, cfg.conns, 32)
 		if err != nil {
 			return err
 		}
-		r.idleKiB = append(r.idleKiB, kib)
+		r.add("p50c32", ms(percentile(lat, 50)))
+		r.add("p99c32", ms(percentile(lat, 99)))
+		r.add("cps", float64(cfg.conns)/elapsed.Seconds())
+		if pid != 0 {
+			user, sys := cpuTimes(pid)
+			r.add("cpuConn", float64(user+sys-user0-sys0)/1e3/float64(cfg.conns))
+			r.add("kernelConn", float64(sys-sys0)/1e3/float64(cfg.conns))
+		}
+	}
+	if selected(cfg.groups, groupBulk) {
+		for _, source := range []bool{false, true} {
+			cpu0 := cpuTime(pid)
+			mbs, err := bulk(l, p, proxyAddr, cfg.bulk, source)
+			if err != nil {
+				return err
+			}
+			r.add(map[bool]string{false: "up", true: "down"}[source], mbs)
+			if pid != 0 {
+				r.add("cpuGiB", (cpuTime(pid)-cpu0).Seconds()/(float64(cfg.bulk)/(1<<30)))
+			}
+		}
+	}
+	if pid != 0 && selected(cfg.groups, groupIdle) {
+		kib, err := idleMemory(l, p, proxyAddr, pid, cfg.idleTunnels)
+		if err != nil {
+			return err
+		}
+		r.add("idleKiB", kib)
 	}
 	return nil
 }
@@ -195,7 +189,9 @@ func bulk(l *lab, p peer, proxyAddr string, n int64, down bool) (float64, error)
 	}
 	defer c.Close()
 	start := time.Now()
-	c.Write(clientHello())
+	if err := helloExchange(c); err != nil {
+		return 0, err
+	}
 	binary.Write(c, binary.BigEndian, n)
 	if down {
 		if err := sink(c, n); err != nil {
@@ -227,7 +223,9 @@ func idleMemory(l *lab, p peer, proxyAddr string, pid, k int) (float64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("idle tunnel %d: %w", i, err)
 		}
-		c.Write(clientHello())
+		if err := helloExchange(c); err != nil {
+			return 0, fmt.Errorf("idle tunnel %d: %w", i, err)
+		}
 		binary.Write(c, binary.BigEndian, int64(0))
 		conns = append(conns, c)
 	}
@@ -235,34 +233,51 @@ func idleMemory(l *lab, p peer, proxyAddr string, pid, k int) (float64, error) {
 	return float64(rssKiB(pid)-before) / float64(k), nil
 }
 
-// measureAuditCost measures egressd's CPU per connection with its audit log
-// on a file and on /dev/null (the closest to off: every line is still
-// built and chained).
-func measureAuditCost(l *lab, work string, sz sizes) (map[string]time.Duration, error) {
+// auditPeer names the audit-sink results among the peers' results.
+const auditPeer = "egressd audit sinks"
+
+// measureAuditCost measures, in one round, egressd's CPU per connection
+// at c=32 with its audit log on a file and on /dev/null (the closest to
+// off: every line is still built and chained), one after the other.
+func measureAuditCost(l *lab, work string, cfg config, r samples) error {
 	bin := work + "/egressd"
-	out := map[string]time.Duration{}
 	for _, sink := range []string{work + "/audit-cost.log", "/dev/null"} {
 		addr := freeAddr()
 		cmd, err := startEgressd(l, work, bin, addr, sink, []uint16{l.tlsPort})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		waitListening(addr)
-		p := peer{name: "egressd", target: func(port uint16) string { return originHost + ":" + strconv.Itoa(int(port)) }, start: func(string) (*exec.Cmd, error) { return nil, nil }}
-		handshake(l, p, addr)
-		cpu0 := cpuTime(cmd.Process.Pid)
-		if _, _, _, err := handshakes(l, p, addr, sz.handshakes, 1); err != nil {
-			return nil, err
+		err = func() error {
+			defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+			if err := waitListening(addr); err != nil {
+				return err
+			}
+			p := egressdPeer()
+			if _, _, err := handshake(l, p, addr); err != nil {
+				return fmt.Errorf("warm-up: %w", err)
+			}
+			cpu0 := cpuTime(cmd.Process.Pid)
+			if _, _, _, err := handshakes(l, p, addr, cfg.conns, 32); err != nil {
+				return err
+			}
+			name := "file"
+			if sink == "/dev/null" {
+				name = "discarded"
+			}
+			r.add(name, float64(cpuTime(cmd.Process.Pid)-cpu0)/1e3/float64(cfg.conns))
+			return nil
+		}()
+		if err != nil {
+			return fmt.Errorf("audit to %s: %w", sink, err)
 		}
-		name := "file"
-		if sink == "/dev/null" {
-			name = "discarded"
-		}
-		out[name] = (cpuTime(cmd.Process.Pid) - cpu0) / time.Duration(sz.handshakes)
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
 	}
-	return out, nil
+	return nil
+}
+
+// egressdPeer addresses egressd by name, for measurements that start it
+// themselves.
+func egressdPeer() peer {
+	return peer{name: "egressd", target: func(port uint16) string { return originHost + ":" + strconv.Itoa(int(port)) }, start: func(string) (*exec.Cmd, error) { return nil, nil }}
 }
 
 var helloOnce = sync.OnceValue(func() []byte {
@@ -280,10 +295,18 @@ var helloOnce = sync.OnceValue(func() []byte {
 
 func clientHello() []byte { return helloOnce() }
 
+// helloExchange sends a real ClientHello and reads the raw origin's
+// serverHello back, as a TLS client would before sending more.
+func helloExchange(c net.Conn) error {
+	c.Write(clientHello())
+	_, err := io.ReadFull(c, make([]byte, len(serverHello)))
+	return err
+}
+
 // cpuTime is a process's user+system CPU time from /proc/PID/stat, which
 // counts every thread, exited ones included (tinyproxy's connection threads
-// exit), in 10 ms ticks: rounds of hundreds of connections keep the figure
-// within a few per cent.
+// exit), in 10 ms ticks: the thousands of connections of the c=32 step keep
+// a tick's share of the figure under 2 µs.
 func cpuTime(pid int) time.Duration {
 	user, sys := cpuTimes(pid)
 	return user + sys

@@ -73,6 +73,17 @@ func availablePeers(l *lab, work, only string) []peer {
 	return out
 }
 
+// baselinePeer is egressd from another binary, configured as the egressd
+// peer is, with its own audit file in the same folder.
+func baselinePeer(l *lab, work, bin string) peer {
+	p := egressdPeer()
+	p.name, p.note, p.reference = "baseline", "egressd built from "+bin+": the A/B reference for a change", true
+	p.start = func(addr string) (*exec.Cmd, error) {
+		return startEgressd(l, work, bin, addr, filepath.Join(work, "baseline-audit.log"), []uint16{l.tlsPort, l.sinkPort, l.srcPort})
+	}
+	return p
+}
+
 func buildGo(work, name, pkg string) string {
 	bin := filepath.Join(work, name)
 	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, pkg)
@@ -112,10 +123,15 @@ func startEgressd(l *lab, work, bin, addr, auditLog string, ports []uint16) (*ex
 		ps = append(ps, strconv.Itoa(int(p)))
 	}
 	cfg := filepath.Join(work, "egressd-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".yaml")
+	if auditLog == os.DevNull {
+		// egressd refuses a log path that is not a regular file; its
+		// stdout, which exec points at /dev/null, is the same sink.
+		auditLog = "-"
+	}
 	// Benchmark loads are far above the default per-integration limits.
 	os.WriteFile(cfg, []byte(`state_dir: `+cfg+`.state
 resolvers: ["`+l.dnsAddr+`"]
-audit: {path: `+auditLog+`, checkpoints: none}
+audit: {path: "`+auditLog+`", checkpoints: none}
 limits: {connections_per_second: 1000000, burst: 1000000, max_tunnels: 100000, max_handshakes: 100000}
 integrations:
   - manifest: `+dir+`

@@ -11,8 +11,8 @@ import (
 )
 
 // rawOrigin accepts connections, reads and drops the first TLS record (the
-// ClientHello egressd requires), then either discards everything (sink) or
-// streams zeros until the client closes (source).
+// ClientHello egressd requires), answers it, then either discards
+// everything (sink) or streams zeros until the client closes (source).
 func rawOrigin(b *testing.B, ip string, source bool) *net.TCPListener {
 	ln, err := net.Listen("tcp", ip+":0")
 	if err != nil {
@@ -32,6 +32,11 @@ func rawOrigin(b *testing.B, ip string, source bool) *net.TCPListener {
 					return
 				}
 				io.CopyN(io.Discard, c, int64(hdr[3])<<8|int64(hdr[4]))
+				// Answer as a TLS server would: egressd holds the
+				// client's next bytes until the server's first record.
+				if _, err := c.Write(benchServerHello); err != nil {
+					return
+				}
 				if source {
 					buf := make([]byte, 256<<10)
 					for {
@@ -95,6 +100,7 @@ func dialBench(b *testing.B, e *env, via string, ln *net.TCPListener) net.Conn {
 			b.Fatal(err)
 		}
 		c.Write(hello)
+		readServerHello(b, c)
 		return c
 	}
 	c, br, resp := e.rawConnect("CONNECT api.allowed.example:" + port + " HTTP/1.1\r\n\r\n")
@@ -103,7 +109,18 @@ func dialBench(b *testing.B, e *env, via string, ln *net.TCPListener) net.Conn {
 	}
 	c.SetDeadline(timeZero)
 	c.Write(hello)
+	readServerHello(b, br)
 	return c
+}
+
+// benchServerHello is the raw origin's answer to the ClientHello: a
+// handshake record holding a ServerHello that is not a retry request.
+var benchServerHello = []byte{recordTypeHandshake, 3, 3, 0, 4, handshakeTypeServerHello, 0, 0, 0}
+
+func readServerHello(b *testing.B, r io.Reader) {
+	if _, err := io.ReadFull(r, make([]byte, len(benchServerHello))); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // BenchmarkConnectTLSHandshake measures a new connection and TLS handshake,

@@ -127,3 +127,41 @@ func FuzzReadClientHello(f *testing.F) {
 		}
 	})
 }
+
+// maxHelloAllocs is what reading one ClientHello may allocate: the raw
+// bytes kept for the replay, and nothing per record or per extension
+// beyond them (the name's own string aside). Every CONNECT pays it.
+const maxHelloAllocs = 2
+
+// The ClientHello is read on every connection: one buffer for the bytes
+// replayed to the origin, not a copy per record, per header and per
+// reassembly, nor a map of extensions seen.
+func TestReadingAClientHelloAllocatesOnlyItsReplayBuffer(t *testing.T) {
+	for _, spec := range []helloSpec{
+		{names: []string{"api.allowed.example"}, extra: []uint16{10, 11, 13, 16, 23, 43, 45, 51}},
+		{names: []string{"api.allowed.example"}, splitAt: 40}, // two records: one reassembly more
+	} {
+		hello := buildHello(spec)
+		r := bytes.NewReader(hello)
+		br := bufio.NewReaderSize(r, 4096)
+		allocs := testing.AllocsPerRun(200, func() {
+			r.Reset(hello)
+			br.Reset(r)
+			if _, sni, err := ReadClientHello(br); err != nil || sni.String() != "api.allowed.example" {
+				t.Fatalf("ReadClientHello: %v %v", sni, err)
+			}
+		})
+		want := float64(maxHelloAllocs)
+		records := 1.0
+		if spec.splitAt != 0 {
+			want += 2 // raw grows once more, and the handshake is reassembled
+			records++
+		}
+		if raceEnabled {
+			want += records // the race detector moves each record's header to the heap
+		}
+		if allocs > want {
+			t.Errorf("split at %d: %.0f allocations per ClientHello, want at most %.0f", spec.splitAt, allocs, want)
+		}
+	}
+}

@@ -22,7 +22,7 @@ import (
 func Listen(ctx context.Context, addr string, peers policy.Peers, refused func(uid, gid uint32)) (net.Listener, error) {
 	path, isUnix := strings.CutPrefix(addr, "unix:")
 	if !isUnix {
-		var lc net.ListenConfig
+		lc := tcpListenConfig()
 		return lc.Listen(ctx, "tcp", addr)
 	}
 	if st, err := os.Lstat(path); err == nil && st.Mode()&os.ModeSocket != 0 {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"slices"
 
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/policy"
@@ -48,26 +49,33 @@ func helloErr(r policy.Reason, msg string) error { return &HelloError{Reason: r,
 // duplicated extensions, which parsers disagree on (not_tls).
 // The caller sets the read deadline.
 func ReadClientHello(br *bufio.Reader) (raw []byte, sni allowlist.Name, err error) {
-	var hs []byte // handshake bytes, reassembled
-	for {
-		hdr := make([]byte, tlsRecordHeaderLen)
-		if _, err := io.ReadFull(br, hdr); err != nil {
+	// raw is the one buffer kept: each record lands in it directly. hs, the
+	// handshake reassembled, is a view of raw's one record in the common
+	// case, and a copy only when the hello spans records.
+	var hs []byte
+	for records := 0; ; records++ {
+		hdr, err := readRecordHeader(br)
+		if err != nil {
 			return raw, sni, readErr(err, raw)
 		}
-		raw = append(raw, hdr...)
 		if hdr[0] != recordTypeHandshake || hdr[1] != 3 {
-			return raw, sni, helloErr(policy.NotTLS, "not a TLS handshake record")
+			return append(raw, hdr[:]...), sni, helloErr(policy.NotTLS, "not a TLS handshake record")
 		}
 		n := int(hdr[3])<<8 | int(hdr[4])
 		if n == 0 || len(hs)+n > maxHelloBytes {
-			return raw, sni, helloErr(policy.NotTLS, "handshake record of a size no ClientHello has")
+			return append(raw, hdr[:]...), sni, helloErr(policy.NotTLS, "handshake record of a size no ClientHello has")
 		}
-		body := make([]byte, n)
-		if _, err := io.ReadFull(br, body); err != nil {
-			return raw, sni, readErr(err, raw)
+		start := len(raw) + tlsRecordHeaderLen
+		raw = append(slices.Grow(raw, tlsRecordHeaderLen+n), hdr[:]...)
+		raw = raw[:start+n]
+		if _, err := io.ReadFull(br, raw[start:]); err != nil {
+			return raw[:start], sni, readErr(err, raw[:start])
 		}
-		raw = append(raw, body...)
-		hs = append(hs, body...)
+		if records == 0 {
+			hs = raw[start : start+n : start+n] // full: a later append copies
+		} else {
+			hs = append(hs, raw[start:]...)
+		}
 		if len(hs) < handshakeHeaderLen {
 			continue
 		}
@@ -86,6 +94,19 @@ func ReadClientHello(br *bufio.Reader) (raw []byte, sni allowlist.Name, err erro
 			return raw, sni, err
 		}
 	}
+}
+
+// readRecordHeader reads a record header into an array that stays on the
+// stack (io.ReadFull through the io.Reader interface would move it to the
+// heap, once per record of every connection).
+func readRecordHeader(br *bufio.Reader) (hdr [tlsRecordHeaderLen]byte, err error) {
+	b, err := br.Peek(tlsRecordHeaderLen)
+	copy(hdr[:], b)
+	br.Discard(len(b))
+	if err != nil && len(b) > 0 && errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF // as io.ReadFull says it: a header cut short
+	}
+	return hdr, err
 }
 
 func readErr(err error, raw []byte) error {
@@ -116,7 +137,7 @@ func parseClientHello(b []byte) (allowlist.Name, error) {
 	if !s.ReadUint16LengthPrefixed(&exts) || !s.Empty() {
 		return allowlist.Name{}, helloErr(policy.NotTLS, "malformed ClientHello extensions")
 	}
-	seen := make(map[uint16]bool, 24)
+	var seen extensionsSeen
 	var sni allowlist.Name
 	found := false
 	for !exts.Empty() {
@@ -125,10 +146,9 @@ func parseClientHello(b []byte) (allowlist.Name, error) {
 		if !exts.ReadUint16(&typ) || !exts.ReadUint16LengthPrefixed(&data) {
 			return allowlist.Name{}, helloErr(policy.NotTLS, "malformed extension")
 		}
-		if seen[typ] {
+		if !seen.add(typ) {
 			return allowlist.Name{}, helloErr(policy.NotTLS, "an extension appears twice (RFC 8446 §4.2 forbids it)")
 		}
-		seen[typ] = true
 		switch typ {
 		case extEncryptedClientHello, extLegacyESNI:
 			return allowlist.Name{}, helloErr(policy.ECHPresent, "Encrypted ClientHello or ESNI present")
@@ -144,6 +164,40 @@ func parseClientHello(b []byte) (allowlist.Name, error) {
 		return allowlist.Name{}, helloErr(policy.SNIMissing, "no server_name extension")
 	}
 	return sni, nil
+}
+
+// extensionsSeen is the set of extension types met so far: a list on the
+// stack for the twenty-odd a real hello has, a map past that, so a hostile
+// hello of thousands of extensions costs linear time, not quadratic.
+type extensionsSeen struct {
+	few  [32]uint16
+	n    int
+	many map[uint16]bool
+}
+
+// add records typ and reports whether it was new.
+func (s *extensionsSeen) add(typ uint16) bool {
+	if s.many != nil {
+		if s.many[typ] {
+			return false
+		}
+		s.many[typ] = true
+		return true
+	}
+	if slices.Contains(s.few[:s.n], typ) {
+		return false
+	}
+	if s.n < len(s.few) {
+		s.few[s.n] = typ
+		s.n++
+		return true
+	}
+	s.many = make(map[uint16]bool, 2*len(s.few))
+	for _, t := range s.few {
+		s.many[t] = true
+	}
+	s.many[typ] = true
+	return true
 }
 
 // parseServerName reads server_name_list (RFC 6066 §3): exactly one entry,

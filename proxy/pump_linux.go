@@ -77,7 +77,12 @@ func fill(src syscall.RawConn, cold bool) (*pipe, int, error) {
 	err := src.Read(func(fd uintptr) bool {
 		if cold {
 			cold = false
-			if !queuedOrClosed(int(fd)) {
+			ready, err := queuedOrClosed(int(fd))
+			if err != nil {
+				sysErr = err // the socket's pending error, which the peek took
+				return true
+			}
+			if !ready {
 				return false
 			}
 		}
@@ -109,15 +114,22 @@ func fill(src syscall.RawConn, cold bool) (*pipe, int, error) {
 	return p, n, err
 }
 
-// queuedOrClosed reports whether the socket has bytes queued, has closed
-// or has failed: anything a splice would not answer with EAGAIN.
-func queuedOrClosed(fd int) bool {
-	if n, err := unix.IoctlGetInt(fd, unix.SIOCINQ); err != nil || n > 0 {
-		return true
-	}
+// queuedOrClosed reports whether the socket has bytes queued or has
+// closed: anything a splice would not answer with EAGAIN. One peek
+// answers both; asking SIOCINQ first cost a second system call whenever
+// nothing was queued, which for a fresh tunnel is the rule. A failed
+// socket (a reset) is returned as the error: the peek takes the socket's
+// pending error, so the splice after it would see only an end of file.
+func queuedOrClosed(fd int) (bool, error) {
 	var b [1]byte
 	_, _, err := unix.Recvfrom(fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-	return err != unix.EAGAIN && err != unix.EINTR // a peeked byte, the close (0) or an error
+	switch err {
+	case nil:
+		return true, nil // a peeked byte, or the close (0)
+	case unix.EAGAIN, unix.EINTR:
+		return false, nil
+	}
+	return true, err
 }
 
 // drain splices the n bytes in p into dst, waiting in the poller while

@@ -2,12 +2,16 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"os"
 	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // tcpPair returns both ends of a loopback TCP connection.
@@ -95,4 +99,98 @@ func TestIdlePumpsHoldNoPipes(t *testing.T) {
 		runtime.GC() // the pool keeps spares across one collection
 		return pipeFDs(t) <= before
 	})
+}
+
+// refuseIoctlOnThisThread makes every ioctl(2) of the calling thread fail
+// with EPERM (a seccomp filter, which binds this thread alone). The caller
+// holds runtime.LockOSThread and never unlocks: the thread then exits with
+// its goroutine, filter and all.
+func refuseIoctlOnThisThread(t *testing.T) {
+	t.Helper()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	filter := []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0}, // seccomp_data.nr
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.SYS_IOCTL, Jt: 0, Jf: 1},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if _, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
+		t.Fatalf("seccomp: %v", errno)
+	}
+	if _, err := unix.IoctlGetInt(0, unix.SIOCINQ); err != unix.EPERM {
+		t.Fatalf("the filter does not hold: ioctl gave %v", err)
+	}
+}
+
+// A cold tunnel (nothing moved yet) is asked once whether its socket has
+// anything queued or has closed: a peek answers both, so no ioctl(2) is
+// spent first, on both directions of every connection. The answer stays
+// right in each of the three states.
+func TestAColdSocketIsAskedOnceWithoutIoctl(t *testing.T) {
+	idleFar, idle := tcpPair(t)
+	queuedFar, queued := tcpPair(t)
+	closedFar, closed := tcpPair(t)
+	queuedFar.Write([]byte("x"))
+	closedFar.Close()
+	waitQueued(t, queued, 1)
+	fd := func(c *net.TCPConn) int {
+		raw, _ := c.SyscallConn()
+		var n int
+		raw.Control(func(f uintptr) { n = int(f) })
+		return n
+	}
+	// The closed side's FIN has arrived when a peek says so.
+	for buf := make([]byte, 1); ; runtime.Gosched() {
+		if n, _, err := unix.Recvfrom(fd(closed), buf, unix.MSG_PEEK|unix.MSG_DONTWAIT); n == 0 && err == nil {
+			break
+		}
+	}
+	done := make(chan [3]bool)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the filtered thread exits with this goroutine
+		refuseIoctlOnThisThread(t)
+		var got [3]bool
+		for i, c := range []*net.TCPConn{idle, queued, closed} {
+			ready, err := queuedOrClosed(fd(c))
+			got[i] = ready && err == nil
+		}
+		done <- got
+	}()
+	got := <-done
+	if got != [3]bool{false, true, true} {
+		t.Fatalf("with ioctl refused: idle, queued, closed judged %v, want [false true true]", got)
+	}
+	_ = idleFar
+}
+
+// A reset that arrives while nothing is queued is the pending socket
+// error, which the first call to look at the socket takes: a cold pump's
+// peek must hand it on, or the splice after it finds a plain end of file
+// and the tunnel is half-closed, as if the peer had finished, instead of
+// torn down with the reset.
+func TestAResetWithNothingQueuedEndsTheColdPumpWithTheReset(t *testing.T) {
+	far, src := tcpPair(t)
+	dst, _ := tcpPair(t)
+	far.SetLinger(0)
+	far.Close() // a reset
+	raw, _ := src.SyscallConn()
+	for { // until the reset has arrived: TCP_INFO reads the state without taking the error
+		var state uint8
+		raw.Control(func(fd uintptr) {
+			if info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
+				state = info.State
+			}
+		})
+		if state == unix.BPF_TCP_CLOSE {
+			break
+		}
+		runtime.Gosched()
+	}
+	n, err := pump(dst, src)
+	if n != 0 || !errors.Is(err, unix.ECONNRESET) {
+		t.Fatalf("pump from a reset socket: %d bytes, %v; want 0 and the reset", n, err)
+	}
 }

@@ -40,11 +40,13 @@ type halfCloser interface{ CloseWrite() error }
 // handshake guard forwards the ClientHello and what it checked), then
 // splices both ways until both sides are done. up counts client→origin bytes, down origin→client.
 func (t *tunnel) run(replay []byte) (up, down int64) {
-	n, err := t.upstream.Write(replay)
-	up = int64(n)
-	if err != nil {
-		t.abort()
-		return up, 0
+	if len(replay) > 0 { // usually empty: Go would still make the write(2)
+		n, err := t.upstream.Write(replay)
+		up = int64(n)
+		if err != nil {
+			t.abort()
+			return up, 0
+		}
 	}
 	done := make(chan int64, 1)
 	go func() {

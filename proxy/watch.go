@@ -207,7 +207,7 @@ func contentSum(path string) string {
 // poll period, so a change made where no watch could see it (a folder
 // above the watched ones swapped) is picked up within that period.
 type Watcher struct {
-	fw      *fsnotify.Watcher
+	fw      *folderWatch
 	current func() WatchSet
 	set     WatchSet
 	print   string
@@ -222,7 +222,7 @@ const watchPoll = 10 * time.Second
 // NewWatcher starts watching the folders of current(). current is asked
 // again after each reload, since a reload can add integrations.
 func NewWatcher(current func() WatchSet, settle time.Duration) (*Watcher, error) {
-	fw, err := fsnotify.NewWatcher()
+	fw, err := newFolderWatch()
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +255,7 @@ func (w *Watcher) Run(ctx context.Context, reload func()) {
 		select {
 		case <-ctx.Done():
 			return
-		case ev, ok := <-w.fw.Events:
+		case ev, ok := <-w.fw.Events():
 			if !ok {
 				return
 			}
@@ -266,7 +266,7 @@ func (w *Watcher) Run(ctx context.Context, reload func()) {
 			w.check(reload)
 		case <-poll.C:
 			w.check(reload)
-		case <-w.fw.Errors:
+		case <-w.fw.Errors():
 		}
 	}
 }

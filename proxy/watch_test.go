@@ -81,3 +81,67 @@ func TestWatchReloadsOnAnEditorsRenameAndANewFolder(t *testing.T) {
 	default:
 	}
 }
+
+// The README allows an audit log beside the config file. egressd holds it
+// open and writes it once per audited line, twice per connection: the
+// watcher must not wake for those writes (with fsnotify, which always asks
+// for IN_MODIFY, every line was an event to read and judge), and must
+// still see the config edited in place.
+func TestWatchSleepsThroughAuditLinesWrittenBesideTheConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "egressd.yaml")
+	os.WriteFile(cfg, []byte("a: 1\n"), 0o600)
+	audit, err := os.OpenFile(filepath.Join(dir, "audit.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer audit.Close()
+	w, err := NewWatcher(func() WatchSet { return WatchSetFor(nil, nil, cfg) }, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for range 100 {
+		audit.Write([]byte(`{"event":"connect"}` + "\n"))
+	}
+	os.WriteFile(cfg, []byte("a: 2\n"), 0o600) // an edit in place, after the lines: inotify keeps the order
+	for {
+		select {
+		case ev := <-w.fw.Events():
+			if ev.Name != cfg {
+				t.Fatalf("woken by %s (%v) before the config edit", ev.Name, ev.Op)
+			}
+			if !w.set.relevant(ev.Name, ev.Op) {
+				t.Fatalf("the config edit (%v) is not relevant", ev.Op)
+			}
+			return
+		case <-time.After(10 * time.Second):
+			t.Fatal("the config edited in place was not seen")
+		}
+	}
+}
+
+// Every reload test and every egressd serve makes a Watcher; closing it
+// must end its reader, or each one leaks a goroutine and an inotify
+// descriptor blocked in read(2).
+func TestAClosedWatcherLetsGoOfItsInotify(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "egressd.yaml")
+	os.WriteFile(cfg, []byte("a: 1\n"), 0o600)
+	w, err := NewWatcher(func() WatchSet { return WatchSetFor(nil, nil, cfg) }, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case _, open := <-w.fw.Events():
+			if !open {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the watcher's reader is still running after Close")
+		}
+	}
+}
