@@ -27,6 +27,12 @@ type CA struct {
 // NewEphemeralCA generates a fresh CA valid for lifetime (plus an hour of
 // clock skew before now). Its key never leaves the process.
 func NewEphemeralCA(lifetime time.Duration) (*CA, error) {
+	return newEphemeralCA(lifetime, nil)
+}
+
+// newEphemeralCA makes a CA with the fields every egressd CA has, then lets
+// constraints (nil: none) narrow what it may sign.
+func newEphemeralCA(lifetime time.Duration, constraints func(*x509.Certificate)) (*CA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("broker CA: %w", err)
@@ -46,6 +52,9 @@ func NewEphemeralCA(lifetime time.Duration) (*CA, error) {
 		IsCA:                  true,
 		MaxPathLen:            0,
 		MaxPathLenZero:        true,
+	}
+	if constraints != nil {
+		constraints(tmpl)
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {

@@ -1,14 +1,8 @@
 package broker
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"fmt"
 	"net"
 	"strings"
 	"time"
@@ -32,36 +26,9 @@ func NewEphemeralCAFor(lifetime time.Duration, hosts []string) (*CA, error) {
 			permitted = append(permitted, h)
 		}
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("broker CA: %w", err)
-	}
-	serial, err := randomSerial()
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:                serial,
-		Subject:                     pkix.Name{CommonName: "egressd ephemeral broker CA", Organization: []string{"egressd"}},
-		NotBefore:                   now.Add(-time.Hour),
-		NotAfter:                    now.Add(lifetime),
-		KeyUsage:                    x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid:       true,
-		IsCA:                        true,
-		MaxPathLen:                  0,
-		MaxPathLenZero:              true,
-		PermittedDNSDomainsCritical: true,
-		PermittedDNSDomains:         permitted,
-		ExcludedIPRanges:            []*net.IPNet{{IP: net.IPv4zero, Mask: net.CIDRMask(0, 32)}, {IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return nil, fmt.Errorf("broker CA: %w", err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("broker CA: %w", err)
-	}
-	return &CA{cert: cert, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), key: key}, nil
+	return newEphemeralCA(lifetime, func(tmpl *x509.Certificate) {
+		tmpl.PermittedDNSDomainsCritical = true
+		tmpl.PermittedDNSDomains = permitted
+		tmpl.ExcludedIPRanges = []*net.IPNet{{IP: net.IPv4zero, Mask: net.CIDRMask(0, 32)}, {IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}}
+	})
 }
