@@ -37,9 +37,10 @@ func DefaultMaxConnections(nofile uint64) int {
 	return int(max(spare/2, least))
 }
 
-// nofileLimit is this process's RLIMIT_NOFILE (the Go runtime raises the
-// soft limit to the hard one at start).
-func nofileLimit() uint64 {
+// NofileLimit is this process's RLIMIT_NOFILE (the Go runtime raises the
+// soft limit to the hard one at start): what DefaultMaxConnections is given
+// and what the pipe budget is taken from, so the two agree.
+func NofileLimit() uint64 {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		return 1024

@@ -254,7 +254,7 @@ var (
 	pipesOpen atomic.Int64 // in use, pooled, or dropped by the pool and not yet collected
 	// pipeBudget is how many pipes may be open at once, from RLIMIT_NOFILE
 	// as DefaultMaxConnections counts it.
-	pipeBudget = sync.OnceValue(func() int64 { return int64(pipesFor(nofileLimit())) })
+	pipeBudget = sync.OnceValue(func() int64 { return int64(pipesFor(NofileLimit())) })
 )
 
 // errNoPipe means every pipe of the budget is open.
