@@ -43,7 +43,24 @@ func CheckConfig(cfg Config) (errs, warns []string) {
 			}
 		}
 	}
+	if msg := SharedCapWarning(cfg, cfg.Limits.MaxConnections); cfg.Limits.MaxConnections > 0 && msg != "" {
+		warns = append(warns, "limits: "+msg)
+	}
 	return errs, warns
+}
+
+// SharedCapWarning says when the integrations' own bounds add up to more
+// than the global cap of maxConns connections: one integration's flood
+// could then reach the cap and refuse another's connections. Each
+// connection counts once, whatever descriptors its tunnel holds: egressd
+// derives the cap from RLIMIT_NOFILE after setting aside its splice pipes
+// and a reserve. "" when they fit.
+func SharedCapWarning(cfg Config, maxConns int) string {
+	per := int64(cfg.Limits.MaxHandshakes + cfg.Limits.MaxTunnels)
+	if maxConns <= 0 || per*int64(len(cfg.Integrations)) <= int64(maxConns) {
+		return ""
+	}
+	return fmt.Sprintf("%d integrations × (limits.max_handshakes %d + limits.max_tunnels %d) exceed the global cap of %d connections: one integration's flood can refuse another's connections; lower the per-integration limits", len(cfg.Integrations), cfg.Limits.MaxHandshakes, cfg.Limits.MaxTunnels, maxConns)
 }
 
 // listenKey normalises a listener so two spellings of one socket compare

@@ -1,10 +1,10 @@
 package proxy
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,11 +32,12 @@ func AdminHandler(ready func() (bool, string), reg *prometheus.Registry) http.Ha
 
 // The admin endpoint's own reserve. In a pod the integration can reach it,
 // so it must stay up whatever the integration does to it or to its own
-// listener: it holds at most adminMaxConns connections, and a new one
-// evicts the longest-waiting connection that has not sent its request, so
-// idle sockets cannot lock a probe out; request heads are small and must
-// arrive quickly. Its descriptors are outside the Gate, which stops proxy
-// connections well below RLIMIT_NOFILE.
+// listener: it holds at most adminMaxConns connections, request heads are
+// small and must arrive quickly, and a newcomer past the cap evicts a
+// connection that is not a request being answered (see idleQueue.victim),
+// so neither idle sockets nor a churn of them can lock a probe out. Its
+// descriptors are outside the Gate, which stops proxy connections well
+// below RLIMIT_NOFILE.
 const (
 	adminMaxConns      = 32
 	adminHeaderTimeout = 2 * time.Second
@@ -51,14 +52,11 @@ func ServeAdmin(ln net.Listener, h http.Handler) error { return serveAdmin(ln, h
 func serveAdmin(ln net.Listener, h http.Handler, onState func(net.Conn, http.ConnState)) error {
 	q := &idleQueue{}
 	srv := &http.Server{
-		Handler:           q.serving(h),
+		Handler:           h,
 		ReadHeaderTimeout: adminHeaderTimeout,
 		ReadTimeout:       adminHeaderTimeout,
 		WriteTimeout:      10 * time.Second,
 		MaxHeaderBytes:    adminMaxHeader,
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return context.WithValue(ctx, adminConnKey{}, c)
-		},
 		ConnState: func(c net.Conn, st http.ConnState) {
 			q.track(c, st)
 			if onState != nil {
@@ -74,85 +72,102 @@ func serveAdmin(ln net.Listener, h http.Handler, onState func(net.Conn, http.Con
 	return err
 }
 
-// idleQueue knows the admin connections open: those still waiting for
-// their request, and those being served, each oldest first. A connection
-// waits until its request head is complete and the handler runs, not
-// merely until its first byte (net/http's StateActive): a client that
-// drips a byte at a time is idle as far as the reserve is concerned, and
-// is evicted first. When every slot is serving, the connection served
-// longest goes: the admin answers are small and written at once, so a
-// connection still being served is one whose client does not read (a
-// slow reader of /metrics would otherwise hold its slot for the write
-// timeout).
+// idleQueue knows the admin connections open, in the order they were
+// admitted, and picks which one a newcomer evicts when all slots are taken.
 type idleQueue struct {
-	mu      sync.Mutex
-	open    map[net.Conn]bool
-	waiting []net.Conn
-	served  []net.Conn
-}
-
-// adminConnKey carries a request's connection in its context, so the
-// handler can tell the queue the request is complete.
-type adminConnKey struct{}
-
-// serving wraps h so a connection moves from waiting to served once its
-// request has been read whole.
-func (q *idleQueue) serving(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c, ok := r.Context().Value(adminConnKey{}).(net.Conn); ok {
-			q.mu.Lock()
-			if q.open[c] {
-				q.waiting = without(q.waiting, c)
-				q.served = append(q.served, c)
-			}
-			q.mu.Unlock()
-		}
-		h.ServeHTTP(w, r)
-	})
+	mu       sync.Mutex
+	open     []*adminConn
+	admitted atomic.Uint64 // connections admitted so far
 }
 
 func (q *idleQueue) track(c net.Conn, st http.ConnState) {
+	if st != http.StateClosed && st != http.StateHijacked {
+		return
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if st == http.StateClosed || st == http.StateHijacked {
-		q.waiting, q.served = without(q.waiting, c), without(q.served, c)
-		delete(q.open, c)
-	}
-}
-
-func without(list []net.Conn, c net.Conn) []net.Conn {
-	for i, w := range list {
-		if w == c {
-			return append(list[:i], list[i+1:]...)
+	for i, o := range q.open {
+		if o == c {
+			q.open = append(q.open[:i], q.open[i+1:]...)
+			return
 		}
 	}
-	return list
 }
 
-// admit counts c in. When full, it evicts the oldest waiting connection,
-// or else the one served longest.
-func (q *idleQueue) admit(c net.Conn) bool {
+// admit counts c in, evicting a victim when full; false when every slot
+// holds a request being answered.
+func (q *idleQueue) admit(c *adminConn) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.open == nil {
-		q.open = map[net.Conn]bool{}
-	}
+	now := q.admitted.Add(1)
 	if len(q.open) >= adminMaxConns {
-		var victim net.Conn
-		switch {
-		case len(q.waiting) > 0:
-			victim, q.waiting = q.waiting[0], q.waiting[1:]
-		case len(q.served) > 0:
-			victim, q.served = q.served[0], q.served[1:]
-		default:
+		i := q.victim(now)
+		if i < 0 {
 			return false
 		}
-		victim.Close()
-		delete(q.open, victim)
+		q.open[i].Conn.Close()
+		q.open = append(q.open[:i], q.open[i+1:]...)
 	}
-	q.open[c] = true
-	q.waiting = append(q.waiting, c)
+	q.open = append(q.open, c)
 	return true
+}
+
+// victim returns the index of the connection a newcomer evicts, or -1.
+// First one that has sent no byte (nothing read, nothing queued in the
+// kernel), oldest first: a churn of silent sockets only ever evicts its
+// own. Then one whose request head is incomplete, oldest first: a client
+// that drips its head loses to one that sent it. Then one stuck writing an
+// answer its client does not read (a write begun before the previous
+// newcomer came and not finished): a slow reader of /metrics would
+// otherwise hold its slot for the write timeout. A connection whose head
+// arrived, and whose answer is being made or was written at once, is
+// never evicted: a probe always gets its answer.
+func (q *idleQueue) victim(now uint64) int {
+	for _, evictable := range []func(*adminConn) bool{
+		func(c *adminConn) bool { return !c.sent.Load() && !bytesQueued(c.Conn) },
+		func(c *adminConn) bool { return !c.head.Load() },
+		func(c *adminConn) bool { w := c.writingSince.Load(); return w != 0 && w < now-1 },
+	} {
+		for i, c := range q.open {
+			if evictable(c) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// adminConn is an admin connection as the reserve judges it: whether a
+// byte has been read from it, whether the blank line that ends a request
+// head has, and since which admission a write to it has been under way.
+type adminConn struct {
+	net.Conn
+	q            *idleQueue
+	sent, head   atomic.Bool
+	writingSince atomic.Uint64 // q.admitted when the write under way began; 0: none
+	last         [2]byte       // the last bytes read; Read is never called concurrently
+}
+
+func (c *adminConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.head.Load() {
+		c.sent.Store(true)
+		for _, b := range p[:n] {
+			// net/textproto ends a head at an empty line, CRLF or bare LF.
+			if b == '\n' && (c.last[1] == '\n' || c.last == [2]byte{'\n', '\r'}) {
+				c.head.Store(true)
+				break
+			}
+			c.last = [2]byte{c.last[1], b}
+		}
+	}
+	return n, err
+}
+
+func (c *adminConn) Write(p []byte) (int, error) {
+	c.writingSince.Store(c.q.admitted.Load())
+	defer c.writingSince.Store(0)
+	return c.Conn.Write(p)
 }
 
 type evictingListener struct {
@@ -166,8 +181,9 @@ func (l evictingListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l.q.admit(c) {
-			return c, nil
+		ac := &adminConn{Conn: c, q: l.q}
+		if l.q.admit(ac) {
+			return ac, nil
 		}
 		c.Close()
 	}

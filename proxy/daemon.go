@@ -132,14 +132,12 @@ func (d *Daemon) warnWritableManifests(cfg policy.Config) {
 }
 
 // warnSharedCap warns when the integrations' own bounds add up to more than
-// the global cap: one integration's flood could then reach the cap and
-// refuse another's connections.
+// the global cap (policy.SharedCapWarning).
 func (d *Daemon) warnSharedCap(cfg policy.Config) {
-	per := int64(cfg.Limits.MaxHandshakes + cfg.Limits.MaxTunnels)
-	if d.Gate == nil || per*int64(len(cfg.Integrations)) <= d.Gate.Max() {
+	msg := policy.SharedCapWarning(cfg, int(d.Gate.Max()))
+	if msg == "" {
 		return
 	}
-	msg := fmt.Sprintf("%d integrations × (limits.max_handshakes %d + limits.max_tunnels %d) exceed the global cap of %d connections: one integration's flood can refuse another's connections; lower the per-integration limits", len(cfg.Integrations), cfg.Limits.MaxHandshakes, cfg.Limits.MaxTunnels, d.Gate.Max())
 	if d.Warn != nil {
 		d.Warn(msg)
 	}
@@ -465,16 +463,6 @@ func sortedPairs(m map[[2]string]bool) [][2]string {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0]+"\x00"+out[i][1] < out[j][0]+"\x00"+out[j][1] })
 	return out
-}
-
-// DefaultMaxConnections derives the global cap from the descriptor limit:
-// each tunnel holds two fds, and some are kept for listeners, DNS and logs.
-func DefaultMaxConnections(nofile uint64) int {
-	const reserve = 64
-	if nofile <= 2*reserve {
-		return 16
-	}
-	return int((nofile - reserve) / 2)
 }
 
 // NewPromRegistry returns a Prometheus registry with the Go and process

@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"errors"
 	"io"
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -23,8 +25,15 @@ import (
 // the socket, never by having been woken, so the edge-triggered netpoller
 // cannot lose a FIN that arrived with the last bytes.
 //
+// Pipes are descriptors and pinned memory (two fds and up to 1 MiB each),
+// and a tunnel whose peers do not read holds one per direction for as long
+// as they do not: pipes open are bounded (pipeBudget), and a direction
+// that finds the budget spent moves its burst through a user-space buffer
+// instead (copyBurst), so a stuck tunnel costs its two sockets and at most
+// two small buffers, whatever the number of tunnels.
+//
 // Both connections stay raw *net.TCPConn or *net.UnixConn; nothing wraps
-// them, and the byte count is what splice moved.
+// them, and the byte count is what splice (or the copy) moved.
 func pump(dst, src net.Conn) (int64, error) {
 	in, out := rawConn(src), rawConn(dst)
 	if in == nil || out == nil {
@@ -33,6 +42,14 @@ func pump(dst, src net.Conn) (int64, error) {
 	var total int64
 	for cold := true; ; cold = false {
 		p, n, err := fill(in, cold)
+		if err == errNoPipe {
+			written, err := copyBurst(out, in)
+			total += int64(written)
+			if err != nil || written == 0 { // 0: src closed its side
+				return total, err
+			}
+			continue
+		}
 		if err != nil || n == 0 { // n == 0: src closed its side
 			return total, err
 		}
@@ -88,7 +105,7 @@ func fill(src syscall.RawConn, cold bool) (*pipe, int, error) {
 		}
 		if p == nil {
 			if p, sysErr = getPipe(); sysErr != nil {
-				return true
+				return true // errNoPipe: bytes are queued, the caller copies them
 			}
 		}
 		for {
@@ -145,6 +162,7 @@ func (p *pipe) drain(dst syscall.RawConn, n int) (int, error) {
 				written += m
 			case err == unix.EINTR:
 			case err == unix.EAGAIN:
+				waitingFor(int(fd))
 				return false
 			default:
 				sysErr = err
@@ -167,20 +185,104 @@ func splice(from, to, max int) (int, error) {
 	return int(n), err
 }
 
+// copyBurst moves what src has queued to dst through a user-space buffer,
+// waiting in the poller while dst is full. It returns 0 when src closed.
+func copyBurst(dst, src syscall.RawConn) (int, error) {
+	buf := copyBufs.Get().(*[copyBufSize]byte)
+	defer copyBufs.Put(buf)
+	n, err := rawRead(src, buf[:])
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	written := 0
+	var sysErr error
+	err = dst.Write(func(fd uintptr) bool {
+		for written < n {
+			m, err := unix.Write(int(fd), buf[written:n])
+			switch {
+			case m > 0:
+				written += m
+			case err == unix.EINTR:
+			case err == unix.EAGAIN:
+				waitingFor(int(fd))
+				return false
+			default:
+				sysErr = err
+				return true
+			}
+		}
+		return true
+	})
+	if err == nil {
+		err = sysErr
+	}
+	return written, err
+}
+
+// rawRead reads what src has queued, waiting in the poller until it has
+// some or has closed (0).
+func rawRead(src syscall.RawConn, buf []byte) (int, error) {
+	var n int
+	var sysErr error
+	err := src.Read(func(fd uintptr) bool {
+		for {
+			n, sysErr = unix.Read(int(fd), buf)
+			if sysErr != unix.EINTR {
+				break
+			}
+		}
+		return sysErr != unix.EAGAIN
+	})
+	if err == nil {
+		err = sysErr
+	}
+	return max(n, 0), err
+}
+
+// copyBufSize is copyBurst's buffer: what a stuck direction pins instead
+// of a pipe.
+const copyBufSize = 32 << 10
+
+var copyBufs = sync.Pool{New: func() any { return new([copyBufSize]byte) }}
+
+// waitingOn, if set, is told each time a direction waits for its
+// destination (fd) to take bytes: back-pressure. Tests wait on it.
+var waitingOn atomic.Pointer[func(fd int)]
+
+func waitingFor(fd int) {
+	if f := waitingOn.Load(); f != nil {
+		(*f)(fd)
+	}
+}
+
 // pipe is a pipe pair for splicing; pipes holds the empty ones.
 type pipe struct {
 	r, w    int
 	cleanup runtime.Cleanup
 }
 
-var pipes sync.Pool
+var (
+	pipes     sync.Pool
+	pipesOpen atomic.Int64 // in use, pooled, or dropped by the pool and not yet collected
+	// pipeBudget is how many pipes may be open at once, from RLIMIT_NOFILE
+	// as DefaultMaxConnections counts it.
+	pipeBudget = sync.OnceValue(func() int64 { return int64(pipesFor(NofileLimit())) })
+)
+
+// errNoPipe means every pipe of the budget is open.
+var errNoPipe = errors.New("splice pipe budget spent")
 
 func getPipe() (*pipe, error) {
 	if p, ok := pipes.Get().(*pipe); ok {
 		return p, nil
 	}
+	if pipesOpen.Add(1) > pipeBudget() {
+		pipesOpen.Add(-1)
+		return nil, errNoPipe
+	}
 	var fds [2]int
 	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		pipesOpen.Add(-1)
 		return nil, err
 	}
 	// A 1 MiB pipe (the default pipe-max-size) moves a fast transfer in
@@ -189,14 +291,19 @@ func getPipe() (*pipe, error) {
 	unix.FcntlInt(uintptr(fds[0]), unix.F_SETPIPE_SZ, maxSplice)
 	p := &pipe{r: fds[0], w: fds[1]}
 	// The pool drops idle pipes at garbage collection; close their fds then.
-	p.cleanup = runtime.AddCleanup(p, func(fds [2]int) { unix.Close(fds[0]); unix.Close(fds[1]) }, fds)
+	p.cleanup = runtime.AddCleanup(p, closePipe, fds)
 	return p, nil
+}
+
+func closePipe(fds [2]int) {
+	unix.Close(fds[0])
+	unix.Close(fds[1])
+	pipesOpen.Add(-1)
 }
 
 // close discards a pipe that may hold bytes, instead of pooling it.
 func (p *pipe) close() {
 	p.cleanup.Stop()
-	unix.Close(p.r)
-	unix.Close(p.w)
+	closePipe([2]int{p.r, p.w})
 	p.r, p.w = -1, -1
 }

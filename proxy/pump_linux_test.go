@@ -192,5 +192,42 @@ func TestAResetWithNothingQueuedEndsTheColdPumpWithTheReset(t *testing.T) {
 	n, err := pump(dst, src)
 	if n != 0 || !errors.Is(err, unix.ECONNRESET) {
 		t.Fatalf("pump from a reset socket: %d bytes, %v; want 0 and the reset", n, err)
+
+	}
+}
+
+// With every pipe of the budget open, a direction copies through a
+// user-space buffer: every byte still arrives, and so does the FIN.
+func TestPumpPastThePipeBudgetDeliversEveryByteAndTheFIN(t *testing.T) {
+	budget := pipeBudget
+	pipeBudget = func() int64 { return 0 }
+	t.Cleanup(func() { pipeBudget = budget })
+	runtime.GC() // empty the pool: pooled pipes are spent budget too
+	runtime.GC()
+	opened := pipesOpen.Load()
+	for _, size := range []int{1, 1 << 10, 3 << 20} {
+		writer, src := tcpPair(t)
+		dst, reader := tcpPair(t)
+		payload := bytes.Repeat([]byte("egressd"), size/7+1)[:size]
+		done := make(chan int64, 1)
+		go func() {
+			n, err := pump(dst, src)
+			if err != nil {
+				t.Errorf("pump: %v", err)
+			}
+			dst.CloseWrite()
+			done <- n
+		}()
+		go func() { writer.Write(payload); writer.CloseWrite() }()
+		got, err := io.ReadAll(reader)
+		if err != nil || !bytes.Equal(got, payload) {
+			t.Fatalf("size %d: got %d bytes (%v), want %d", size, len(got), err, size)
+		}
+		if n := <-done; n != int64(size) {
+			t.Fatalf("size %d: pump counted %d", size, n)
+		}
+	}
+	if now := pipesOpen.Load(); now > opened {
+		t.Fatalf("%d pipes opened past a budget of 0", now-opened)
 	}
 }

@@ -16,8 +16,9 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// Answer is what a name resolved to: every A and AAAA address (A first,
-// which is the dial order), and the CNAME chain followed to get there.
+// Answer is what a name resolved to: the first maxAddrsPerFamily A and
+// AAAA addresses, in the answer's order (A first, which is the dial order),
+// and the CNAME chain followed to get there.
 type Answer struct {
 	Addrs  []netip.Addr
 	CNAMEs []string
@@ -73,6 +74,11 @@ const (
 	cacheEntries = 1024
 	maxCNAMEs    = 8
 	ednsSize     = 1232
+	// maxAddrsPerFamily bounds what one answer costs: every address used is
+	// checked on every CONNECT (a kernel route lookup each), and a hostile
+	// zone can put thousands of records, TTL 0, in one answer over TCP.
+	// Records past it are ignored: never checked, never dialled.
+	maxAddrsPerFamily = 16
 )
 
 // NewResolver returns a Resolver with a bounded cache.
@@ -261,7 +267,7 @@ func followChain(resp *dns.Msg, name allowlist.Name, qtype uint16) ([]netip.Addr
 			}
 		}
 		if len(addrs) > 0 || next == "" {
-			return addrs, chain, ttl, nil
+			return addrs[:min(len(addrs), maxAddrsPerFamily)], chain, ttl, nil
 		}
 		if depth == maxCNAMEs {
 			return nil, nil, 0, fmt.Errorf("%s: CNAME chain longer than %d", name, maxCNAMEs)

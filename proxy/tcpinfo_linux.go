@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,4 +23,21 @@ func trafficCounters(c *net.TCPConn) (sent, received uint64, ok bool) {
 		return 0, 0, false
 	}
 	return info.Bytes_acked, info.Bytes_received, true
+}
+
+// bytesQueued reports whether c's receive queue holds bytes not yet read:
+// a client whose request is in the kernel has sent it, whether or not
+// net/http has read it yet.
+func bytesQueued(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	n := 0
+	rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
+	return n > 0
 }

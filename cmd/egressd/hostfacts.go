@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"net"
-	"syscall"
 
 	"github.com/miekg/dns"
 )
@@ -19,12 +18,4 @@ func systemResolvers() ([]string, error) {
 		out = append(out, net.JoinHostPort(s, cc.Port))
 	}
 	return out, nil
-}
-
-func nofileLimit() uint64 {
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
-		return 1024
-	}
-	return rl.Cur
 }

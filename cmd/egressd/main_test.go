@@ -146,3 +146,20 @@ func mustAbs(t *testing.T, p string) string {
 	}
 	return a
 }
+
+// TestCheckConfigWarnsWhenOneIntegrationCanFillTheGlobalCap: serve warned
+// at start when the integrations' own caps add up past
+// limits.max_connections, but check --config said nothing.
+func TestCheckConfigWarnsWhenOneIntegrationCanFillTheGlobalCap(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "a"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "b"), 0o755)
+	os.WriteFile(filepath.Join(dir, "b", "manifest.json"), weatherManifest("1.0.0", `"b.example.com"`), 0o644)
+	os.WriteFile(filepath.Join(dir, "a", "manifest.json"), []byte(`{"manifest_version":1,"id":"com.test.a","version":"1.0.0","network":{"connect":["a.example.com"]}}`), 0o644)
+	cfg := filepath.Join(dir, "egressd.yaml")
+	os.WriteFile(cfg, []byte("state_dir: "+filepath.Join(dir, "state")+"\nlimits:\n  max_connections: 900\n  max_tunnels: 460\n  max_handshakes: 16\nintegrations:\n  - manifest: a\n    listen: 127.0.0.1:0\n  - manifest: b\n    listen: 127.0.0.1:0\n"), 0o600)
+	out, _, code := runCLI(t, "check", "--config", cfg)
+	if !strings.Contains(out, "exceed the global cap of 900 connections") {
+		t.Fatalf("exit %d, no shared cap warning: %s", code, out)
+	}
+}

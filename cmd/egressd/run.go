@@ -247,7 +247,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 	r.server = proxy.New(proxy.Options{
 		Key: key, Registry: registry, Resolver: proxy.NewResolver(resolvers, cfg.Timeouts.DNS), Audit: r.log,
 		Suppress: r.suppress, Limits: cfg.Limits, Timeouts: cfg.Timeouts,
-		OnAuditFailure: cfg.Audit.OnFailure, Gate: proxy.NewGate(proxy.DefaultMaxConnections(nofileLimit())),
+		OnAuditFailure: cfg.Audit.OnFailure, Gate: proxy.NewGate(proxy.DefaultMaxConnections(proxy.NofileLimit())),
 		Broker: brokerOpts,
 	})
 	return r, nil

@@ -358,7 +358,7 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 	res.Observe = metrics.ObserveDNS
 	maxConns := cfg.Limits.MaxConnections
 	if maxConns == 0 {
-		maxConns = proxy.DefaultMaxConnections(nofileLimit())
+		maxConns = proxy.DefaultMaxConnections(proxy.NofileLimit())
 	}
 	d := &proxy.Daemon{
 		LoadConfig:            f.load,
@@ -368,7 +368,7 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 		Metrics:               metrics,
 		Resolver:              res,
 		Gate:                  proxy.NewGate(maxConns),
-		DerivedMaxConnections: proxy.DefaultMaxConnections(nofileLimit()),
+		DerivedMaxConnections: proxy.DefaultMaxConnections(proxy.NofileLimit()),
 		Warn:                  func(s string) { fmt.Fprintln(stderr, "egressd: warning:", s) },
 		Broker:                brokerOpts,
 	}
