@@ -20,16 +20,27 @@ import (
 // and records its close. No handshake guard: egressd is the TLS server
 // here, so a second ClientHello reaches egressd, never the origin.
 func (s *Server) goBrokered(p *policy.Policy, t *tunnel, ev audit.Event, bound []policy.Secret, replay []byte, release func()) {
+	s.goTunnel(p, release, func() {
+		up, down := s.serveBrokered(p, t, ev, bound, replay)
+		s.recordClose(p, t, ev, up, down)
+	})
+}
+
+// goTunnel runs body on a goroutine of its own, counted as a live tunnel
+// (the handlers shutdown waits for, the global gate, the active-tunnels
+// gauge) until it returns; then the tunnel's slot is released. Spliced and
+// brokered tunnels both start here.
+func (s *Server) goTunnel(p *policy.Policy, release func(), body func()) {
 	s.handlers.Add(1)
 	s.opts.Gate.enter()
 	go func() {
 		defer s.handlers.Done()
 		defer s.opts.Gate.leave()
 		defer release()
-		s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Inc()
-		defer s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Dec()
-		up, down := s.serveBrokered(p, t, ev, bound, replay)
-		s.recordClose(p, t, ev, up, down)
+		active := s.metrics.ActiveTunnels.WithLabelValues(integrationName(p))
+		active.Inc()
+		defer active.Dec()
+		body()
 	}()
 }
 

@@ -149,14 +149,7 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	// What the client sent behind the hello stays in br: guardHandshake
 	// checks it before it goes upstream.
 	handedOff = true
-	s.handlers.Add(1)
-	s.opts.Gate.enter()
-	go func() {
-		defer s.handlers.Done()
-		defer s.opts.Gate.leave()
-		defer release()
-		s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Inc()
-		defer s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Dec()
+	s.goTunnel(p, release, func() {
 		up0, down0, no := t.guardHandshake(raw, br, set.timeouts.ClientHello)
 		if no.reason != "" {
 			t.closeWith(no.reason)
@@ -170,7 +163,7 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		}
 		up, down := t.run(drain(br))
 		s.recordClose(p, t, ev, up0+up, down0+down)
-	}()
+	})
 }
 
 // admission applies the checks that come before looking at the target:
