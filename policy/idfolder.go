@@ -31,13 +31,13 @@ func (s State) FoldersOf(id string) []string {
 func isFolder(place string) bool { return !strings.HasPrefix(place, listenerPlace) }
 
 // InheritsIDState reports whether folder may take over the sandbox state an
-// earlier egressd kept under id alone. s is version memory read before
-// this load, after what the load left. Only a folder that after binds id
-// to alone inherits, and only when before it was already the id's one
-// folder, or it became so now from memory that bound the id to no place
-// at all (an earlier egressd's): such a load binds the folder only once
-// the operator approved its claim (unboundClaimWaits). Otherwise that
-// state may be another folder's, and it is left where it is.
+// earlier egressd kept under id alone. s is version memory as read before
+// this load and after as the load left it. The folder inherits only when
+// after binds id to it alone, and before either did the same or bound id
+// to no place at all (an earlier egressd's memory, which only the
+// operator's approval of the folder's claim turns into a binding: see
+// unboundClaimWaits). Otherwise that state may be another folder's, and it
+// is left where it is.
 func (s State) InheritsIDState(id, folder string, after State) bool {
 	now := after.FoldersOf(id)
 	if len(now) != 1 || now[0] != folder {
