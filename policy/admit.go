@@ -12,6 +12,7 @@ type admission struct {
 	pending string            // a widening version waiting for the gate, or ""
 	idFrom  string            // with pending: the id the folder was approved under
 	claimOf []string          // with pending: the folders the claimed id is bound to
+	unbound bool              // with pending: the claimed id is bound to no place (unboundClaimWaits)
 	// released says a widening or id change came into force through
 	// widen: auto, without the operator's approval, or "".
 	released string
@@ -33,6 +34,7 @@ func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration) (
 		}
 	}
 	claimOf := claimWaits(s, places, m, in)
+	unbound := claimOf == nil && unboundClaimWaits(s, places, m, in)
 	if len(changed) > 0 {
 		p := IDChange{ID: m.ID, Version: m.Version, Digest: m.Digest()}
 		for _, place := range changed {
@@ -44,15 +46,17 @@ func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration) (
 		}
 		from := s.Folders[changed[0]].ID
 		kept, err := parseApproved(s.IDs[from].Approved.Entries)
-		return admission{inForce: kept, pending: m.Version, idFrom: from, claimOf: claimOf}, err
+		return admission{inForce: kept, pending: m.Version, idFrom: from, claimOf: claimOf, unbound: unbound}, err
 	}
-	if claimOf != nil {
+	if claimOf != nil || unbound {
 		holdClaim(s, places[0], m)
-		return admission{inForce: []allowlist.Entry{}, pending: m.Version, claimOf: claimOf}, nil
+		return admission{inForce: []allowlist.Entry{}, pending: m.Version, claimOf: claimOf, unbound: unbound}, nil
 	}
 	var released string
 	if owners := claimWaits(s, places, m, Integration{}); owners != nil && in.Widen == WidenAuto {
 		released = fmt.Sprintf("%s claims the id %s %s, which version memory binds to %s; widen: auto let it in without the operator's approval", places[0], m.ID, m.Version, folderList(owners))
+	} else if unboundClaimWaits(s, places, m, Integration{}) && in.Widen == WidenAuto {
+		released = fmt.Sprintf("%s claims the id %s %s, which version memory from an earlier egressd binds to no folder; widen: auto let it in without the operator's approval", places[0], m.ID, m.Version)
 	}
 	for _, place := range places {
 		if f := s.Folders[place]; f.ID != "" && f.ID != m.ID && in.Widen == WidenAuto {

@@ -36,7 +36,8 @@ const listenerPlace = "listener "
 // place is the path the operator gave, so a deploy link swapped to a new
 // release ("ln -sfn releases/v2 current") leaves it in the same place,
 // with the same bindings and the same sandbox state. Two spellings of one
-// folder are still one integration: see sameFolder.
+// folder are two folders: a second spelling claims the id and waits (see
+// sameFolder).
 func FolderOf(manifestFile string) string {
 	dir, err := filepath.Abs(filepath.Dir(manifestFile))
 	if err != nil {
@@ -204,7 +205,9 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 		a := Approval{ID: man.ID, Version: man.Version, Digest: digest}
 		f := s.Folders[folder]
 		owners := s.boundElsewhere(man.ID, folder)
-		if (f.ID != "" && f.ID != man.ID) || (f.ID == "" && len(owners) > 0) {
+		_, known := s.IDs[man.ID]
+		unbound := known && !s.placed(man.ID) // an earlier egressd's memory: the operator names the folder here
+		if (f.ID != "" && f.ID != man.ID) || (f.ID == "" && (len(owners) > 0 || unbound)) {
 			f.Pending = &IDChange{ID: man.ID, Version: man.Version, Digest: digest, Approved: true}
 			s.Folders[folder] = f
 			a.What = pendingRecord{ID: man.ID, Place: folder, From: f.ID}.what()

@@ -44,6 +44,10 @@ type Policy struct {
 	// the manifest's id to, when this manifest claims it from another
 	// folder (idfolder.go).
 	PendingClaimOf []string
+	// PendingUnbound is, with Pending, set when this manifest claims an id
+	// version memory knows but binds to no folder (an earlier egressd's
+	// memory): only the operator's approval binds this folder to it.
+	PendingUnbound bool
 	pendingMatcher *allowlist.Matcher // the pending version's list
 	widenAuto      bool               // the config admits widenings without approval
 	secrets        []Secret

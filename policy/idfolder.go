@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/egressd/egressd/allowlist"
@@ -32,32 +31,65 @@ func (s State) FoldersOf(id string) []string {
 func isFolder(place string) bool { return !strings.HasPrefix(place, listenerPlace) }
 
 // InheritsIDState reports whether folder may take over the sandbox state an
-// earlier egressd kept under id alone: only when s, read before this load,
-// binds id to folder and to no other folder. Otherwise that state may be
-// another folder's, and it is left where it is.
-func (s State) InheritsIDState(id, folder string) bool {
-	owners := s.FoldersOf(id)
-	return len(owners) == 1 && sameFolder(owners[0], folder)
+// earlier egressd kept under id alone. s is version memory as read before
+// this load and after as the load left it. The folder inherits only when
+// after binds id to it alone, and before either did the same or bound id
+// to no place at all (an earlier egressd's memory, which only the
+// operator's approval of the folder's claim turns into a binding: see
+// unboundClaimWaits). Otherwise that state may be another folder's, and it
+// is left where it is.
+func (s State) InheritsIDState(id, folder string, after State) bool {
+	now := after.FoldersOf(id)
+	if len(now) != 1 || now[0] != folder {
+		return false
+	}
+	was := s.FoldersOf(id)
+	_, known := s.IDs[id]
+	return (len(was) == 1 && was[0] == folder) || (known && !s.placed(id))
 }
 
-// sameFolder reports whether two folder keys name one directory: the same
-// key, or two spellings (a symlink, a bind mount) of one directory now. An
-// integration's author controls what is in its folder, not the path the
-// operator names it by, so it cannot make its folder another's.
-func sameFolder(a, b string) bool {
-	if a == b {
-		return true
+// placed reports whether s binds id to any place, a folder or a listener.
+func (s *State) placed(id string) bool {
+	for _, f := range s.Folders {
+		if f.ID == id {
+			return true
+		}
 	}
-	sa, errA := os.Stat(a)
-	sb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(sa, sb)
+	return false
+}
+
+// sameFolder reports whether two folder keys name one folder: the same
+// cleaned absolute path, as the operator named it. It never asks which
+// directory a path resolves to now: the integration's author may control a
+// link on its path (its own deploy link "current"), and one that points at
+// another integration's folder for one load must not make its folder that
+// one. A second spelling of a folder is a claim that waits.
+func sameFolder(a, b string) bool { return a == b }
+
+// unboundClaimWaits reports whether m, at places, claims an id version
+// memory knows but binds to no place, folder or listener: memory written by
+// an egressd from before folders were bound to ids (or an id all of whose
+// places changed their ids). It cannot say which folder owns the id, so
+// the first folder to load it must not become its owner: that folder
+// would raise the id's floor and inherit its state. Such a claim waits for
+// the operator like a claim of a bound id, unless it passed the gate.
+func unboundClaimWaits(s *State, places []string, m *allowlist.Manifest, in Integration) bool {
+	if _, known := s.IDs[m.ID]; !known || s.placed(m.ID) {
+		return false
+	}
+	for _, place := range places {
+		if idChangePasses(s.Folders[place], m, in) {
+			return false
+		}
+	}
+	return true
 }
 
 // claimWaits returns the folders bound to m.ID when m, at places, claims
 // that id from elsewhere and the claim has not passed the operator's gate;
 // nil when some place is bound to the id (or passes, see idChangePasses)
-// or no folder is bound to it (a first load, or an id whose folders all
-// changed their ids: nothing is left to take from).
+// or no folder is bound to it (a first load, or an id bound to no place:
+// see unboundClaimWaits).
 func claimWaits(s *State, places []string, m *allowlist.Manifest, in Integration) []string {
 	owners := s.boundElsewhere(m.ID, places[0])
 	if len(owners) == 0 {
@@ -72,7 +104,7 @@ func claimWaits(s *State, places []string, m *allowlist.Manifest, in Integration
 }
 
 // boundElsewhere lists the folders s binds id to when folder is none of
-// them (in any spelling); nil when it is one, or there are none.
+// them; nil when it is one, or there are none.
 func (s *State) boundElsewhere(id, folder string) []string {
 	owners := s.FoldersOf(id)
 	for _, dir := range owners {
@@ -99,6 +131,13 @@ func holdClaim(s *State, folder string, m *allowlist.Manifest) {
 func claimNotice(p *Policy) string {
 	return fmt.Sprintf("%s claims the id %s %s, which version memory binds to %s; it is not that integration until the operator says so, and nothing is allowed for it until then: %s lets this folder carry the id too, or, if %s is gone, egressd state forget %s makes the next load a first load",
 		p.ManifestAt, p.Manifest.ID, p.Pending, folderList(p.PendingClaimOf), p.ApproveCommand(), folderList(p.PendingClaimOf), p.Manifest.ID)
+}
+
+// unboundClaimNotice is PendingNotice for a claim of an id that version
+// memory binds to no folder.
+func unboundClaimNotice(p *Policy) string {
+	return fmt.Sprintf("%s claims the id %s %s; version memory from an earlier egressd does not say which folder owns %s, so this folder is not that integration until the operator says so, and nothing is allowed for it until then: if %s is %s's folder, egressd approve --manifest %s binds it, once (it then keeps the version floor and the sandbox state egressd kept for %s)",
+		p.ManifestAt, p.Manifest.ID, p.Pending, p.Manifest.ID, FolderOf(p.ManifestAt), p.Manifest.ID, FolderOf(p.ManifestAt), p.Manifest.ID)
 }
 
 func folderList(dirs []string) string {

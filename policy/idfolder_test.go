@@ -183,7 +183,8 @@ func TestStateFolderWithNoIDMustHoldAClaim(t *testing.T) {
 // TestDeployLinkSwapKeepsTheIntegrationsPlace: the folder key is the path
 // the operator named, so "ln -sfn releases/v2 current" leaves the
 // integration in place (no claim, and an id change there still waits); a
-// second spelling of the same directory is the same folder; a copy is not.
+// second spelling of the same directory is another folder whose claim
+// waits (TestDeployLinkPointedAtAnotherFolderIsAClaim), as a copy's does.
 func TestDeployLinkSwapKeepsTheIntegrationsPlace(t *testing.T) {
 	f := newFixture(t)
 	root := t.TempDir()
@@ -203,8 +204,47 @@ func TestDeployLinkSwapKeepsTheIntegrationsPlace(t *testing.T) {
 
 	alias := f.cfg
 	alias.Integrations = []Integration{{Manifest: filepath.Join(root, "v2"), Listen: "127.0.0.1:0"}}
-	loadOne(t, f.registry(), alias, Loaded) // the directory current names now
+	loadOne(t, f.registry(), alias, Pending) // the directory current names now, by another path
 	other := f.cfg
 	other.Integrations = []Integration{{Manifest: filepath.Join(root, "copy"), Listen: "127.0.0.1:0"}}
 	loadOne(t, f.registry(), other, Pending)
+}
+
+// TestDeployLinkPointedAtAnotherFolderIsAClaim is the attacker's deploy-link
+// take-over: a hostile integration controls its own link ".../evil/current"
+// and points it at the victim's folder for its first load. Folders were
+// compared by the directory they resolve to, so the link was bound to the
+// victim's id with no approval; flipped to a release claiming the id at
+// 99.0.0, it raised the floor and the victim's next release was refused.
+// A path is its own folder: the claim waits and raises nothing.
+func TestDeployLinkPointedAtAnotherFolderIsAClaim(t *testing.T) {
+	f := newFixture(t)
+	f.write("com.victim.app", "1.0.0", "api.victim.example")
+	f.load(f.registry(), Loaded)
+	evil := t.TempDir()
+	g := *f
+	g.dir = filepath.Join(evil, "v2")
+	os.Mkdir(g.dir, 0o755)
+	g.write("com.victim.app", "99.0.0", "api.victim.example", "evil.example")
+	current := filepath.Join(evil, "current")
+	if err := os.Symlink(f.dir, current); err != nil {
+		t.Fatal(err)
+	}
+	cfgE := f.cfg
+	cfgE.Integrations = []Integration{{Manifest: current, Listen: "127.0.0.1:0"}}
+	loadOne(t, f.registry(), cfgE, Pending)
+	os.Remove(current)
+	os.Symlink("v2", current)
+	loadOne(t, f.registry(), cfgE, Pending)
+
+	f.write("com.victim.app", "1.1.0", "api.victim.example")
+	r := f.registry()
+	f.load(r, Loaded)
+	if !f.allows(r, "api.victim.example") {
+		t.Fatal("the victim's next release is not in force")
+	}
+	s, _ := (&Memory{dir: f.state}).Read()
+	if got := s.FoldersOf("com.victim.app"); len(got) != 1 || got[0] != FolderOf(filepath.Join(f.dir, "m")) {
+		t.Fatalf("folders of the victim's id: %v", got)
+	}
 }

@@ -11,8 +11,8 @@ import (
 // operator, and, when the wait is for an id change, the folder's old id,
 // and, when the id is bound to other folders, those folders. The registry
 // calls it once, before the policy is published.
-func (p *Policy) setPending(version, idFrom string, claimOf []string) {
-	p.Pending, p.PendingIDFrom, p.PendingClaimOf = version, idFrom, claimOf
+func (p *Policy) setPending(version, idFrom string, claimOf []string, unbound bool) {
+	p.Pending, p.PendingIDFrom, p.PendingClaimOf, p.PendingUnbound = version, idFrom, claimOf, unbound
 	if version != "" {
 		p.pendingMatcher = allowlist.Compile(p.Manifest.Entries)
 	}
@@ -51,6 +51,9 @@ func (p *Policy) PendingNotice() string {
 	}
 	if len(p.PendingClaimOf) > 0 {
 		return claimNotice(p)
+	}
+	if p.PendingUnbound {
+		return unboundClaimNotice(p)
 	}
 	var added []string
 	for _, e := range p.Manifest.Entries {

@@ -198,7 +198,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 	}
 	p := NewPolicy(m, adm.inForce, opts)
 	p.ManifestAt, p.Generation = file, gen
-	p.setPending(adm.pending, adm.idFrom, adm.claimOf)
+	p.setPending(adm.pending, adm.idFrom, adm.claimOf, adm.unbound)
 	out.Notice = p.PendingNotice()
 	if adm.released != "" {
 		out.Notice = adm.released
@@ -239,7 +239,7 @@ func (r *Registry) rebuild(cfg Config, in Integration, last *Policy, gen uint64)
 	}
 	p := NewPolicy(last.Manifest, last.Entries(), opts)
 	p.ManifestAt, p.Generation = last.ManifestAt, gen
-	p.setPending(last.Pending, last.PendingIDFrom, last.PendingClaimOf)
+	p.setPending(last.Pending, last.PendingIDFrom, last.PendingClaimOf, last.PendingUnbound)
 	return p
 }
 

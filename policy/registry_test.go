@@ -314,14 +314,23 @@ func FuzzStateDecode(f *testing.F) {
 
 // TestFirstLayoutStateStillReads: a versions.json written before folders
 // were remembered still holds its versions; an approval it holds that was
-// bound to no list is honoured for none.
+// bound to no list is honoured for none. It binds the id to no folder, so
+// the first load waits until the operator names the id's folder
+// (TestLegacyIDIsNotHandedToTheFirstFolderThatLoadsIt).
 func TestFirstLayoutStateStillReads(t *testing.T) {
 	f := newFixture(t)
 	f.write("com.acme.erp", "1.1.0", "erp.acme.example", "new.acme.example")
 	d := "sha256:" + strings.Repeat("0", 64)
 	os.WriteFile(filepath.Join(f.state, stateFile), []byte(`{"com.acme.erp":{"version":"1.0.0","digest":"`+d+`","approved":{"version":"1.0.0","digest":"`+d+`","entries":["erp.acme.example"]},"approvals":{"1.1.0":""}}}`), 0o600)
 	r := f.registry()
-	f.load(r, Pending)
+	f.load(r, Pending) // the claim of an id bound to no folder
+	mem, _ := OpenMemory(f.state)
+	if _, err := mem.ApproveManifest(r.Policy(f.dir).Manifest, FolderOf(filepath.Join(f.dir, "m")), false); err != nil {
+		t.Fatal(err)
+	}
+	if out := f.load(r, Pending); out.Notice == "" || !strings.Contains(out.Notice, "adds new.acme.example") { // the widening
+		t.Fatalf("after the folder's approval: %+v", out)
+	}
 	f.write("com.acme.erp", "0.9.0", "erp.acme.example")
 	if out := f.load(r, KeptLastGood); !strings.Contains(out.Err.Error(), "is lower than 1.1.0") {
 		t.Fatalf("err = %v", out.Err)

@@ -45,14 +45,16 @@ type cond struct {
 	arg   int
 	op    condOp
 	value uint32
+	mask  uint32 // with maskedEqual: the bits compared
 }
 
 type condOp int
 
 const (
-	equal    condOp = iota
-	notEqual        // used in conjunctions: "none of these values"
-	anyBits         // any of value's bits set
+	equal       condOp = iota
+	notEqual           // used in conjunctions: "none of these values"
+	anyBits            // any of value's bits set
+	maskedEqual        // the bits in mask equal value: a whole range of ioctls
 )
 
 // rule makes call nr return action when all its conditions hold.
@@ -100,6 +102,28 @@ var deniedIoctls = map[string]uint32{
 	"TCSETA": unix.TCSETA, "TCSETAW": unix.TCSETAW, "TCSETAF": unix.TCSETAF, "TIOCSWINSZ": unix.TIOCSWINSZ,
 	"TCFLSH": unix.TCFLSH, "TIOCEXCL": unix.TIOCEXCL, "TIOCNXCL": unix.TIOCNXCL, "TCSBRK": unix.TCSBRK, "TCSBRKP": unix.TCSBRKP,
 	"TIOCSBRK": unix.TIOCSBRK, "TIOCCBRK": unix.TIOCCBRK, "TIOCMSET": unix.TIOCMSET, "TIOCMBIS": unix.TIOCMBIS, "TIOCMBIC": unix.TIOCMBIC,
+	// A terminal the program is handed is not its own to control: it
+	// does not take it as its controlling terminal (TIOCSCTTY: the owner's
+	// rights on a console, and the kernel's hangup of it when the program
+	// exits, which broke the launcher's descriptor), move the user's job
+	// control to its own process group (TIOCSPGRP), ignore the modem's
+	// carrier (TIOCSSOFTCAR), take the console's output (TIOCCONS) or hang
+	// it up (TIOCVHANGUP). TIOCNOTTY stays: it only gives up a
+	// controlling terminal, and the program is started with none.
+	"TIOCSCTTY": unix.TIOCSCTTY, "TIOCSPGRP": unix.TIOCSPGRP, "TIOCSSOFTCAR": unix.TIOCSSOFTCAR,
+	"TIOCCONS": unix.TIOCCONS, "TIOCVHANGUP": unix.TIOCVHANGUP,
+}
+
+// deniedIoctlRanges are whole families of ioctls, by the request's low 32
+// bits under a mask: every console ioctl (linux/kd.h, type 'K': keyboard
+// and display modes, key maps, fonts, LEDs) and every virtual terminal
+// ioctl (linux/vt.h, 0x56xx: switching and locking VTs). They are old-style
+// numbers with no direction or size bits, which the kernel compares whole,
+// so the mask takes exactly the 256 numbers of each (and not V4L2's 'V'
+// ioctls, which carry size bits).
+var deniedIoctlRanges = map[string]cond{
+	"KD*": {arg: 1, op: maskedEqual, value: 0x4B00, mask: 0xFFFFFF00},
+	"VT*": {arg: 1, op: maskedEqual, value: 0x5600, mask: 0xFFFFFF00},
 }
 
 // allowedFamilies are the only socket families: no packet, vsock (the
@@ -125,25 +149,32 @@ func baselineRules() []rule {
 		rules = append(rules, rule{name: name, nr: deniedCalls[name], action: eperm})
 	}
 	rules = append(rules,
-		rule{name: "unshare(namespaces)", nr: unix.SYS_UNSHARE, conds: []cond{{0, anyBits, namespaceFlags}}, action: eperm},
-		rule{name: "clone(namespaces)", nr: unix.SYS_CLONE, conds: []cond{{0, anyBits, namespaceFlags}}, action: eperm},
+		rule{name: "unshare(namespaces)", nr: unix.SYS_UNSHARE, conds: []cond{{arg: 0, op: anyBits, value: namespaceFlags}}, action: eperm},
+		rule{name: "clone(namespaces)", nr: unix.SYS_CLONE, conds: []cond{{arg: 0, op: anyBits, value: namespaceFlags}}, action: eperm},
 		// clone3 passes its flags in memory a filter cannot read: ENOSYS
 		// makes libcs fall back to clone.
 		rule{name: "clone3", nr: unix.SYS_CLONE3, action: retErrno(unix.ENOSYS)},
 		rule{name: "socket(netlink other than route)", nr: unix.SYS_SOCKET,
-			conds: []cond{{0, equal, unix.AF_NETLINK}, {2, notEqual, unix.NETLINK_ROUTE}}, action: retErrno(unix.EAFNOSUPPORT)},
+			conds: []cond{{arg: 0, op: equal, value: unix.AF_NETLINK}, {arg: 2, op: notEqual, value: unix.NETLINK_ROUTE}}, action: retErrno(unix.EAFNOSUPPORT)},
 	)
 	var families []cond
 	for _, f := range allowedFamilies {
-		families = append(families, cond{0, notEqual, f})
+		families = append(families, cond{arg: 0, op: notEqual, value: f})
 	}
 	rules = append(rules, rule{name: "socket(other families)", nr: unix.SYS_SOCKET, conds: families, action: retErrno(unix.EAFNOSUPPORT)})
 	for _, name := range sortedKeys(deniedIoctls) {
-		rules = append(rules, rule{name: "ioctl(" + name + ")", nr: unix.SYS_IOCTL, conds: []cond{{1, equal, deniedIoctls[name]}}, action: eperm})
+		rules = append(rules, rule{name: "ioctl(" + name + ")", nr: unix.SYS_IOCTL, conds: []cond{{arg: 1, op: equal, value: deniedIoctls[name]}}, action: eperm})
 	}
+	for _, name := range []string{"KD*", "VT*"} {
+		rules = append(rules, rule{name: "ioctl(" + name + ")", nr: unix.SYS_IOCTL, conds: []cond{deniedIoctlRanges[name]}, action: eperm})
+	}
+	// prlimit64 on another process: the init shares the program's uid, and
+	// a CPU limit of one second on it let the program kill it. glibc's and
+	// Go's setrlimit/getrlimit pass pid 0 (the caller), which stays.
+	rules = append(rules, rule{name: "prlimit64(another process)", nr: unix.SYS_PRLIMIT64, conds: []cond{{arg: 0, op: notEqual, value: 0}}, action: eperm})
 	var personas []cond
 	for _, p := range allowedPersonalities {
-		personas = append(personas, cond{0, notEqual, p})
+		personas = append(personas, cond{arg: 0, op: notEqual, value: p})
 	}
 	rules = append(rules, rule{name: "personality(other)", nr: unix.SYS_PERSONALITY, conds: personas, action: eperm})
 	return rules
@@ -186,6 +217,11 @@ func assemble(rules []rule) ([]bpf.RawInstruction, error) {
 // low 32-bit word only.
 func ruleBlock(r rule) []bpf.Instruction {
 	n := 2 + 2*len(r.conds) + 1 // load nr, test; load arg, test per condition; return
+	for _, c := range r.conds {
+		if c.op == maskedEqual {
+			n++ // and the mask
+		}
+	}
 	var b []bpf.Instruction
 	skip := func() uint8 { return uint8(n - len(b) - 1) } // from the next instruction to past the block
 	b = append(b, bpf.LoadAbsolute{Off: offNr, Size: 4})
@@ -199,6 +235,9 @@ func ruleBlock(r rule) []bpf.Instruction {
 			b = append(b, bpf.JumpIf{Cond: bpf.JumpEqual, Val: c.value, SkipTrue: skip()})
 		case anyBits:
 			b = append(b, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: c.value, SkipFalse: skip()})
+		case maskedEqual:
+			b = append(b, bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: c.mask})
+			b = append(b, bpf.JumpIf{Cond: bpf.JumpEqual, Val: c.value, SkipFalse: skip()})
 		}
 	}
 	return append(b, bpf.RetConstant{Val: r.action})

@@ -64,6 +64,8 @@ func matching(r rule) call {
 		switch cd.op {
 		case equal, anyBits:
 			c.args[cd.arg] = uint64(cd.value)
+		case maskedEqual:
+			c.args[cd.arg] = uint64(cd.value | 0x3a&^cd.mask) // a number inside the range
 		case notEqual:
 			c.args[cd.arg] = 0x7ead // in no list
 		}
@@ -134,6 +136,31 @@ func TestSeccompNamedAttacksAreRefused(t *testing.T) {
 		{"pidfd_getfd", call{nativeArch, unix.SYS_PIDFD_GETFD, [6]uint64{}}, eperm},
 		{"open_by_handle_at", call{nativeArch, unix.SYS_OPEN_BY_HANDLE_AT, [6]uint64{}}, eperm},
 		{"getpid", call{nativeArch, unix.SYS_GETPID, [6]uint64{}}, retAllow},
+		// The terminal the program is handed (the attacker's repro-pty-ctty.sh
+		// and repro-vt-ctty.sh): none of these may take or steer it.
+		{"ioctl(TIOCSCTTY)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{1, unix.TIOCSCTTY}}, eperm},
+		{"ioctl(TIOCSCTTY|1<<32, force)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{1, unix.TIOCSCTTY | 1<<32, 1}}, eperm},
+		{"ioctl(TIOCSPGRP|1<<63)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCSPGRP | 1<<63}}, eperm},
+		{"ioctl(TIOCSSOFTCAR)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCSSOFTCAR}}, eperm},
+		{"ioctl(TIOCCONS)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCCONS}}, eperm},
+		{"ioctl(TIOCVHANGUP|1<<40)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCVHANGUP | 1<<40}}, eperm},
+		{"ioctl(KDSETMODE)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{1, 0x4B3A, 1}}, eperm},
+		{"ioctl(KDSKBMODE|1<<32)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{1, 0x4B45 | 1<<32, 4}}, eperm},
+		{"ioctl(KDSKBSENT)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{1, 0x4B49}}, eperm},
+		{"ioctl(KDSETLED)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{1, 0x4B32, 0xff}}, eperm},
+		{"ioctl(KDGKBMODE)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{1, 0x4B44}}, eperm},
+		{"ioctl(KDFONTOP|0xffffffff<<32)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{1, 0x4B72 | highBits}}, eperm},
+		{"ioctl(VT_ACTIVATE)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{1, 0x5606, 2}}, eperm},
+		{"ioctl(VT_LOCKSWITCH|1<<32)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{1, 0x560B | 1<<32}}, eperm},
+		{"ioctl(VT_SETMODE)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{1, 0x5602}}, eperm},
+		{"ioctl(VIDIOC_QUERYCAP), V4L2's 'V'", call{nativeArch, unix.SYS_IOCTL, [6]uint64{3, 0x80685600}}, retAllow},
+		{"ioctl(TIOCNOTTY)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCNOTTY}}, retAllow},
+		{"ioctl(TIOCGPGRP)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCGPGRP}}, retAllow},
+		{"ioctl(FIONBIO)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, 0x5421 /* FIONBIO */}}, retAllow},
+		// prlimit64 (the attacker's repro-prlimit-init.sh): only the caller's own.
+		{"prlimit64(1, RLIMIT_CPU)", call{nativeArch, unix.SYS_PRLIMIT64, [6]uint64{1, unix.RLIMIT_CPU, 0x1000}}, eperm},
+		{"prlimit64(1|1<<32)", call{nativeArch, unix.SYS_PRLIMIT64, [6]uint64{1 | 1<<32, unix.RLIMIT_CPU, 0x1000}}, eperm},
+		{"prlimit64(0, RLIMIT_NOFILE), glibc's and Go's setrlimit", call{nativeArch, unix.SYS_PRLIMIT64, [6]uint64{0, unix.RLIMIT_NOFILE, 0x1000}}, retAllow},
 	} {
 		if got := run(t, vm, tc.c); got != tc.want {
 			t.Errorf("%s: %#x, want %#x", tc.name, got, tc.want)

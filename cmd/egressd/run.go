@@ -135,7 +135,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 	if err := proxy.FollowHostAddrs(context.Background(), registry.HostAddrs(), nil); err != nil {
 		return nil, err
 	}
-	before, err := mem.Read() // whose state an earlier egressd kept under the id alone
+	before, err := mem.Read() // whose state an earlier egressd kept under the id alone (and after the load, below)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +145,12 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 	}
 	key := cfg.Integrations[0].Manifest
 	p := registry.Policy(key)
+	if p.PendingUnbound {
+		// Version memory from an earlier egressd cannot say whose state is
+		// kept under this id; a run now would make this folder state of its
+		// own, and the id's state could then never move to it on approval.
+		return nil, fmt.Errorf("%s", termsafe.OneLine(p.PendingNotice()))
+	}
 	manifestFile, _ := allowlist.Locate(key)
 	dir := filepath.Dir(manifestFile)
 	byOperator := true // the command after --, or the manifest's
@@ -171,8 +177,12 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 		}
 	}
 	r := &runSetup{policy: p, cfg: cfg, registry: registry, loaded: loaded}
+	after, err := mem.Read()
+	if err != nil {
+		return nil, err
+	}
 	name, legacy := stateName(p.Manifest.ID, manifestFile), ""
-	if before.InheritsIDState(p.Manifest.ID, policy.FolderOf(manifestFile)) {
+	if before.InheritsIDState(p.Manifest.ID, policy.FolderOf(manifestFile), after) {
 		legacy = p.Manifest.ID
 	}
 	integrationState, stateUID, err := sandbox.ClaimStateFolder(filepath.Join(stateDir, "sandbox"), name, legacy)

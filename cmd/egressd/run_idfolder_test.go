@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,5 +140,106 @@ func TestRunStateSurvivesADeployLinkSwap(t *testing.T) {
 	out, errs, _ := e.runFresh(`cat /var/lib/integration/file`)
 	if out != "kept\n" || strings.Contains(errs, "claims the id") {
 		t.Fatalf("after the deploy link moved:\nstdout:\n%s\nstderr:\n%s", out, errs)
+	}
+}
+
+// toFirstLayout rewrites the version memory in dir as an egressd from
+// before folder binding wrote it: records by id alone, no folders.
+func toFirstLayout(t *testing.T, dir string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "versions.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		IDs json.RawMessage `json:"ids"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil || len(doc.IDs) == 0 {
+		t.Fatalf("versions.json: %v\n%s", err, data)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "versions.json"), doc.IDs, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunLegacyIDIsNotHandedToTheFirstFolderThatClaimsIt is the attacker's
+// upgrade take-over: version memory from an earlier egressd binds an id to
+// no folder, and a hostile folder claiming it was bound to it by its first
+// run (even one that failed), then adopted the id's state folder (as root
+// its image and uid: the victim's secret was read and poisoned) and raised
+// the floor to 9.0.0, locking the victim out even after approval. Now
+// every folder's run waits for the operator to name the id's folder, and
+// only that folder inherits the state; the hostile folder gets nothing.
+func TestRunLegacyIDIsNotHandedToTheFirstFolderThatClaimsIt(t *testing.T) {
+	a := newSandboxEnv(t)
+	a.writeSandboxed("com.test.sandboxed", "1.0.0", "api.allowed.example")
+	a.bindID()
+	toFirstLayout(t, a.state)
+	legacy := filepath.Join(a.state, "sandbox", "com.test.sandboxed") // the earlier egressd's state
+	os.MkdirAll(legacy, 0o700)
+	os.WriteFile(filepath.Join(legacy, "secret"), []byte("victim-secret\n"), 0o600)
+
+	b := a.secondFolder("com.test.sandboxed", "9.0.0")
+	steal := `cat /var/lib/integration/secret 2>&1; echo poison > /var/lib/integration/secret`
+	for range 2 {
+		out, errs, code := b.run(steal)
+		if strings.Contains(out, "victim-secret") || code == 0 ||
+			!strings.Contains(errs, "version memory from an earlier egressd does not say which folder owns com.test.sandboxed") ||
+			!strings.Contains(errs, "egressd approve --manifest "+b.dir) {
+			t.Fatalf("the hostile folder's claim of an unbound id: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+		}
+	}
+	a.writeSandboxed("com.test.sandboxed", "1.1.0", "api.allowed.example")
+	if _, errs, code := a.run(`true`); code == 0 || !strings.Contains(errs, "egressd approve --manifest "+a.dir) {
+		t.Fatalf("the victim's folder ran before the operator named it: exit %d\n%s", code, errs)
+	}
+	if out, err := exec.Command(egressdBinary(t), "approve", "--state", a.state, "--manifest", a.dir).CombinedOutput(); err != nil {
+		t.Fatalf("approve --manifest: %v\n%s", err, out)
+	}
+	out, errs, _ := a.runFresh(`cat /var/lib/integration/secret`)
+	if out != "victim-secret\n" {
+		t.Fatalf("the approved folder did not inherit the id's state:\nstdout:\n%s\nstderr:\n%s", out, errs)
+	}
+	if _, errs, _ := b.run(steal); !strings.Contains(errs, "egressd approve com.test.sandboxed 9.0.0") {
+		t.Fatalf("the hostile claim after the binding:\n%s", errs)
+	}
+	list, _ := exec.Command(egressdBinary(t), "state", "--state", a.state, "list").CombinedOutput()
+	if !strings.Contains(string(list), "com.test.sandboxed 1.1.0 in force (1 entries); bound to folder "+a.dir) {
+		t.Fatalf("state list:\n%s", list)
+	}
+}
+
+// TestRunDeployLinkPointedAtTheVictimIsAClaim is the attacker's deploy-link
+// take-over end to end: the hostile integration's own link ".../current"
+// points at the victim's folder for its first run, which bound the link to
+// the victim's id (and its state); flipped to a release claiming the id at
+// 99.0.0 it raised the floor, and the victim's next release was refused.
+func TestRunDeployLinkPointedAtTheVictimIsAClaim(t *testing.T) {
+	a := newSandboxEnv(t)
+	a.writeSandboxed("com.test.sandboxed", "1.0.0", "api.allowed.example")
+	a.runFresh(`echo victim-secret > /var/lib/integration/secret`)
+
+	evil := *a
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	evil.dir = filepath.Join(root, "v2")
+	os.Mkdir(evil.dir, 0o755)
+	evil.writeSandboxed("com.test.sandboxed", "99.0.0", "api.allowed.example", "evil.example")
+	evil.dir = filepath.Join(root, "current")
+	os.Symlink(a.dir, evil.dir)
+	out, errs, _ := evil.run(`cat /var/lib/integration/secret 2>&1`)
+	if strings.Contains(out, "victim-secret") || !strings.Contains(errs, "claims the id com.test.sandboxed 1.0.0") {
+		t.Fatalf("the link to the victim's folder was taken as that folder:\nstdout:\n%s\nstderr:\n%s", out, errs)
+	}
+	os.Remove(evil.dir)
+	os.Symlink("v2", evil.dir)
+	if _, errs, _ := evil.run(`true`); !strings.Contains(errs, "claims the id com.test.sandboxed 99.0.0") {
+		t.Fatalf("the flipped link:\n%s", errs)
+	}
+
+	a.writeSandboxed("com.test.sandboxed", "1.1.0", "api.allowed.example")
+	out, errs, code := a.run(`cat /var/lib/integration/secret; curl -sS -m 10 --cacert ca.pem ` + a.url("api.allowed.example"))
+	if code != 0 || !strings.Contains(out, "victim-secret") || !strings.Contains(out, "hello from api.allowed.example") {
+		t.Fatalf("the victim's next release: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 }

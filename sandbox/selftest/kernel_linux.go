@@ -38,6 +38,9 @@ func kernelProbes() []probe {
 		}},
 		{"tiocsti", LayerSeccomp, func(context.Context, *Config) (string, string) { return probeTIOCSTI(unix.TIOCSTI) }},
 		{"tiocsti-high-bit", LayerSeccomp, func(context.Context, *Config) (string, string) { return probeTIOCSTI(unix.TIOCSTI | highBit) }},
+		{"tiocsctty", LayerSeccomp, func(context.Context, *Config) (string, string) {
+			return probeIoctlOnPipe("ioctl(TIOCSCTTY)", unix.TIOCSCTTY, 0)
+		}},
 		{"socket-vsock-high-bit", LayerSeccomp, func(context.Context, *Config) (string, string) {
 			return socketReach("socket(AF_VSOCK|1<<32)", unix.AF_VSOCK|highBit, unix.SOCK_STREAM, 0)
 		}},
@@ -102,22 +105,28 @@ func socketReach(what string, family, typ, proto uintptr) (string, string) {
 	}
 }
 
-// probeTIOCSTI sends TIOCSTI to a pipe of its own: the kernel answers
-// ENOTTY once the call reaches it, nothing is ever typed into a real
-// terminal, and no Landlock device rule is in the way.
+// probeTIOCSTI sends TIOCSTI to a pipe of its own (probeIoctlOnPipe).
 func probeTIOCSTI(req uintptr) (string, string) {
+	var c byte
+	name := "ioctl(TIOCSTI)"
+	if req&highBit != 0 {
+		name = "ioctl(TIOCSTI|1<<32)"
+	}
+	return probeIoctlOnPipe(name, req, uintptr(unsafe.Pointer(&c)))
+}
+
+// probeIoctlOnPipe sends a terminal ioctl to a pipe of its own: the
+// kernel answers ENOTTY once the call reaches it, so nothing is ever typed
+// into or taken from a real terminal, and no Landlock device rule is in
+// the way.
+func probeIoctlOnPipe(name string, req, arg uintptr) (string, string) {
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 		return skipped("pipe: %v", err)
 	}
 	defer unix.Close(p[0])
 	defer unix.Close(p[1])
-	var c byte
-	name := "ioctl(TIOCSTI)"
-	if req&highBit != 0 {
-		name = "ioctl(TIOCSTI|1<<32)"
-	}
-	return reach(name, unix.SYS_IOCTL, uintptr(p[0]), req, uintptr(unsafe.Pointer(&c)))
+	return reach(name, unix.SYS_IOCTL, uintptr(p[0]), req, arg)
 }
 
 func probeCaps(context.Context, *Config) (string, string) {

@@ -291,4 +291,7 @@ func TestReachJudgesByTheKernelsAnswer(t *testing.T) {
 	if v, d := probeTIOCSTI(unix.TIOCSTI); v != Open || !strings.Contains(d, "inappropriate ioctl") {
 		t.Errorf("TIOCSTI on a pipe, unfiltered: %s %s", v, d)
 	}
+	if v, d := probeIoctlOnPipe("ioctl(TIOCSCTTY)", unix.TIOCSCTTY, 0); v != Open || !strings.Contains(d, "inappropriate ioctl") {
+		t.Errorf("TIOCSCTTY on a pipe, unfiltered: %s %s", v, d)
+	}
 }
