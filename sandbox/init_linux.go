@@ -103,8 +103,8 @@ func InitMain() int {
 	if err := buildRoot(spec); err != nil {
 		return fail(err)
 	}
-	if err := unlessOff("userns-limit", func() error { return writeFile("/proc/sys/user/max_user_namespaces", "0") }); err != nil {
-		return fail(step("user.max_user_namespaces=0", err))
+	if err := unlessOff("userns-limit", limitUserNamespace); err != nil {
+		return fail(step("user namespace limits", err))
 	}
 	if err := unix.Sethostname([]byte(Hostname)); err != nil {
 		return fail(step("hostname", err))
