@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -127,5 +129,62 @@ print("fanotify_groups=" + upto(40, lambda i: libc.fanotify_init(0x200, 0)))
 		"inotify_instances=63(Too many open files)\nfanotify_groups=15(Too many open files)\n"
 	if code != 0 || out != want {
 		t.Fatalf("exit %d\nstdout %q\nwant   %q\nstderr %s", code, out, want, errs)
+	}
+}
+
+// TestRunStalledSetupEndsWithAClearError: a setup that stalls (as the
+// init's did while the launcher's signal quota was starved) kept egressd
+// waiting for ever with nothing said. The supervisor's setup timer kills
+// the init and says why. The test binary's init stalls on purpose; the
+// timer is shortened to 2 s.
+func TestRunStalledSetupEndsWithAClearError(t *testing.T) {
+	e := newSandboxEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // a bound on failure, not a synchronisation
+	defer cancel()
+	inner := e.command(`echo program ran`)
+	cmd := exec.CommandContext(ctx, hookedBinary(t), inner.Args[1:]...)
+	cmd.Env = append(inner.Env, "EGRESSD_TESTHOOK_LAYERS_OFF=setup", "EGRESSD_TESTHOOK_SETUP_TIMEOUT=2s")
+	out, errs, code := runCmd(t, cmd)
+	if code == 0 || code == -1 || out != "" || !strings.Contains(errs, "sandbox setup did not finish within 2s, so egressd stopped it") {
+		t.Fatalf("exit %d (context: %v), stdout %q, stderr %q", code, ctx.Err(), out, errs)
+	}
+}
+
+// TestRunUnreadLoopbackConnectionsHoldLittleHostTCPMemory: socket buffers
+// in the sandbox's own network namespace are charged to the host's one
+// tcp_mem pool; 131 unread loopback connections held 503 MB of it, and
+// about 590 would have made every TCP socket on the host fail. The
+// sandbox's namespace caps each socket's buffers (tcp_rmem, tcp_wmem: per
+// namespace). The child fills 8 unread connections and reports the bytes
+// queued in each (the sender's unsent plus the receiver's unread), which
+// the bounds cap at 512 KiB; the kernel's defaults allow 6 MB and 4 MB,
+// and SO_RCVBUF/SO_SNDBUF (which seccomp makes do nothing) twice the
+// host's net.core.rmem_max and wmem_max.
+func TestRunUnreadLoopbackConnectionsHoldLittleHostTCPMemory(t *testing.T) {
+	e := newSandboxEnv(t)
+	out, errs, code := e.run(`cat /proc/sys/net/ipv4/tcp_rmem /proc/sys/net/ipv4/tcp_wmem; exec /usr/bin/python3 -c '
+import fcntl, socket, struct, termios
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(16)
+worst, keep = 0, []
+for i in range(8):
+    c = socket.socket()
+    if i % 2: c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 30)
+    c.connect(srv.getsockname()); a, _ = srv.accept(); keep += [c, a]; c.setblocking(False)
+    if i % 2: a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 30)
+    try:
+        while True: c.send(b"x" * 65536)
+    except BlockingIOError: pass
+    q = lambda s, op: struct.unpack("i", fcntl.ioctl(s, op, b"\0" * 4))[0]
+    worst = max(worst, q(c, termios.TIOCOUTQ) + q(a, termios.FIONREAD))
+print("worst connection holds %d KiB" % (worst >> 10))
+'`)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "4096 87380 262144" ||
+		strings.Join(strings.Fields(lines[1]), " ") != "4096 16384 262144" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	var kib int
+	if _, err := fmt.Sscanf(lines[2], "worst connection holds %d KiB", &kib); err != nil || kib > 512 || kib < 64 {
+		t.Fatalf("%q: want each connection to hold at most 512 KiB (and to have filled)", lines[2])
 	}
 }
