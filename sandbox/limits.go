@@ -46,6 +46,8 @@ const (
 	InotifyWatches   = 8192
 	FanotifyGroups   = 16
 	FanotifyMarks    = 8192
+	// TCPBufferBound says what tcpBuffers sets, for the audit log.
+	TCPBufferBound = "256 KiB per socket each way (tcp_rmem, tcp_wmem)"
 )
 
 // DefaultLimits are the bounds when the operator sets none.

@@ -74,6 +74,9 @@ sys.stdin.readline()
 	if report != "queued=1024 err=Resource temporarily unavailable" {
 		t.Errorf("child: %q, want it stopped at 1024", report)
 	}
+	if log := e.auditLog(); !strings.Contains(log, "pending signals 1024, inotify 64 instances and 8192 watches, fanotify 16 groups and 8192 marks, TCP buffers 256 KiB") {
+		t.Errorf("the audit log's limits event does not state the kernel-object bounds:\n%s", log)
+	}
 	if during-before > 1024+64 { // 64: room for another process of this uid that signals meanwhile
 		t.Errorf("the host's pending-signal count for uid %d rose from %d to %d: more than the sandbox's bound", os.Geteuid(), before, during)
 	}
