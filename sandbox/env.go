@@ -1,19 +1,36 @@
 package sandbox
 
 import (
+	"regexp"
 	"sort"
 	"strings"
 )
 
 // baseEnv are the launcher variables every program may keep: they carry no
 // secrets and programs misbehave without them.
-var baseEnv = []string{"PATH", "LANG", "TZ", "TERM"}
+var baseEnv = []string{"PATH", "TZ", "TERM"}
+
+// localeEnv are LANG and the standard locale categories. They cross only
+// with a locale-shaped value: sshd's stock "AcceptEnv LANG LC_*" makes
+// them the usual way to carry a value into a session, so neither another
+// LC_ name nor a value that is not a locale name may ride along.
+var localeEnv = map[string]bool{"LANG": true, "LC_ALL": true, "LC_CTYPE": true, "LC_NUMERIC": true, "LC_TIME": true,
+	"LC_COLLATE": true, "LC_MONETARY": true, "LC_MESSAGES": true, "LC_PAPER": true, "LC_NAME": true, "LC_ADDRESS": true,
+	"LC_TELEPHONE": true, "LC_MEASUREMENT": true, "LC_IDENTIFICATION": true}
+
+// localeValue is a locale name: "C", "POSIX", "en_GB.UTF-8", "de_DE@euro".
+var localeValue = regexp.MustCompile(`^[A-Za-z0-9_.@-]{1,64}$`)
+
+// isLocale says whether k=v is a standard locale variable with a
+// locale-shaped value.
+func isLocale(k, v string) bool { return localeEnv[k] && localeValue.MatchString(v) }
 
 // proxyURL is the explicit proxy inside every sandbox.
 const proxyURL = "http://" + ProxyAddr
 
 // BuildEnv builds the child's environment by allowlist from the launcher's:
-// PATH, LANG, LC_*, TZ and TERM; the keys the manifest declares (where
+// PATH, TZ and TERM; LANG and the standard LC_ categories with a
+// locale-shaped value (isLocale); the keys the manifest declares (where
 // secrets arrive), except those HeldBack names; the operator's passthrough
 // list; the sandbox HOME; and the proxy variables, with NO_PROXY removed.
 // Nothing else crosses, and no value is ever logged.
@@ -45,7 +62,7 @@ func buildEnv(launcher []string, declared, passthrough []string) (out, crossed [
 		if !ok {
 			continue
 		}
-		if keep[k] || strings.HasPrefix(k, "LC_") {
+		if keep[k] || isLocale(k, v) {
 			env[k] = v
 		}
 	}

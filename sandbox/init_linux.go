@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -86,6 +87,9 @@ func InitMain() int {
 		return fail(err)
 	}
 	names, files = append(names, nameEgress), append(files, egress)
+	if layerOff("setup") { // a test's stall: the supervisor's setup timer must end it
+		time.Sleep(time.Hour)
+	}
 	fds := make([]int, len(files))
 	for i, f := range files {
 		fds[i] = int(f.Fd())
@@ -103,8 +107,8 @@ func InitMain() int {
 	if err := buildRoot(spec); err != nil {
 		return fail(err)
 	}
-	if err := unlessOff("userns-limit", func() error { return writeFile("/proc/sys/user/max_user_namespaces", "0") }); err != nil {
-		return fail(step("user.max_user_namespaces=0", err))
+	if err := unlessOff("userns-limit", limitUserNamespace); err != nil {
+		return fail(step("user namespace limits", err))
 	}
 	if err := unix.Sethostname([]byte(Hostname)); err != nil {
 		return fail(step("hostname", err))
@@ -128,7 +132,7 @@ func InitMain() int {
 	return code
 }
 
-// bringUpLoopback sets lo up and turns IPv6 off: the namespace has no other
+// bringUpLoopback sets lo up, bounds TCP buffers and turns IPv6 off: the namespace has no other
 // interface and no route, so every connect that is not to loopback fails at
 // once with ENETUNREACH.
 func bringUpLoopback() error {
@@ -148,12 +152,28 @@ func bringUpLoopback() error {
 	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
 		return step("loopback up", err)
 	}
+	// Socket buffers in this namespace are charged to the host's single
+	// tcp_mem pool: cap each socket's (the defaults allow 6 MB and 4 MB).
+	for f, v := range tcpBuffers {
+		if err := writeFile(f, v); err != nil {
+			return step("TCP buffer bounds", err)
+		}
+	}
 	for _, f := range []string{"/proc/sys/net/ipv6/conf/all/disable_ipv6", "/proc/sys/net/ipv6/conf/default/disable_ipv6", "/proc/sys/net/ipv6/conf/lo/disable_ipv6"} {
 		if err := writeFile(f, "1"); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return step("disable IPv6", err)
 		}
 	}
 	return nil
+}
+
+// tcpBuffers are the sandbox namespace's TCP buffer sizes (min, default,
+// max), per namespace since Linux 4.15: a connection holds at most 256 KiB
+// each way unless the program asks for more with SO_RCVBUF/SO_SNDBUF, which
+// the host's global net.core.rmem_max and wmem_max bound.
+var tcpBuffers = map[string]string{
+	"/proc/sys/net/ipv4/tcp_rmem": "4096 87380 262144",
+	"/proc/sys/net/ipv4/tcp_wmem": "4096 16384 262144",
 }
 
 // openListeners creates, inside the sandbox's network namespace, the

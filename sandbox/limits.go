@@ -31,6 +31,25 @@ type Limits struct {
 	StateMB int
 }
 
+// Kernel objects the kernel counts per user and charges up the chain of
+// user namespaces (ucounts): without bounds of the sandbox's own, a child
+// takes its launcher's host-wide quota (pending signals, inotify, fanotify)
+// from every process of that uid. Fixed, small but far above what a program
+// needs.
+const (
+	// PendingSignals is RLIMIT_SIGPENDING: queued signals for the whole
+	// sandbox (counted per user namespace and uid, like RLIMIT_NPROC).
+	PendingSignals = 1024
+	// The per-user-namespace limits (user.max_inotify_instances and the
+	// rest) the init sets in the sandbox's user namespace.
+	InotifyInstances = 64
+	InotifyWatches   = 8192
+	FanotifyGroups   = 16
+	FanotifyMarks    = 8192
+	// TCPBufferBound says what tcpBuffers sets, for the audit log.
+	TCPBufferBound = "256 KiB per socket each way (tcp_rmem, tcp_wmem)"
+)
+
 // DefaultLimits are the bounds when the operator sets none.
 var DefaultLimits = Limits{Processes: 256, OpenFiles: 1024, MemoryMB: 1024, FileSizeMB: 256, TmpMB: 64, HomeMB: 64, TmpfsInodes: 16384, StateMB: 1024}
 

@@ -1,7 +1,10 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -27,12 +30,45 @@ func setRlimits(l Limits) error {
 		{"RLIMIT_DATA", unix.RLIMIT_DATA, uint64(l.MemoryMB) * mb},
 		{"RLIMIT_FSIZE", unix.RLIMIT_FSIZE, uint64(l.FileSizeMB) * mb},
 		{"RLIMIT_CORE", unix.RLIMIT_CORE, 0},
+		{"RLIMIT_SIGPENDING", unix.RLIMIT_SIGPENDING, PendingSignals},
 	} {
 		// syscall.Setrlimit, not unix's: for RLIMIT_NOFILE it also stops
 		// the Go runtime from restoring the launcher's soft limit in the
 		// child it forks.
 		if err := syscall.Setrlimit(r.resource, &syscall.Rlimit{Cur: r.value, Max: r.value}); err != nil {
 			return fmt.Errorf("%s=%d: %w", r.name, r.value, err)
+		}
+	}
+	return nil
+}
+
+// userNamespaceLimits are the per-user limits the init writes in the
+// sandbox's user namespace before any capability is dropped. The kernel
+// checks the sandbox's count against these, and the launcher's against the
+// host's: no nested namespace, and no more than a small share of inotify
+// and fanotify.
+var userNamespaceLimits = []struct {
+	name  string
+	value int
+}{
+	{"max_user_namespaces", 0},
+	{"max_inotify_instances", InotifyInstances},
+	{"max_inotify_watches", InotifyWatches},
+	{"max_fanotify_groups", FanotifyGroups},
+	{"max_fanotify_marks", FanotifyMarks},
+}
+
+// limitUserNamespace sets userNamespaceLimits. A file this kernel lacks
+// means it has no such object to count (no inotify, or no unprivileged
+// fanotify), except max_user_namespaces, which it must have.
+func limitUserNamespace() error {
+	for _, l := range userNamespaceLimits {
+		err := writeFile("/proc/sys/user/"+l.name, strconv.Itoa(l.value))
+		if errors.Is(err, os.ErrNotExist) && l.name != "max_user_namespaces" {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("user.%s=%d: %w", l.name, l.value, err)
 		}
 	}
 	return nil

@@ -172,6 +172,15 @@ func baselineRules() []rule {
 	// a CPU limit of one second on it let the program kill it. glibc's and
 	// Go's setrlimit/getrlimit pass pid 0 (the caller), which stays.
 	rules = append(rules, rule{name: "prlimit64(another process)", nr: unix.SYS_PRLIMIT64, conds: []cond{{arg: 0, op: notEqual, value: 0}}, action: eperm})
+	// A socket's buffer sizes stay within the sandbox namespace's tcp_rmem
+	// and tcp_wmem: SO_RCVBUF and SO_SNDBUF could raise one connection to
+	// twice the host's net.core.rmem_max (8 MB here), charged to the host's
+	// single tcp_mem pool. The call succeeds and does nothing (errno 0):
+	// programs treat the size as a hint, and the kernel keeps autotuning.
+	for _, opt := range []uint32{unix.SO_RCVBUF, unix.SO_SNDBUF, unix.SO_RCVBUFFORCE, unix.SO_SNDBUFFORCE} {
+		rules = append(rules, rule{name: "setsockopt(SOL_SOCKET, buffer size)", nr: unix.SYS_SETSOCKOPT,
+			conds: []cond{{arg: 1, op: equal, value: unix.SOL_SOCKET}, {arg: 2, op: equal, value: opt}}, action: retErrno(0)})
+	}
 	var personas []cond
 	for _, p := range allowedPersonalities {
 		personas = append(personas, cond{arg: 0, op: notEqual, value: p})

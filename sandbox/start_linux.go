@@ -9,7 +9,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,7 +46,14 @@ type Sandbox struct {
 	live        *os.File
 	done        chan int
 	exit        exitReport
+	setup       *time.Timer // SetupTimeout, stopped once the target runs
+	stalled     atomic.Bool // the timer fired and killed the init
 }
+
+// SetupTimeout bounds the init's setup, from its start to the target's:
+// a setup that stalls (a kernel quota of the launcher's uid starved by
+// another process) is killed and reported, never waited on for ever.
+var SetupTimeout = 60 * time.Second
 
 // ErrNamespaces means the kernel refused to create the namespaces.
 var ErrNamespaces = errors.New("cannot create namespaces")
@@ -115,6 +124,10 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, namespaceError(err)
 	}
+	sb.setup = time.AfterFunc(SetupTimeout, func() {
+		sb.stalled.Store(true)
+		sb.Kill()
+	})
 	// As root, the supervisor clones the folders to bind as detached mounts:
 	// the sandbox's own unprivileged user may not be able to reach them (a
 	// folder under /root, a 0700 state root). A normal user's sandbox runs
@@ -147,7 +160,7 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 	}
 	if err := sb.receiveListeners(); err != nil {
 		sb.Kill()
-		return nil, err
+		return nil, sb.setupError(err)
 	}
 	return sb, nil
 }
@@ -221,16 +234,27 @@ func (sb *Sandbox) receiveListeners() error {
 // target. It returns once the target runs, or the step that failed.
 func (sb *Sandbox) Run() error {
 	if err := sb.ctl.send(message{Go: true}); err != nil {
-		return fmt.Errorf("sandbox: %w", err)
+		return sb.setupError(fmt.Errorf("sandbox: %w", err))
 	}
 	m, _, err := sb.ctl.recv()
+	sb.setup.Stop()
 	if err != nil {
-		return fmt.Errorf("sandbox: init exited during setup: %w", err)
+		return sb.setupError(fmt.Errorf("sandbox: init exited during setup: %w", err))
 	}
 	if m.Error != "" {
 		return initError(m)
 	}
 	return nil
+}
+
+// setupError says so plainly when err came from the setup timer's kill.
+func (sb *Sandbox) setupError(err error) error {
+	if !sb.stalled.Load() {
+		return err
+	}
+	return fmt.Errorf("sandbox setup did not finish within %v, so egressd stopped it: the kernel may be refusing "+
+		"the init something a quota of the launcher's uid bounds (pending signals: SigQ in /proc/self/status; "+
+		"processes; inotify): %w", SetupTimeout, err)
 }
 
 // Wait returns the target's exit status: its code, or 128+signal. After

@@ -5,10 +5,12 @@ package sandbox
 import (
 	"os"
 	"strings"
+	"time"
 )
 
 // testHookEnv names the layers a test switches off, comma-separated:
-// seccomp, caps, landlock, fd, userns-limit. Only binaries built with the
+// seccomp, caps, landlock, fd, userns-limit; and "setup", which makes the
+// init stall before it reports, as a starved kernel quota made it. Only binaries built with the
 // egressd_testhooks tag read it; the selftest tests build one to prove each
 // probe reports OPEN when the layer that stops it is missing.
 const testHookEnv = "EGRESSD_TESTHOOK_LAYERS_OFF"
@@ -29,4 +31,14 @@ func initEnv() []string {
 		env = append(env, testHookEnv+"="+v)
 	}
 	return env
+}
+
+// setupTimeoutEnv shortens SetupTimeout in the supervisor, so a test of the
+// stall need not wait a minute.
+const setupTimeoutEnv = "EGRESSD_TESTHOOK_SETUP_TIMEOUT"
+
+func init() {
+	if d, err := time.ParseDuration(os.Getenv(setupTimeoutEnv)); err == nil {
+		SetupTimeout = d
+	}
 }

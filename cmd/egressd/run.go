@@ -411,6 +411,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "start", Integration: p.Manifest.ID, IntegrationVersion: p.Manifest.Version,
 		Msg: "sandboxed: " + r.spec.Command})
 	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "limits", Integration: p.Manifest.ID, Msg: limitsMessage(r.spec.Limits, r.opts.StateMount != nil)})
+	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "limits", Integration: p.Manifest.ID, Msg: kernelLimitsMessage})
 	code := sb.Wait()
 	term.Restore() // before egressd writes to a terminal whose output the program may have stopped
 	stop()

