@@ -50,6 +50,7 @@ type Event struct {
 	Suppressed         int64          // events folded into this summary, not written as lines
 	Folded             []FoldedTarget // a summary's listed targets, with counts
 	Unlisted           int64          // a summary's events whose target is not listed
+	UnlistedRules      []RuleCount    // a summary's unlisted events, per rule that decided them
 	Listener           string         // lifecycle: the listener's real address
 	Action             string         // lifecycle/policy: what happened (start, listening, drain, stop, loaded, …)
 	Pending            string         // policy: version waiting for approval

@@ -290,6 +290,10 @@ func encode(zl zerolog.Logger, e Event) {
 	if e.Unlisted != 0 {
 		ev.Int64("unlisted", e.Unlisted)
 	}
+	if len(e.UnlistedRules) > 0 {
+		rules, _ := json.Marshal(e.UnlistedRules)
+		ev.RawJSON("unlisted_rules", rules)
+	}
 	str("listener", e.Listener)
 	str("action", e.Action)
 	str("pending", e.Pending)
