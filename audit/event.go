@@ -46,17 +46,21 @@ type Event struct {
 	Secrets            []string // request: the secrets substituted, by name, never by value
 	BytesUp            int64
 	BytesDown          int64
-	DurationMS         int64
-	Suppressed         int64          // events folded into this summary, not written as lines
-	Folded             []FoldedTarget // a summary's listed targets, with counts
-	Unlisted           int64          // a summary's events whose target is not listed
-	UnlistedRules      []RuleCount    // a summary's unlisted events, per rule that decided them
-	Listener           string         // lifecycle: the listener's real address
-	Action             string         // lifecycle/policy: what happened (start, listening, drain, stop, loaded, …)
-	Pending            string         // policy: version waiting for approval
-	Manifest           string         // policy: the manifest path as configured
-	Msg                string
-	Err                string
+	// HelloBytes is, on the close of a tunnel refused after its allow line,
+	// the size of the checked ClientHello the allow covered: bytes up past
+	// it reached the origin before the refusal.
+	HelloBytes    int64
+	DurationMS    int64
+	Suppressed    int64          // events folded into this summary, not written as lines
+	Folded        []FoldedTarget // a summary's listed targets, with counts
+	Unlisted      int64          // a summary's events whose target is not listed
+	UnlistedRules []RuleCount    // a summary's unlisted events, per rule that decided them
+	Listener      string         // lifecycle: the listener's real address
+	Action        string         // lifecycle/policy: what happened (start, listening, drain, stop, loaded, …)
+	Pending       string         // policy: version waiting for approval
+	Manifest      string         // policy: the manifest path as configured
+	Msg           string
+	Err           string
 }
 
 // Field caps. host_raw is capped at 253 bytes (the longest DNS name) before

@@ -31,6 +31,7 @@ type Record struct {
 	Secrets            []string       `json:"secrets"`
 	BytesUp            int64          `json:"bytes_up"`
 	BytesDown          int64          `json:"bytes_down"`
+	HelloBytes         int64          `json:"hello_bytes"`
 	HostRaw            string         `json:"host_raw"`
 	Suppressed         int64          `json:"suppressed"`
 	Folded             []FoldedTarget `json:"folded"`

@@ -41,6 +41,12 @@ func WriteText(w io.Writer, rep Report) error {
 				fmt.Fprintf(tw, "\t%s\t\t%d\t%d\t%d\n", q(u.Host), u.Connections, u.BytesUp, u.BytesDown)
 			}
 		}
+		if len(ir.ReachedThenRefused) > 0 {
+			fmt.Fprintln(tw, "\nreached, then refused (bytes reached the origin before the refusal):\thost\trule\treason\tconnections\tbytes up\tbytes down")
+			for _, u := range ir.ReachedThenRefused {
+				fmt.Fprintf(tw, "\t%s\t%s\t%s\t%d\t%d\t%d\n", q(u.Host), q(u.Rule), q(u.Reason), u.Connections, u.BytesUp, u.BytesDown)
+			}
+		}
 		writeUnused(tw, ir)
 		if len(ir.Secrets) > 0 {
 			fmt.Fprintln(tw, "\nsecrets added:\tsecret\thost\trequests")

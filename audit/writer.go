@@ -279,6 +279,9 @@ func encode(zl zerolog.Logger, e Event) {
 	}
 	if e.Kind == Close {
 		ev.Int64("bytes_up", e.BytesUp).Int64("bytes_down", e.BytesDown).Int64("duration_ms", e.DurationMS)
+		if e.HelloBytes != 0 {
+			ev.Int64("hello_bytes", e.HelloBytes)
+		}
 	}
 	if e.Suppressed != 0 {
 		ev.Int64("suppressed", e.Suppressed)

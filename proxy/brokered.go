@@ -29,7 +29,7 @@ func (s *Server) goBrokered(p *policy.Policy, t *tunnel, ev audit.Event, bound [
 		s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Inc()
 		defer s.metrics.ActiveTunnels.WithLabelValues(integrationName(p)).Dec()
 		up, down := s.serveBrokered(p, t, ev, bound, replay)
-		s.recordClose(p, t, ev, up, down)
+		s.recordClose(p, t, ev, up, down, 0)
 	}()
 }
 

@@ -165,11 +165,11 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 				refused.SNI = no.sni.String() // where the client really meant to go
 			}
 			s.refusedAfterAllow(&refused, no.reason, no.msg)
-			s.recordClose(p, t, ev, up0, down0)
+			s.recordClose(p, t, ev, up0, down0, int64(len(raw)))
 			return
 		}
 		up, down := t.run(drain(br))
-		s.recordClose(p, t, ev, up0+up, down0+down)
+		s.recordClose(p, t, ev, up0+up, down0+down, 0)
 	}()
 }
 
@@ -322,11 +322,16 @@ func (s *Server) recordDenial(ev audit.Event) {
 	s.opts.Suppress.Write(ev)
 }
 
-func (s *Server) recordClose(p *policy.Policy, t *tunnel, connect audit.Event, up, down int64) {
+// recordClose writes a tunnel's close line. hello is, for a tunnel refused
+// after its allow line, the size of the ClientHello that allow covered, so
+// a report can tell bytes that reached the origin past it (early data) from
+// a refusal that delivered nothing else; 0 otherwise.
+func (s *Server) recordClose(p *policy.Policy, t *tunnel, connect audit.Event, up, down, hello int64) {
 	ev := s.baseEvent(p)
 	ev.Kind, ev.Conn, ev.Host, ev.Port, ev.Addr = audit.Close, t.conn, connect.Host, connect.Port, connect.Addr
 	ev.Decision, ev.Exemption = connect.Decision, connect.Exemption
 	ev.BytesUp, ev.BytesDown, ev.DurationMS = up, down, time.Since(t.started).Milliseconds()
+	ev.HelloBytes = hello
 	if r := t.closeReason(); r != "" {
 		ev.Reason = string(r)
 	}
