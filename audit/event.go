@@ -24,9 +24,13 @@ const (
 // Event is one audit line. Zero fields are left out of the line. Every
 // string is capped (see Cap) so a hostile value cannot grow the log.
 type Event struct {
-	Time               time.Time
-	Kind               Kind
-	Integration        string
+	Time        time.Time
+	Kind        Kind
+	Integration string
+	// Claim is, while a manifest's claim of another folder's id waits for
+	// the operator (policy.Policy.PendingClaimOf), the claiming folder: the
+	// event is the claim's, not the id owner's.
+	Claim              string
 	IntegrationVersion string
 	Generation         uint64
 	Decision           string // allow, deny, would_deny

@@ -13,7 +13,7 @@ import (
 // operator chose are in it (never the method or anything else the client
 // sends), so a client cannot open a new class, and a new line, per request.
 func foldClass(e Event) string {
-	return strings.Join([]string{string(e.Kind), e.Integration, strconv.FormatUint(e.Generation, 10), e.Decision, e.Reason, e.Listener}, "|")
+	return strings.Join([]string{string(e.Kind), e.Integration, e.Claim, strconv.FormatUint(e.Generation, 10), e.Decision, e.Reason, e.Listener}, "|")
 }
 
 // foldTarget is what was asked for: the canonical host (see targetOf), or

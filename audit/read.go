@@ -15,6 +15,7 @@ type Record struct {
 	Event              string         `json:"event"`
 	Integration        string         `json:"integration"`
 	IntegrationVersion string         `json:"integration_version"`
+	Claim              string         `json:"claim"`
 	Generation         uint64         `json:"generation"`
 	Decision           string         `json:"decision"`
 	Reason             string         `json:"reason"`

@@ -29,7 +29,11 @@ func WriteText(w io.Writer, rep Report) error {
 		for i, v := range ir.Versions {
 			versions[i] = q(v)
 		}
-		fmt.Fprintf(tw, "== %s (versions %s)\n", q(ir.ID), strings.Join(versions, ", "))
+		if ir.Claim != "" {
+			fmt.Fprintf(tw, "== unapproved claim of %s from %s (versions %s): not that integration until the operator approves it\n", q(ir.ID), q(ir.Claim), strings.Join(versions, ", "))
+		} else {
+			fmt.Fprintf(tw, "== %s (versions %s)\n", q(ir.ID), strings.Join(versions, ", "))
+		}
 		fmt.Fprintf(tw, "span:\t%s – %s\n", ir.First.Format(time.RFC3339), ir.Last.Format(time.RFC3339))
 		fmt.Fprintln(tw, "\nreached:\thost\trule\tconnections\tbytes up\tbytes down")
 		for _, u := range ir.Reached {

@@ -47,7 +47,10 @@ func (v *Verification) Headline() string {
 
 // IntegrationReport is one integration's part of a Report.
 type IntegrationReport struct {
-	ID       string    `json:"id"`
+	ID string `json:"id"`
+	// Claim is the folder of an unapproved claim of ID: this section is
+	// what that folder did while its claim waited, never the owner's.
+	Claim    string    `json:"claim,omitempty"`
 	Versions []string  `json:"versions"`
 	Manifest string    `json:"manifest,omitempty"`
 	First    time.Time `json:"first"`
@@ -175,6 +178,7 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 	refusedConn := map[string]RefusedUse{} // conn id -> a tunnel refused after its allow line
 	reachedRefused := map[[4]string]*RefusedUse{}
 	var failed []Record // refused attempts, to tell "tried" from "never tried"
+	recs = bySection(recs)
 	var all []Record
 	for _, r := range recs {
 		all = append(all, unfold(r)...)
@@ -311,7 +315,8 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 			}
 			return a.Host < b.Host
 		})
-		if entries, ok := declared[id]; ok {
+		ir.ID, ir.Claim, _ = strings.Cut(id, claimSep)
+		if entries, ok := declared[id]; ok && ir.Claim == "" {
 			ir.Declared = entries
 			used := map[string]bool{}
 			for _, u := range ir.Reached {
@@ -334,8 +339,31 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 		ir.Timeline = timeline(recs, id, ir.First, ir.Last)
 		rep.Integrations = append(rep.Integrations, *ir)
 	}
-	sort.Slice(rep.Integrations, func(i, j int) bool { return rep.Integrations[i].ID < rep.Integrations[j].ID })
+	sort.Slice(rep.Integrations, func(i, j int) bool {
+		a, b := rep.Integrations[i], rep.Integrations[j]
+		if a.ID != b.ID {
+			return a.ID < b.ID
+		}
+		return a.Claim < b.Claim
+	})
 	return rep
+}
+
+// claimSep joins an id and a claiming folder into one report section key.
+const claimSep = "\x00claim\x00"
+
+// bySection returns recs with each claim's records under a section key of
+// their own (the id and the claiming folder), so nothing a claim did is
+// counted as the owner's.
+func bySection(recs []Record) []Record {
+	out := make([]Record, len(recs))
+	for i, r := range recs {
+		if r.Claim != "" && r.Integration != "" {
+			r.Integration += claimSep + r.Claim
+		}
+		out[i] = r
+	}
+	return out
 }
 
 // reachedOrigin says whether a close record shows bytes that reached the

@@ -238,6 +238,7 @@ func encode(zl zerolog.Logger, e Event) {
 	}
 	str("integration", e.Integration)
 	str("integration_version", e.IntegrationVersion)
+	str("claim", e.Claim)
 	if e.Generation != 0 {
 		ev.Uint64("generation", e.Generation)
 	}

@@ -293,13 +293,27 @@ func (s *Server) refusedAfterAllow(ev *audit.Event, reason policy.Reason, msg st
 	s.opts.Audit.Write(*ev)
 }
 
-// baseEvent starts an event with the integration's identity.
+// baseEvent starts an event with the integration's identity: the id its
+// manifest claims, marked as a claim while the claim waits (ClaimOf).
 func (s *Server) baseEvent(p *policy.Policy) audit.Event {
 	ev := audit.Event{Kind: audit.Connect}
 	if p != nil {
 		ev.Integration, ev.IntegrationVersion, ev.Generation = p.Manifest.ID, p.Manifest.Version, p.Generation
+		ev.Claim = ClaimOf(p)
 	}
 	return ev
+}
+
+// ClaimOf is the folder of p's manifest while it claims another folder's
+// id and the claim waits for the operator (policy.Policy.PendingClaimOf),
+// "" otherwise. Until approved the folder is not that integration: what it
+// does is logged under the id it claims, marked as the claim's, so no
+// report counts it as the owner's.
+func ClaimOf(p *policy.Policy) string {
+	if p == nil || p.Pending == "" || len(p.PendingClaimOf) == 0 {
+		return ""
+	}
+	return policy.FolderOf(p.ManifestAt)
 }
 
 // record writes an allow or would_deny connect event.

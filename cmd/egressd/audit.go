@@ -171,7 +171,9 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(manifests) == 0 {
 		for _, r := range recs {
-			if r.Event == string(audit.Policy) && r.Manifest != "" && !slices.Contains(manifests, r.Manifest) {
+			// A claim's manifest is not the owner's: its entries are not
+			// the id's declared list.
+			if r.Event == string(audit.Policy) && r.Manifest != "" && r.Claim == "" && !slices.Contains(manifests, r.Manifest) {
 				manifests = append(manifests, r.Manifest)
 			}
 		}
