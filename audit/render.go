@@ -80,6 +80,9 @@ func WriteText(w io.Writer, rep Report) error {
 func writeUnused(w io.Writer, ir IntegrationReport) {
 	q := termsafe.String
 	switch {
+	case ir.Claim != "":
+		fmt.Fprintln(w, "\nunused entries:\t(an unapproved claim: its manifest is not the id's list)")
+		return
 	case ir.Declared == nil:
 		fmt.Fprintln(w, "\nunused entries:\t(manifest not found: pass --manifest)")
 		return
