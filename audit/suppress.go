@@ -19,7 +19,8 @@ import (
 //   - past that, targets are still written at once up to a budget per
 //     group (see groupBudget): 8 per cloud metadata address, 4 per other
 //     special address range (loopback, private, link-local, …), 1 per
-//     parent domain of a name (at most maxNameGroups of them) and 1 for
+//     registrable domain of a name, the SNI's for a fronting refusal (at
+//     most maxNameGroups of them) and 1 for
 //     other addresses. So an attempt at 169.254.169.254, however it is
 //     reached, is never lost in a flood of other targets;
 //   - everything else is counted, with a sample of maxSample targets.
@@ -44,7 +45,7 @@ type Suppressor struct {
 // Bounds per class and window.
 const (
 	maxVerbatim   = 4  // distinct targets written as their own line
-	maxNameGroups = 16 // parent domains that may have a line past that
+	maxNameGroups = 16 // registrable domains that may have a line past that
 	maxSample     = 8  // further targets listed with counts in the summary
 	maxRuleCounts = 64 // rules the unlisted events are counted under
 	maxFolded     = 4096
