@@ -23,9 +23,13 @@ const (
 // Event is one audit line. Zero fields are left out of the line. Every
 // string is capped (see Cap) so a hostile value cannot grow the log.
 type Event struct {
-	Time               time.Time
-	Kind               Kind
-	Integration        string
+	Time        time.Time
+	Kind        Kind
+	Integration string
+	// Claim is, while a manifest's claim of another folder's id waits for
+	// the operator (policy.Policy.PendingClaimOf), the claiming folder: the
+	// event is the claim's, not the id owner's.
+	Claim              string
 	IntegrationVersion string
 	Generation         uint64
 	Decision           string // allow, deny, would_deny
@@ -45,16 +49,21 @@ type Event struct {
 	Secrets            []string // request: the secrets substituted, by name, never by value
 	BytesUp            int64
 	BytesDown          int64
-	DurationMS         int64
-	Suppressed         int64          // events folded into this summary, not written as lines
-	Folded             []FoldedTarget // a summary's listed targets, with counts
-	Unlisted           int64          // a summary's events whose target is not listed
-	Listener           string         // lifecycle: the listener's real address
-	Action             string         // lifecycle/policy: what happened (start, listening, drain, stop, loaded, …)
-	Pending            string         // policy: version waiting for approval
-	Manifest           string         // policy: the manifest path as configured
-	Msg                string
-	Err                string
+	// HelloBytes is, on the close of a tunnel refused after its allow line,
+	// the size of the checked ClientHello the allow covered: bytes up past
+	// it reached the origin before the refusal.
+	HelloBytes    int64
+	DurationMS    int64
+	Suppressed    int64          // events folded into this summary, not written as lines
+	Folded        []FoldedTarget // a summary's listed targets, with counts
+	Unlisted      int64          // a summary's events whose target is not listed
+	UnlistedRules []RuleCount    // a summary's unlisted events, per rule that decided them
+	Listener      string         // lifecycle: the listener's real address
+	Action        string         // lifecycle/policy: what happened (start, listening, drain, stop, loaded, …)
+	Pending       string         // policy: version waiting for approval
+	Manifest      string         // policy: the manifest path as configured
+	Msg           string
+	Err           string
 }
 
 // Field caps. host_raw is capped at 253 bytes (the longest DNS name) before

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"golang.org/x/net/publicsuffix"
 )
 
 // foldClass is what a summary line stands for: refusals alike in every
@@ -11,7 +13,7 @@ import (
 // operator chose are in it (never the method or anything else the client
 // sends), so a client cannot open a new class, and a new line, per request.
 func foldClass(e Event) string {
-	return strings.Join([]string{string(e.Kind), e.Integration, strconv.FormatUint(e.Generation, 10), e.Decision, e.Reason, e.Listener}, "|")
+	return strings.Join([]string{string(e.Kind), e.Integration, e.Claim, strconv.FormatUint(e.Generation, 10), e.Decision, e.Reason, e.Listener}, "|")
 }
 
 // foldTarget is what was asked for: the canonical host (see targetOf), or
@@ -111,7 +113,7 @@ var addrGroups = []struct {
 
 // groupBudget is how many targets of a group a window writes as lines
 // past the first maxVerbatim: metadata addresses are the finding that
-// matters most, other special ranges next.
+// matters most, other special ranges next; one per registrable domain.
 func groupBudget(group string, isName bool) int {
 	switch {
 	case isName, group == "address":
@@ -125,11 +127,20 @@ func groupBudget(group string, isName bool) int {
 // foldGroup names the group a target belongs to, for folding: an address
 // range from addrGroups (the address the target spells in any spelling, read
 // by LiteralAddr as the resolver would, then the dialled
-// address), any other address, or a name's parent domain (its last two
-// labels). isName says the group is a parent domain, of which a window
-// holds a bounded number.
-func foldGroup(target, addr string, nat64 []netip.Prefix) (group string, isName bool) {
-	for _, s := range []string{target, addr} {
+// address), any other address, or a name's registrable domain. The name is
+// the SNI when the ClientHello asked for another host than the CONNECT
+// (domain fronting): the SNI is where the client meant to go, and each
+// domain it fronted for is a finding of its own, never hidden behind decoys
+// fronting for one other domain. isName says the group is a registrable
+// domain, of which a window holds a bounded number.
+func foldGroup(target, sni, addr string, nat64 []netip.Prefix) (group string, isName bool) {
+	spellings := []string{target, addr}
+	if sni != "" {
+		// A fronting refusal's address is one the policy allowed for the
+		// CONNECT host: the finding is the SNI, whatever address it went to.
+		spellings = spellings[:1]
+	}
+	for _, s := range spellings {
 		if a, ok := LiteralAddr(s, nat64); ok {
 			for _, g := range addrGroups {
 				if g.prefix.Contains(a) {
@@ -141,10 +152,25 @@ func foldGroup(target, addr string, nat64 []netip.Prefix) (group string, isName 
 			}
 		}
 	}
-	name := strings.TrimSuffix(strings.ToLower(hostOf(target)), ".")
+	name := hostOf(target)
+	if sni != "" {
+		name = sni
+	}
+	return "name:" + registrableDomain(name), true
+}
+
+// registrableDomain is name's registrable domain (its public suffix and one
+// label more, so victim-bank.co.uk and evil.co.uk are two domains), or its
+// last two labels when the public suffix list has no answer (a name that is
+// a public suffix itself, or malformed).
+func registrableDomain(name string) string {
+	name = strings.TrimSuffix(strings.ToLower(name), ".")
+	if d, err := publicsuffix.EffectiveTLDPlusOne(name); err == nil {
+		return d
+	}
 	labels := strings.Split(name, ".")
 	if len(labels) > 2 {
 		labels = labels[len(labels)-2:]
 	}
-	return "name:" + strings.Join(labels, "."), true
+	return strings.Join(labels, ".")
 }

@@ -15,6 +15,7 @@ type Record struct {
 	Event              string         `json:"event"`
 	Integration        string         `json:"integration"`
 	IntegrationVersion string         `json:"integration_version"`
+	Claim              string         `json:"claim"`
 	Generation         uint64         `json:"generation"`
 	Decision           string         `json:"decision"`
 	Reason             string         `json:"reason"`
@@ -31,10 +32,12 @@ type Record struct {
 	Secrets            []string       `json:"secrets"`
 	BytesUp            int64          `json:"bytes_up"`
 	BytesDown          int64          `json:"bytes_down"`
+	HelloBytes         int64          `json:"hello_bytes"`
 	HostRaw            string         `json:"host_raw"`
 	Suppressed         int64          `json:"suppressed"`
 	Folded             []FoldedTarget `json:"folded"`
 	Unlisted           int64          `json:"unlisted"`
+	UnlistedRules      []RuleCount    `json:"unlisted_rules"`
 	Action             string         `json:"action"`
 	Pending            string         `json:"pending"`
 	Manifest           string         `json:"manifest"`
@@ -52,10 +55,12 @@ func (r Record) count() int64 {
 }
 
 // unfold turns a summary line into one record per target it lists, each
-// standing for that target's count, plus one for the events whose target
-// is not listed: a report groups them by target like any other line.
+// standing for that target's count, plus, for the events whose target is
+// not listed, one per rule they were counted under (with that rule, so a
+// report counts them among the attempts at its entry) and one for the
+// rest: a report groups them by target like any other line.
 func unfold(r Record) []Record {
-	if r.Suppressed <= 0 || (len(r.Folded) == 0 && r.Unlisted == 0) {
+	if r.Suppressed <= 0 || (len(r.Folded) == 0 && r.Unlisted == 0 && len(r.UnlistedRules) == 0) {
 		return []Record{r}
 	}
 	var out []Record
@@ -65,13 +70,22 @@ func unfold(r Record) []Record {
 			continue
 		}
 		t := r
-		t.Host, t.HostRaw, t.Suppressed, t.Folded, t.Unlisted = f.Target, "", f.Count, nil, 0
+		t.Host, t.HostRaw, t.Suppressed, t.Folded, t.Unlisted, t.UnlistedRules = f.Target, "", f.Count, nil, 0, nil
 		out = append(out, t)
 		rest -= f.Count
 	}
+	for _, u := range r.UnlistedRules {
+		if u.Count <= 0 || u.Count > rest {
+			continue
+		}
+		t := r
+		t.Host, t.HostRaw, t.Rule, t.Suppressed, t.Folded, t.Unlisted, t.UnlistedRules = UnlistedTargets, "", u.Rule, u.Count, nil, 0, nil
+		out = append(out, t)
+		rest -= u.Count
+	}
 	if rest > 0 {
 		t := r
-		t.Host, t.HostRaw, t.Suppressed, t.Folded, t.Unlisted = UnlistedTargets, "", rest, nil, 0
+		t.Host, t.HostRaw, t.Suppressed, t.Folded, t.Unlisted, t.UnlistedRules = UnlistedTargets, "", rest, nil, 0, nil
 		out = append(out, t)
 	}
 	return out

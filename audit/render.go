@@ -29,7 +29,11 @@ func WriteText(w io.Writer, rep Report) error {
 		for i, v := range ir.Versions {
 			versions[i] = q(v)
 		}
-		fmt.Fprintf(tw, "== %s (versions %s)\n", q(ir.ID), strings.Join(versions, ", "))
+		if ir.Claim != "" {
+			fmt.Fprintf(tw, "== unapproved claim of %s from %s (versions %s): not that integration until the operator approves it\n", q(ir.ID), q(ir.Claim), strings.Join(versions, ", "))
+		} else {
+			fmt.Fprintf(tw, "== %s (versions %s)\n", q(ir.ID), strings.Join(versions, ", "))
+		}
 		fmt.Fprintf(tw, "span:\t%s – %s\n", ir.First.Format(time.RFC3339), ir.Last.Format(time.RFC3339))
 		fmt.Fprintln(tw, "\nreached:\thost\trule\tconnections\tbytes up\tbytes down")
 		for _, u := range ir.Reached {
@@ -39,6 +43,12 @@ func WriteText(w io.Writer, rep Report) error {
 			fmt.Fprintln(tw, "\nreached only because audit mode was on (would_deny):")
 			for _, u := range ir.WouldDeny {
 				fmt.Fprintf(tw, "\t%s\t\t%d\t%d\t%d\n", q(u.Host), u.Connections, u.BytesUp, u.BytesDown)
+			}
+		}
+		if len(ir.ReachedThenRefused) > 0 {
+			fmt.Fprintln(tw, "\nreached, then refused (bytes reached the origin before the refusal):\thost\trule\treason\tconnections\tbytes up\tbytes down")
+			for _, u := range ir.ReachedThenRefused {
+				fmt.Fprintf(tw, "\t%s\t%s\t%s\t%d\t%d\t%d\n", q(u.Host), q(u.Rule), q(u.Reason), u.Connections, u.BytesUp, u.BytesDown)
 			}
 		}
 		writeUnused(tw, ir)
@@ -70,6 +80,9 @@ func WriteText(w io.Writer, rep Report) error {
 func writeUnused(w io.Writer, ir IntegrationReport) {
 	q := termsafe.String
 	switch {
+	case ir.Claim != "":
+		fmt.Fprintln(w, "\nunused entries:\t(an unapproved claim: its manifest is not the id's list)")
+		return
 	case ir.Declared == nil:
 		fmt.Fprintln(w, "\nunused entries:\t(manifest not found: pass --manifest)")
 		return

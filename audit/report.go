@@ -47,7 +47,10 @@ func (v *Verification) Headline() string {
 
 // IntegrationReport is one integration's part of a Report.
 type IntegrationReport struct {
-	ID       string    `json:"id"`
+	ID string `json:"id"`
+	// Claim is the folder of an unapproved claim of ID: this section is
+	// what that folder did while its claim waited, never the owner's.
+	Claim    string    `json:"claim,omitempty"`
 	Versions []string  `json:"versions"`
 	Manifest string    `json:"manifest,omitempty"`
 	First    time.Time `json:"first"`
@@ -55,6 +58,11 @@ type IntegrationReport struct {
 	Reached  []HostUse `json:"reached"`
 	// WouldDeny are hosts reached only because audit mode was on.
 	WouldDeny []HostUse `json:"would_deny"`
+	// ReachedThenRefused are tunnels refused after their allow line whose
+	// bytes reached the origin before the refusal: more than the checked
+	// ClientHello went up (early data), or the origin answered. They are
+	// refusals (see Refused) and deliveries both, never "never connected".
+	ReachedThenRefused []RefusedUse `json:"reached_then_refused"`
 	// Declared are the manifest's entries; Unused those nothing ever asked
 	// for (least-privilege findings: remove them); TriedNeverConnected those
 	// that were asked for but never connected (every attempt failed: DNS, a
@@ -77,6 +85,17 @@ type SecretUse struct {
 	Secret   string `json:"secret"`
 	Host     string `json:"host"`
 	Requests int64  `json:"requests"`
+}
+
+// RefusedUse is the traffic of the tunnels to one host that reached the
+// origin and were then refused for one reason.
+type RefusedUse struct {
+	Host        string `json:"host"`
+	Rule        string `json:"rule,omitempty"`
+	Reason      string `json:"reason"`
+	Connections int64  `json:"connections"`
+	BytesUp     int64  `json:"bytes_up"`
+	BytesDown   int64  `json:"bytes_down"`
 }
 
 // TriedEntry is a declared entry that was asked for and never connected.
@@ -133,7 +152,7 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 	get := func(id string) *IntegrationReport {
 		ir := byID[id]
 		if ir == nil {
-			ir = &IntegrationReport{ID: id, Reached: []HostUse{}, WouldDeny: []HostUse{}, Unused: []string{}, TriedNeverConnected: []TriedEntry{}, Refused: []Refusal{}, Policy: []Change{}, Secrets: []SecretUse{}}
+			ir = &IntegrationReport{ID: id, Reached: []HostUse{}, WouldDeny: []HostUse{}, ReachedThenRefused: []RefusedUse{}, Unused: []string{}, TriedNeverConnected: []TriedEntry{}, Refused: []Refusal{}, Policy: []Change{}, Secrets: []SecretUse{}}
 			byID[id] = ir
 		}
 		return ir
@@ -154,9 +173,12 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 			f.Last = r.Time
 		}
 	}
-	secrets := map[[3]string]*SecretUse{} // integration, secret, host
-	connHost := map[string]*HostUse{}     // conn id -> its host's usage, for close events
-	var failed []Record                   // refused attempts, to tell "tried" from "never tried"
+	secrets := map[[3]string]*SecretUse{}  // integration, secret, host
+	connHost := map[string]*HostUse{}      // conn id -> its host's usage, for close events
+	refusedConn := map[string]RefusedUse{} // conn id -> a tunnel refused after its allow line
+	reachedRefused := map[[4]string]*RefusedUse{}
+	var failed []Record // refused attempts, to tell "tried" from "never tried"
+	recs = bySection(recs)
 	var all []Record
 	for _, r := range recs {
 		all = append(all, unfold(r)...)
@@ -202,6 +224,7 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 					// after a HelloRetryRequest): it did not reach the host.
 					u.Connections--
 					delete(connHost, r.Conn)
+					refusedConn[r.Conn] = RefusedUse{Host: u.Host, Rule: u.Rule, Reason: r.Reason}
 				}
 				failed = append(failed, r)
 				refuse(r, string(Connect))
@@ -227,6 +250,19 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 				u.BytesUp += r.BytesUp
 				u.BytesDown += r.BytesDown
 			}
+			if ru, ok := refusedConn[r.Conn]; ok && r.Conn != "" {
+				delete(refusedConn, r.Conn)
+				if !r.reachedOrigin() {
+					break
+				}
+				k := [4]string{r.Integration, ru.Host, ru.Rule, ru.Reason}
+				if reachedRefused[k] == nil {
+					reachedRefused[k] = &ru
+				}
+				reachedRefused[k].Connections++
+				reachedRefused[k].BytesUp += r.BytesUp
+				reachedRefused[k].BytesDown += r.BytesDown
+			}
 		}
 	}
 	for k, u := range reached {
@@ -239,6 +275,9 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 			byID[k.id].WouldDeny = append(byID[k.id].WouldDeny, *u)
 		}
 	}
+	for k, u := range reachedRefused {
+		byID[k[0]].ReachedThenRefused = append(byID[k[0]].ReachedThenRefused, *u)
+	}
 	for k, f := range refused {
 		byID[k[0]].Refused = append(byID[k[0]].Refused, *f)
 	}
@@ -249,6 +288,13 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 	for id, ir := range byID {
 		sortUses(ir.Reached)
 		sortUses(ir.WouldDeny)
+		sort.Slice(ir.ReachedThenRefused, func(i, j int) bool {
+			a, b := ir.ReachedThenRefused[i], ir.ReachedThenRefused[j]
+			if a.Host != b.Host {
+				return a.Host < b.Host
+			}
+			return a.Reason < b.Reason
+		})
 		sort.Slice(ir.Secrets, func(i, j int) bool {
 			a, b := ir.Secrets[i], ir.Secrets[j]
 			if a.Secret != b.Secret {
@@ -269,10 +315,14 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 			}
 			return a.Host < b.Host
 		})
-		if entries, ok := declared[id]; ok {
+		ir.ID, ir.Claim, _ = strings.Cut(id, claimSep)
+		if entries, ok := declared[id]; ok && ir.Claim == "" {
 			ir.Declared = entries
 			used := map[string]bool{}
 			for _, u := range ir.Reached {
+				used[u.Rule] = true
+			}
+			for _, u := range ir.ReachedThenRefused {
 				used[u.Rule] = true
 			}
 			for _, e := range entries {
@@ -289,8 +339,41 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 		ir.Timeline = timeline(recs, id, ir.First, ir.Last)
 		rep.Integrations = append(rep.Integrations, *ir)
 	}
-	sort.Slice(rep.Integrations, func(i, j int) bool { return rep.Integrations[i].ID < rep.Integrations[j].ID })
+	sort.Slice(rep.Integrations, func(i, j int) bool {
+		a, b := rep.Integrations[i], rep.Integrations[j]
+		if a.ID != b.ID {
+			return a.ID < b.ID
+		}
+		return a.Claim < b.Claim
+	})
 	return rep
+}
+
+// claimSep joins an id and a claiming folder into one report section key.
+const claimSep = "\x00claim\x00"
+
+// bySection returns recs with each claim's records under a section key of
+// their own (the id and the claiming folder), so nothing a claim did is
+// counted as the owner's.
+func bySection(recs []Record) []Record {
+	out := make([]Record, len(recs))
+	for i, r := range recs {
+		if r.Claim != "" && r.Integration != "" {
+			r.Integration += claimSep + r.Claim
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// reachedOrigin says whether a close record shows bytes that reached the
+// origin beyond the ClientHello the allow decision covered: more went up
+// than that hello (early data, records forwarded before the refusal), or
+// anything came down (the origin answered). A close without hello_bytes
+// (an older log) counts every byte up as reached: it never understates a
+// delivery.
+func (r Record) reachedOrigin() bool {
+	return r.BytesDown > 0 || r.BytesUp > r.HelloBytes
 }
 
 // triedEntry gathers the refused attempts of integration id that asked for

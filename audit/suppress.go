@@ -19,14 +19,17 @@ import (
 //   - past that, targets are still written at once up to a budget per
 //     group (see groupBudget): 8 per cloud metadata address, 4 per other
 //     special address range (loopback, private, link-local, …), 1 per
-//     parent domain of a name (at most maxNameGroups of them) and 1 for
+//     registrable domain of a name, the SNI's for a fronting refusal (at
+//     most maxNameGroups of them) and 1 for
 //     other addresses. So an attempt at 169.254.169.254, however it is
 //     reached, is never lost in a flood of other targets;
 //   - everything else is counted, with a sample of maxSample targets.
 //
 // When the window ends one summary line carries "suppressed" (the events
 // not written as their own line), "folded" (each listed target with its
-// count) and "unlisted" (the events whose target is not listed). The lines
+// count), "unlisted" (the events whose target is not listed) and
+// "unlisted_rules" (those counted per rule, so a report still counts each
+// among the attempts at its manifest entry). The lines
 // per class and window are bounded whatever the flood, and every event is
 // accounted for: lines + the sum of suppressed = events.
 type Suppressor struct {
@@ -42,10 +45,17 @@ type Suppressor struct {
 // Bounds per class and window.
 const (
 	maxVerbatim   = 4  // distinct targets written as their own line
-	maxNameGroups = 16 // parent domains that may have a line past that
+	maxNameGroups = 16 // registrable domains that may have a line past that
 	maxSample     = 8  // further targets listed with counts in the summary
+	maxRuleCounts = 64 // rules the unlisted events are counted under
 	maxFolded     = 4096
 )
+
+// RuleCount is the number of a summary's unlisted events one rule decided.
+type RuleCount struct {
+	Rule  string `json:"rule"`
+	Count int64  `json:"count"`
+}
 
 // FoldedTarget is one target in a summary line, with the number of its
 // events the summary stands for.
@@ -65,6 +75,9 @@ type foldWindow struct {
 	nameGroups int
 	folded     int64
 	unlisted   int64
+	// unlistedRules counts the unlisted events per rule, in ruleOrder.
+	unlistedRules map[string]int64
+	ruleOrder     []string
 }
 
 // NewSuppressor folds over window (one second is a good default).
@@ -88,10 +101,10 @@ func (s *Suppressor) Write(e Event) error {
 		if len(s.classes) >= maxFolded {
 			s.flushLocked(now, true)
 		}
-		w = &foldWindow{proto: e, until: now.Add(s.window), counts: map[string]int64{}, groups: map[string]int{}}
+		w = &foldWindow{proto: e, until: now.Add(s.window), counts: map[string]int64{}, groups: map[string]int{}, unlistedRules: map[string]int64{}}
 		s.classes[key] = w
 	}
-	write := w.admit(target, e.Addr, s.nat64)
+	write := w.admit(target, e, s.nat64)
 	s.mu.Unlock()
 	if summary != nil {
 		s.log.Write(*summary)
@@ -103,13 +116,13 @@ func (s *Suppressor) Write(e Event) error {
 }
 
 // admit decides whether e is written as its own line (true) or folded.
-func (w *foldWindow) admit(target, addr string, nat64 []netip.Prefix) bool {
+func (w *foldWindow) admit(target string, e Event, nat64 []netip.Prefix) bool {
 	if _, listed := w.counts[target]; listed {
 		w.counts[target]++
 		w.folded++
 		return false
 	}
-	group, isName := foldGroup(target, addr, nat64)
+	group, isName := foldGroup(target, Cap(e.SNI, maxHostRaw), e.Addr, nat64)
 	budget := groupBudget(group, isName)
 	if isName && w.groups[group] == 0 && w.nameGroups >= maxNameGroups {
 		budget = 0
@@ -143,8 +156,28 @@ func (w *foldWindow) admit(target, addr string, nat64 []netip.Prefix) bool {
 		w.order = append(w.order, target)
 	} else {
 		w.unlisted++
+		w.countUnlistedRule(e.Rule)
 	}
 	return false
+}
+
+// countUnlistedRule counts an unlisted event under the rule that decided
+// it (the manifest entry that allowed the host, for a refusal after that):
+// its target is lost, but a report still counts it among the attempts at
+// that entry. The rules are the manifest's and the operator's, so they are
+// few; past maxRuleCounts the event is counted in unlisted alone.
+func (w *foldWindow) countUnlistedRule(rule string) {
+	if rule == "" {
+		return
+	}
+	rule = Cap(rule, maxField)
+	if _, ok := w.unlistedRules[rule]; !ok {
+		if len(w.ruleOrder) >= maxRuleCounts {
+			return
+		}
+		w.ruleOrder = append(w.ruleOrder, rule)
+	}
+	w.unlistedRules[rule]++
 }
 
 // Flush writes the summaries of windows that have ended; all of them if
@@ -179,6 +212,9 @@ func (w *foldWindow) summary() *Event {
 		if n := w.counts[t]; n > 0 {
 			e.Folded = append(e.Folded, FoldedTarget{Target: t, Count: n})
 		}
+	}
+	for _, r := range w.ruleOrder {
+		e.UnlistedRules = append(e.UnlistedRules, RuleCount{Rule: r, Count: w.unlistedRules[r]})
 	}
 	return &e
 }

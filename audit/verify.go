@@ -75,6 +75,37 @@ type Verdict struct {
 // it). Checkpoints are matched by chain id and seq; one past the end of
 // its chain is a rollback, one for a chain not in the files is reported.
 func Verify(files []string, opts VerifyOptions) (Verdict, error) {
+	return verifyFiles(files, opts, nil)
+}
+
+// VerifyAndRead verifies the files as Verify does and reads their records
+// in the same pass: each file is opened once, and every record comes from
+// the very bytes whose hashes were checked. A report built from them is a
+// report of what was verified, whatever replaces a file on disk meanwhile
+// (verifying one open and reading another let a swapped-in log be reported
+// as intact). Past a break the rest is still read, unverified, for the
+// report that says so. A line that is not JSON is an error naming the file
+// and line, as ReadFiles.
+func VerifyAndRead(files []string, opts VerifyOptions) (Verdict, []Record, error) {
+	var recs []Record
+	v, err := verifyFiles(files, opts, func(name string, n int, line []byte) error {
+		var r Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			return fmt.Errorf("%s:%d: not an audit line: %v", name, n, err)
+		}
+		recs = append(recs, r)
+		return nil
+	})
+	if err != nil {
+		return Verdict{}, nil, err
+	}
+	return v, recs, nil
+}
+
+// lineSink receives every line of a file as it is read, verified or not.
+type lineSink func(name string, lineNo int, line []byte) error
+
+func verifyFiles(files []string, opts VerifyOptions, sink lineSink) (Verdict, error) {
 	if opts.Key != nil && len(opts.Key) < MinKeyLen {
 		return Verdict{}, fmt.Errorf("the key is %d bytes: egressd refuses keys under %d bytes, so no log was keyed with it", len(opts.Key), MinKeyLen)
 	}
@@ -90,14 +121,17 @@ func Verify(files []string, opts VerifyOptions) (Verdict, error) {
 		if err != nil {
 			return Verdict{}, err
 		}
-		err = v.file(f, fh, i == 0)
+		err = v.file(f, fh, i == 0, sink)
 		fh.Close()
 		if err != nil {
 			return Verdict{}, err
 		}
-		if v.out.Problem != "" {
+		if v.out.Problem != "" && sink == nil {
 			return v.finish(), nil
 		}
+	}
+	if v.out.Problem != "" {
+		return v.finish(), nil
 	}
 	if c := v.cur; c != nil {
 		if v.lastAction == "rotate" {
@@ -146,9 +180,14 @@ const maxLine = 1 << 20
 
 const hashTail = len(`,"hash":"`) + 64 + len(`"}`)
 
-func (v *verifier) file(name string, r io.Reader, first bool) error {
+// file verifies the lines of one file, handing each to sink (when not nil)
+// as it goes. Verification stops at the first problem; reading for sink
+// does not.
+func (v *verifier) file(name string, r io.Reader, first bool, sink lineSink) error {
 	br := bufio.NewReaderSize(r, maxLine)
-	v.lastFile = name
+	if v.out.Problem == "" {
+		v.lastFile = name
+	}
 	for lineNo := 1; ; lineNo++ {
 		line, err := br.ReadSlice('\n')
 		if len(line) == 0 && err == io.EOF {
@@ -159,19 +198,31 @@ func (v *verifier) file(name string, r io.Reader, first bool) error {
 		}
 		if err == bufio.ErrBufferFull {
 			v.fail(name, v.seq+1, fmt.Sprintf("a line longer than %d bytes: egressd never writes one", maxLine))
+			if sink != nil {
+				return fmt.Errorf("%s:%d: a line longer than %d bytes: not an audit line", name, lineNo, maxLine)
+			}
 			return nil
 		}
 		if err != nil && err != io.EOF {
 			return err
 		}
-		if !bytes.HasSuffix(line, []byte("\n")) {
+		whole := bytes.HasSuffix(line, []byte("\n"))
+		if !whole {
 			v.fail(name, v.seq, fmt.Sprintf("the last line is cut off after seq %d (a partial write)", v.seq))
-			return nil
+		} else {
+			line = line[:len(line)-1]
+			if v.out.Problem == "" {
+				v.line(name, line, lineNo == 1, first && lineNo == 1)
+			}
 		}
-		line = line[:len(line)-1]
-		v.line(name, line, lineNo == 1, first && lineNo == 1)
-		if v.out.Problem != "" {
-			return nil
+		if sink == nil {
+			if !whole || v.out.Problem != "" {
+				return nil
+			}
+			continue
+		}
+		if err := sink(name, lineNo, line); err != nil {
+			return err
 		}
 	}
 }

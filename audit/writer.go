@@ -245,6 +245,7 @@ func encode(zl zerolog.Logger, e Event, sc *scratch) {
 	}
 	str("integration", e.Integration)
 	str("integration_version", e.IntegrationVersion)
+	str("claim", e.Claim)
 	if e.Generation != 0 {
 		ev.Uint64("generation", e.Generation)
 	}
@@ -287,6 +288,9 @@ func encode(zl zerolog.Logger, e Event, sc *scratch) {
 	}
 	if e.Kind == Close {
 		ev.Int64("bytes_up", e.BytesUp).Int64("bytes_down", e.BytesDown).Int64("duration_ms", e.DurationMS)
+		if e.HelloBytes != 0 {
+			ev.Int64("hello_bytes", e.HelloBytes)
+		}
 	}
 	if e.Suppressed != 0 {
 		ev.Int64("suppressed", e.Suppressed)
@@ -297,6 +301,10 @@ func encode(zl zerolog.Logger, e Event, sc *scratch) {
 	}
 	if e.Unlisted != 0 {
 		ev.Int64("unlisted", e.Unlisted)
+	}
+	if len(e.UnlistedRules) > 0 {
+		rules, _ := json.Marshal(e.UnlistedRules)
+		ev.RawJSON("unlisted_rules", rules)
 	}
 	str("listener", e.Listener)
 	str("action", e.Action)

@@ -22,7 +22,7 @@ import (
 func (s *Server) goBrokered(p *policy.Policy, t *tunnel, ev audit.Event, bound []policy.Secret, replay []byte, release func()) {
 	s.goTunnel(p, release, func() {
 		up, down := s.serveBrokered(p, t, ev, bound, replay)
-		s.recordClose(p, t, ev, up, down)
+		s.recordClose(p, t, ev, up, down, 0)
 	})
 }
 

@@ -158,11 +158,11 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 				refused.SNI = no.sni.String() // where the client really meant to go
 			}
 			s.refusedAfterAllow(&refused, no.reason, no.msg)
-			s.recordClose(p, t, ev, up0, down0)
+			s.recordClose(p, t, ev, up0, down0, int64(len(raw)))
 			return
 		}
 		up, down := t.run(drain(br))
-		s.recordClose(p, t, ev, up0+up, down0+down)
+		s.recordClose(p, t, ev, up0+up, down0+down, 0)
 	})
 }
 
@@ -286,13 +286,27 @@ func (s *Server) refusedAfterAllow(ev *audit.Event, reason policy.Reason, msg st
 	s.opts.Audit.Write(*ev)
 }
 
-// baseEvent starts an event with the integration's identity.
+// baseEvent starts an event with the integration's identity: the id its
+// manifest claims, marked as a claim while the claim waits (ClaimOf).
 func (s *Server) baseEvent(p *policy.Policy) audit.Event {
 	ev := audit.Event{Kind: audit.Connect}
 	if p != nil {
 		ev.Integration, ev.IntegrationVersion, ev.Generation = p.Manifest.ID, p.Manifest.Version, p.Generation
+		ev.Claim = ClaimOf(p)
 	}
 	return ev
+}
+
+// ClaimOf is the folder of p's manifest while it claims another folder's
+// id and the claim waits for the operator (policy.Policy.PendingClaimOf),
+// "" otherwise. Until approved the folder is not that integration: what it
+// does is logged under the id it claims, marked as the claim's, so no
+// report counts it as the owner's.
+func ClaimOf(p *policy.Policy) string {
+	if p == nil || p.Pending == "" || len(p.PendingClaimOf) == 0 {
+		return ""
+	}
+	return policy.FolderOf(p.ManifestAt)
 }
 
 // record writes an allow or would_deny connect event.
@@ -315,11 +329,16 @@ func (s *Server) recordDenial(ev audit.Event) {
 	s.opts.Suppress.Write(ev)
 }
 
-func (s *Server) recordClose(p *policy.Policy, t *tunnel, connect audit.Event, up, down int64) {
+// recordClose writes a tunnel's close line. hello is, for a tunnel refused
+// after its allow line, the size of the ClientHello that allow covered, so
+// a report can tell bytes that reached the origin past it (early data) from
+// a refusal that delivered nothing else; 0 otherwise.
+func (s *Server) recordClose(p *policy.Policy, t *tunnel, connect audit.Event, up, down, hello int64) {
 	ev := s.baseEvent(p)
 	ev.Kind, ev.Conn, ev.Host, ev.Port, ev.Addr = audit.Close, t.conn, connect.Host, connect.Port, connect.Addr
 	ev.Decision, ev.Exemption = connect.Decision, connect.Exemption
 	ev.BytesUp, ev.BytesDown, ev.DurationMS = up, down, time.Since(t.started).Milliseconds()
+	ev.HelloBytes = hello
 	if r := t.closeReason(); r != "" {
 		ev.Reason = string(r)
 	}

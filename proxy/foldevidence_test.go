@@ -1,11 +1,13 @@
 package proxy
 
 import (
+	"encoding/json"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/egressd/egressd/audit"
 	"github.com/miekg/dns"
 )
 
@@ -104,4 +106,64 @@ func TestPortScanOfOneNameKeepsEveryPortInTheLog(t *testing.T) {
 		n, _ := strconv.Atoi(p)
 		e.log.waitEvent(t, map[string]any{"event": "connect", "reason": "port_not_allowed", "port": n})
 	}
+}
+
+// TestDomainFrontingTargetBehindSNIDecoysIsNamedInTheLogAndCounted is
+// issue 18's break 1 (f18b), end to end: 41 CONNECTs to the allowed
+// api.allowed.example in one folding window, 40 of them fronting (SNI) for
+// decoyN.evil.example and one for admin.victim-bank.example. The victim's
+// name was nowhere in the log ("suppressed 37, unlisted 29") and the report
+// counted 12 attempts. It has a line of its own now, and the report counts
+// all 41.
+func TestDomainFrontingTargetBehindSNIDecoysIsNamedInTheLogAndCounted(t *testing.T) {
+	e := newEnv(t, withFoldWindow(time.Hour))
+	e.resolveToOrigin("api.allowed.example")
+	target := "api.allowed.example:" + itoa(e.origin.Addr.Port())
+	for i := range 41 {
+		sni := "decoy" + strconv.Itoa(i) + ".evil.example"
+		if i == 20 {
+			sni = "admin.victim-bank.example"
+		}
+		if status, closed := e.rawTunnel(target, buildHello(helloSpec{names: []string{sni}})); status != 200 || !closed {
+			t.Fatalf("%s: status %d, closed %v", sni, status, closed)
+		}
+	}
+	e.log.waitEvent(t, map[string]any{"event": "connect", "reason": "sni_mismatch", "sni": "admin.victim-bank.example"})
+	// The client sees its tunnel close before the refusal is written: wait
+	// for the writes, flushing the folded ones, until the report has all 41
+	// or the log stops growing.
+	deadline := time.After(10 * time.Second)
+	for {
+		e.srv.opts.Suppress.Flush(true)
+		tried := triedAtEntry(t, e, "api.allowed.example")
+		if tried == 41 {
+			return
+		}
+		select {
+		case <-e.log.wrote:
+		case <-deadline:
+			t.Fatalf("the report counts %d attempts at api.allowed.example, want 41\n%s", tried, e.log.String())
+		}
+	}
+}
+
+// triedAtEntry is the attempts the report of e's log counts at entry, an
+// entry of the manifest that never connected.
+func triedAtEntry(t *testing.T, e *env, entry string) int64 {
+	var recs []audit.Record
+	for _, l := range e.log.events(t) {
+		b, _ := json.Marshal(l)
+		var r audit.Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	rep := audit.BuildReport(recs, map[string][]string{"com.test.weather": {entry}})
+	for _, tr := range rep.Integrations[0].TriedNeverConnected {
+		if tr.Entry == entry {
+			return tr.Attempts
+		}
+	}
+	return 0
 }

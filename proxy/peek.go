@@ -21,6 +21,10 @@ const (
 	extServerName            = 0x0000
 	extEncryptedClientHello  = 0xfe0d
 	extLegacyESNI            = 0xffce
+	extECHDraftFirst         = 0xfe01 // draft-ietf-tls-esni-08 and later drafts, up to 0xfe0d
+	extECHDraft07            = 0xff02 // draft-ietf-tls-esni-07's encrypted_client_hello; 0xff03 its ech_nonce
+	extECHNonceDraft07       = 0xff03
+	extECHOuterExtensions    = 0xfd00
 	recordTypeHandshake      = 22
 	handshakeTypeClientHello = 1
 	serverNameTypeHostName   = 0
@@ -149,10 +153,10 @@ func parseClientHello(b []byte) (allowlist.Name, error) {
 		if !seen.add(typ) {
 			return allowlist.Name{}, helloErr(policy.NotTLS, "an extension appears twice (RFC 8446 §4.2 forbids it)")
 		}
-		switch typ {
-		case extEncryptedClientHello, extLegacyESNI:
+		if isECHCodePoint(typ) {
 			return allowlist.Name{}, helloErr(policy.ECHPresent, "Encrypted ClientHello or ESNI present")
-		case extServerName:
+		}
+		if typ == extServerName {
 			n, err := parseServerName(data)
 			if err != nil {
 				return allowlist.Name{}, err
@@ -198,6 +202,23 @@ func (s *extensionsSeen) add(typ uint16) bool {
 	}
 	s.many[typ] = true
 	return true
+}
+
+// isECHCodePoint reports an extension that hides the real destination
+// under any code point Encrypted ClientHello or ESNI was ever sent with: the
+// final 0xfe0d, the drafts of draft-ietf-tls-esni from 0xfe01 up (a front
+// end still speaking a draft decrypts them and routes on the inner name),
+// draft 07's 0xff02 and 0xff03, the ESNI drafts' 0xffce, and 0xfd00
+// (ech_outer_extensions, which only an ECH inner hello carries). 0xff01
+// is renegotiation_info (RFC 5746), which every client sends: not ECH.
+func isECHCodePoint(typ uint16) bool {
+	switch {
+	case typ >= extECHDraftFirst && typ <= extEncryptedClientHello,
+		typ == extECHDraft07, typ == extECHNonceDraft07,
+		typ == extLegacyESNI, typ == extECHOuterExtensions:
+		return true
+	}
+	return false
 }
 
 // parseServerName reads server_name_list (RFC 6066 §3): exactly one entry,

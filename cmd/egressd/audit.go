@@ -161,21 +161,19 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
 		return exitUsage
 	}
-	// Verify is one linear pass: a reviewer never reads the report of a
-	// broken log as the report of a good one.
-	verdict, err := audit.Verify(fs.Args(), opts)
-	if err != nil {
-		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
-		return exitFail
-	}
-	recs, err := audit.ReadFiles(fs.Args())
+	// Verify and read in one linear pass over one open of each file: a
+	// reviewer never reads the report of a broken log as the report of a
+	// good one, nor the report of other bytes than those verified.
+	verdict, recs, err := audit.VerifyAndRead(fs.Args(), opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
 		return exitFail
 	}
 	if len(manifests) == 0 {
 		for _, r := range recs {
-			if r.Event == string(audit.Policy) && r.Manifest != "" && !slices.Contains(manifests, r.Manifest) {
+			// A claim's manifest is not the owner's: its entries are not
+			// the id's declared list.
+			if r.Event == string(audit.Policy) && r.Manifest != "" && r.Claim == "" && !slices.Contains(manifests, r.Manifest) {
 				manifests = append(manifests, r.Manifest)
 			}
 		}

@@ -12,9 +12,9 @@ import (
 	"unicode/utf8"
 )
 
-// String returns s with every C0 control, DEL, C1 control, bidi
-// override/isolate character and invalid UTF-8 byte replaced by a visible
-// escape: \xNN for a byte below 0x80 or an invalid byte, \uNNNN for a
+// String returns s with every C0 control, DEL, C1 control, Unicode line
+// or paragraph separator, bidi mark/override/isolate character and invalid
+// UTF-8 byte replaced by a visible escape: \xNN for a byte below 0x80 or an invalid byte, \uNNNN for a
 // rune. Printable Unicode is kept as it is. Clean text is returned
 // unchanged, without allocating.
 func String(s string) string {
@@ -60,6 +60,8 @@ func unsafeRune(r rune) bool {
 		return true // C0, DEL, C1
 	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
 		return true // bidi marks, embeddings, overrides and isolates
+	case r == 0x2028, r == 0x2029:
+		return true // line and paragraph separators: a line break to many viewers
 	}
 	return false
 }

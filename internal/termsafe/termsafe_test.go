@@ -90,3 +90,29 @@ func TestLinesEscapesALineBreakInsideAMessage(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", b.String(), want)
 	}
 }
+
+// TestUnicodeLineAndParagraphSeparatorsAreEscaped is issue 18's break 6
+// (f18b): egressd check printed U+2028 and U+2029 as they were, and a
+// terminal, a log viewer or a JavaScript-based pager breaks the line there,
+// so a manifest key can forge a line of check's output. The other Unicode
+// characters that break or reorder a line are escaped with them.
+func TestUnicodeLineAndParagraphSeparatorsAreEscaped(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"a\u2028ok: all clear", `a\u2028ok: all clear`},
+		{"a\u2029b", `a\u2029b`},
+		{"a\u0085b", `a\u0085b`},
+		{"\u200fx\u200e", `\u200fx\u200e`},
+		{"\u061cx", `\u061cx`},
+		{"\u202ax\u202c\u202d\u202e", `\u202ax\u202c\u202d\u202e`},
+		{"\u2066\u2067\u2068x\u2069", `\u2066\u2067\u2068x\u2069`},
+	} {
+		if got := String(c.in); got != c.want {
+			t.Errorf("String(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(Lines(&b), "x\u2028y\n")
+	if b.String() != "x\\u2028y\n" {
+		t.Fatalf("Lines wrote %q", b.String())
+	}
+}
