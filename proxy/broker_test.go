@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -745,4 +746,77 @@ func TestBrokerResponseCarryingAnotherSecretsValueIsScrubbed(t *testing.T) {
 	if resp.Header.Get("X-Stored") != otherPH || body != "stored="+otherPH {
 		t.Fatalf("header %q body %q: OTHER's value should read back as its placeholder", resp.Header.Get("X-Stored"), body)
 	}
+}
+
+// rangeEcho reflects the credential in a body and honours byte ranges, as
+// any static-file or object-store origin does (http.ServeContent).
+func rangeEcho(w http.ResponseWriter, r *http.Request) {
+	body := "your credential: " + r.Header.Get("Authorization") + "\n"
+	http.ServeContent(w, r, "echo.txt", time.Unix(1700000000, 0), strings.NewReader(body))
+}
+
+// TestBrokerRangeRequestsCannotCutTheValueOutOfAnEcho: the integration
+// asks a bound, echoing origin for its echo in byte ranges, so that each
+// answer holds only a piece of the value (which a whole-value scrubber
+// passes), or in one multi-range answer whose part header splits it.
+// egressd drops Range and If-Range: a brokered host answers whole bodies.
+func TestBrokerRangeRequestsCannotCutTheValueOutOfAnEcho(t *testing.T) {
+	start := len("your credential: Bearer ")
+	ranges := []string{
+		fmt.Sprintf("bytes=%d-%d", start, start+9),
+		fmt.Sprintf("bytes=%d-%d", start+10, start+19),
+		fmt.Sprintf("bytes=%d-%d", start+20, start+len(tokenValue)-1),
+		fmt.Sprintf("bytes=%d-%d,%d-%d", start, start+18, start+19, start+len(tokenValue)-1),
+		"bytes=-12",
+	}
+	for _, h2 := range []bool{false, true} {
+		b := newBrokerEnv(t, h2, rangeEcho)
+		c := b.client(h2)
+		for _, rg := range ranges {
+			req := b.credentialRequest(t, "api.allowed.example")
+			req.Header.Set("Range", rg)
+			req.Header.Set("If-Range", time.Unix(1700000000, 0).UTC().Format(http.TimeFormat)) // matches: the range is honoured
+			resp, body := do(t, c, req)
+			if resp.StatusCode != 200 || body != "your credential: Bearer "+tokenPH+"\n" {
+				t.Fatalf("h2=%v Range %s: %d %q, want the whole echo with the placeholder", h2, rg, resp.StatusCode, body)
+			}
+			noValueIn(t, "a ranged answer", body)
+		}
+		for _, r := range b.origin.requests() {
+			if r.Header.Get("Range") != "" || r.Header.Get("If-Range") != "" {
+				t.Fatalf("the origin was asked for a range: %q %q", r.Header.Get("Range"), r.Header.Get("If-Range"))
+			}
+		}
+	}
+}
+
+// TestBrokerPartialAnswerEgressdNeverAskedForIsRefused: egressd never asks
+// a brokered origin for a range, so a 206 or a multipart/byteranges answer
+// is refused (it could carry a piece of a value) and audited.
+func TestBrokerPartialAnswerEgressdNeverAskedForIsRefused(t *testing.T) {
+	b := newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+		piece := r.Header.Get("Authorization")[7:20]
+		if r.URL.Path == "/multipart" {
+			w.Header().Set("Content-Type", "multipart/byteranges; boundary=x")
+			io.WriteString(w, "--x\r\nContent-Range: bytes 7-19/60\r\n\r\n"+piece+"\r\n--x--\r\n")
+			return
+		}
+		w.Header().Set("Content-Range", "bytes 7-19/60")
+		w.WriteHeader(http.StatusPartialContent)
+		io.WriteString(w, piece)
+	})
+	c := b.client(false)
+	for _, path := range []string{"/partial", "/multipart"} {
+		req, _ := http.NewRequest("GET", b.url("api.allowed.example", path), nil)
+		req.Header.Set("Authorization", "Bearer "+tokenPH)
+		resp, body := do(t, c, req)
+		if resp.StatusCode != http.StatusBadGateway || resp.Header.Get(ReasonHeader) != "response_refused" {
+			t.Fatalf("%s: %d %q %q, want 502 response_refused", path, resp.StatusCode, resp.Header.Get(ReasonHeader), body)
+		}
+		if strings.Contains(body, tokenValue[:13]) {
+			t.Fatalf("%s: the piece reached the client: %q", path, body)
+		}
+		b.log.waitEvent(t, map[string]any{"event": "request", "path": path, "reason": "response_refused", "status": 502})
+	}
+	noValueIn(t, "the audit log", b.log.String())
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -100,10 +101,15 @@ func (b *broker) sameHost(authority string) bool {
 // rewrite sends the request to the origin of this connection only, with
 // placeholders substituted. Accept-Encoding is left to the transport,
 // which then asks for gzip and decompresses it itself, so responses reach
-// the scrubber as identity whenever the origin honours the request.
+// the scrubber as identity whenever the origin honours the request. Range
+// and If-Range are dropped: a brokered host always answers whole bodies,
+// since a range of an echo is a piece of a value cut where the
+// integration chose, which no scrubber can recognise.
 func (b *broker) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = "https", b.authority(), b.authority()
 	pr.Out.Header.Del("Accept-Encoding")
+	pr.Out.Header.Del("Range")
+	pr.Out.Header.Del("If-Range")
 	st := stateOf(pr.Out.Context())
 	st.used, st.echoes = substituteHeaders(pr.Out.Header, b.c.Bound)
 }
@@ -118,10 +124,14 @@ func (b *broker) every() []policy.Secret {
 // modifyResponse puts placeholders back in place of the values in the
 // response's header, identity-encoded body and trailers. A body encoded
 // otherwise (an origin that compressed unasked) passes as it is: a
-// documented residual risk.
+// documented residual risk. A partial answer, which egressd never asked
+// for, is refused.
 func (b *broker) modifyResponse(resp *http.Response) error {
 	st := stateOf(resp.Request.Context())
 	st.status = resp.StatusCode // a 101 is written on the hijacked connection, past countingWriter
+	if partial(resp) {
+		return errPartial
+	}
 	pairs := scrubPairs(b.every(), st.echoes)
 	scrubHeader(resp.Header, pairs)
 	if resp.StatusCode == http.StatusSwitchingProtocols || resp.Body == nil || resp.Body == http.NoBody {
@@ -142,13 +152,29 @@ func (b *broker) modifyResponse(resp *http.Response) error {
 	return nil
 }
 
-// upstreamError answers a request the origin could not be asked: 502, with
-// upstream_unverified when its certificate did not verify.
+// errPartial is a partial answer modifyResponse refused.
+var errPartial = errors.New("the origin answered with part of a body, which egressd did not ask for")
+
+// partial reports a 206, or a multipart/byteranges body under any status.
+func partial(resp *http.Response) bool {
+	if resp.StatusCode == http.StatusPartialContent {
+		return true
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return mt == "multipart/byteranges" || strings.HasPrefix(strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Type"))), "multipart/byteranges")
+}
+
+// upstreamError answers a request the origin could not be asked, or whose
+// answer egressd refused: 502, with upstream_unverified when the origin's
+// certificate did not verify, response_refused for a partial answer.
 func (b *broker) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	st := stateOf(r.Context())
 	st.reason, st.err = policy.DialError, err.Error()
-	if unverified(err) {
+	switch {
+	case unverified(err):
 		st.reason = policy.UpstreamUnverified
+	case errors.Is(err, errPartial):
+		st.reason, st.status = policy.ResponseRefused, 0
 	}
 	if r.Context().Err() != nil {
 		return // the client went away; nobody to answer
@@ -173,7 +199,7 @@ func unverified(err error) bool {
 func (b *broker) refuse(w http.ResponseWriter, reason policy.Reason) {
 	code := http.StatusForbidden
 	switch reason {
-	case policy.UpstreamUnverified, policy.DialError:
+	case policy.UpstreamUnverified, policy.DialError, policy.ResponseRefused:
 		code = http.StatusBadGateway
 	case policy.MethodNotAllowed:
 		code = http.StatusMethodNotAllowed

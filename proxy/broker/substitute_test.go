@@ -122,3 +122,30 @@ func TestScrubbingDoesNotHoldBackAStreamedEventsTail(t *testing.T) {
 		t.Fatalf("a possible value start was released: %q", buf[:n])
 	}
 }
+
+// TestScrubbingReplacesAValuesEdgesCutAtTheBodysEnds: an echo cut short
+// (a byte range, an offset the integration chose) begins with a value's
+// last bytes or ends with its first ones; eight bytes or more of either
+// are scrubbed, in reads of every size.
+func TestScrubbingReplacesAValuesEdgesCutAtTheBodysEnds(t *testing.T) {
+	pairs := []pair{{from: []byte(valA), to: []byte(phA)}, {from: []byte(valB), to: []byte(phB)}}
+	for name, tc := range map[string]struct{ body, want string }{
+		"head":          {valB[20:] + " mid", phB[len(phB)-(len(valB)-20):] + " mid"},
+		"tail":          {"mid " + valB[:30], "mid " + phB[:30]},
+		"both":          {valB[9:] + "|" + valB[:9], phB + "|" + phB[:9]}, // the placeholder is shorter than 40
+		"only a piece":  {valB[3:40], valB[3:40]},                         // neither edge: an echo of inner bytes is a residual risk
+		"short edges":   {valB[len(valB)-7:] + "x" + valB[:7], valB[len(valB)-7:] + "x" + valB[:7]},
+		"whole and cut": {valA + valB[:12], phA + phB[:12]},
+	} {
+		for _, one := range []bool{false, true} {
+			var src io.Reader = strings.NewReader(tc.body)
+			if one {
+				src = iotest.OneByteReader(src)
+			}
+			got, err := io.ReadAll(newScrubReader(io.NopCloser(src), pairs, nil))
+			if err != nil || string(got) != tc.want {
+				t.Errorf("%s (one byte at a time %v): got %q (%v)\nwant %q", name, one, got, err, tc.want)
+			}
+		}
+	}
+}
