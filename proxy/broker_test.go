@@ -820,3 +820,36 @@ func TestBrokerPartialAnswerEgressdNeverAskedForIsRefused(t *testing.T) {
 	}
 	noValueIn(t, "the audit log", b.log.String())
 }
+
+// TestBrokerLongBasicTokenTheScrubberWouldSearchForIsRefused: the
+// integration chooses the Basic token egressd then looks for in every
+// response (600 KB of zero bytes before the placeholder make an 800 KB
+// token); a header value carrying a placeholder is bounded too.
+func TestBrokerLongBasicTokenTheScrubberWouldSearchForIsRefused(t *testing.T) {
+	b := newBrokerEnv(t, false, nil)
+	c := b.client(false)
+	long := base64.StdEncoding.EncodeToString(append(make([]byte, 600000), ":"+tokenPH...))
+	for name, set := range map[string]func(*http.Request){
+		"800 KB Basic token": func(r *http.Request) { r.Header.Set("Authorization", "Basic "+long) },
+		"4 KiB Basic token": func(r *http.Request) {
+			r.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(strings.Repeat("u", 3<<10)+":"+tokenPH)))
+		},
+		"17 KiB header value": func(r *http.Request) { r.Header.Set("X-Api-Key", strings.Repeat("x", 17<<10)+tokenPH) },
+	} {
+		req := b.credentialRequest(t, "api.allowed.example")
+		set(req)
+		resp, body := do(t, c, req)
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || resp.Header.Get(ReasonHeader) != string(policy.BadRequest) {
+			t.Fatalf("%s: %d %q %q, want 431 bad_request", name, resp.StatusCode, resp.Header.Get(ReasonHeader), body)
+		}
+	}
+	if n := len(b.origin.requests()); n != 0 {
+		t.Fatalf("the origin received %d oversized requests", n)
+	}
+	// Long values without a placeholder are the integration's business.
+	req := b.credentialRequest(t, "api.allowed.example")
+	req.Header.Set("X-Other", strings.Repeat("x", 32<<10))
+	if resp, _ := do(t, c, req); resp.StatusCode != 200 {
+		t.Fatalf("a long header with no placeholder: %d", resp.StatusCode)
+	}
+}

@@ -75,7 +75,7 @@ func brokeredSentence(r policy.Reason, t *tunnel, p *policy.Policy) string {
 	case policy.MethodNotAllowed:
 		return "egressd: a tunnel (CONNECT) inside a connection egressd decrypts to add a secret is not allowed"
 	case policy.BadRequest:
-		return "egressd: the secrets' values would make this request's header too large; send each placeholder once"
+		return "egressd: with the secrets' values in place this request's header would be too large (at most 16 KiB around the placeholders in a header value, 3 KiB in a Basic credential, 64 KiB added by the values in all); send each placeholder once, in a short value"
 	}
 	return policy.Sentence(policy.Decision{Reason: r, Host: t.host, Port: t.port}, p)
 }

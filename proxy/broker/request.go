@@ -63,7 +63,8 @@ func (b *broker) enter() bool {
 // another host than the connection's (the leaf was issued for one name; a
 // shared front end must not be asked for another through it); one that
 // carries another host's placeholder; one whose substitution would grow
-// its header past maxHeaderGrowth.
+// its header past maxHeaderGrowth, or make a value or a Basic token longer
+// than egressd will build (and then search every response for).
 func (b *broker) check(r *http.Request) policy.Reason {
 	if b.c.Admit != nil {
 		if reason := b.c.Admit(); reason != "" {
@@ -79,7 +80,7 @@ func (b *broker) check(r *http.Request) policy.Reason {
 	if misdirected(r.RequestURI, r.Header, b.c.Unbound) {
 		return policy.SecretMisdirected
 	}
-	if headerGrowth(r.Header, b.c.Bound) > maxHeaderGrowth {
+	if headerGrowth(r.Header, b.c.Bound) > maxHeaderGrowth || oversized(r.Header, b.c.Bound) {
 		return policy.BadRequest
 	}
 	return ""

@@ -93,6 +93,54 @@ func headerGrowth(h http.Header, bound []policy.Secret) int {
 	return grow
 }
 
+// Bounds on what an integration can make egressd search for: a Basic
+// token egressd builds with a value in it is looked for in every response,
+// so the integration, which writes the rest of the token, would pick the
+// pattern's length (600 KB of zero bytes before the placeholder made an
+// 800 KB token). The bytes it writes around the placeholders are bounded,
+// in a Basic credential and in any header value carrying one; the values
+// themselves are bounded by policy.MaxSecretValue, their repeats by
+// maxHeaderGrowth.
+const (
+	maxOwnBytes      = 16 << 10 // around the placeholders, in a header value carrying one
+	maxOwnBasicBytes = 3 << 10  // around them in a Basic credential (4 KiB once encoded)
+)
+
+// oversized reports a header value carrying a bound placeholder with more
+// than maxOwnBytes of its own around them, or a Basic credential carrying
+// one with more than maxOwnBasicBytes.
+func oversized(h http.Header, bound []policy.Secret) bool {
+	for _, values := range h {
+		for _, v := range values {
+			if n, carries := ownBytes(v, bound); carries && n > maxOwnBytes {
+				return true
+			}
+			if decoded, _, ok := basicCredential(v); ok {
+				if n, carries := ownBytes(decoded, bound); carries && n > maxOwnBasicBytes {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// ownBytes is how many bytes of v are not a bound placeholder, and
+// whether v carries one.
+func ownBytes(v string, bound []policy.Secret) (n int, carries bool) {
+	n = len(v)
+	for _, sec := range bound {
+		if sec.Placeholder == "" {
+			continue
+		}
+		if c := strings.Count(v, sec.Placeholder); c > 0 {
+			carries = true
+			n -= c * len(sec.Placeholder)
+		}
+	}
+	return max(n, 0), carries
+}
+
 // substituteHeaders puts, in every value of h, each bound secret's value in
 // place of its placeholder, every time it appears, and inside a Basic
 // credential (decoded, replaced, encoded again). It returns the names of

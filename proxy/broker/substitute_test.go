@@ -149,3 +149,59 @@ func TestScrubbingReplacesAValuesEdgesCutAtTheBodysEnds(t *testing.T) {
 		}
 	}
 }
+
+// scrubSteps scrubs body (read 4 KiB at a time, as a slow origin's records
+// arrive) with from as the only value, and returns the automaton's steps.
+func scrubSteps(t testing.TB, from, body []byte) int {
+	s := newScrubReader(io.NopCloser(iotest.HalfReader(bytes.NewReader(body))), []pair{{from: from, to: []byte(phA)}}, nil)
+	s.buf = make([]byte, 4<<10)
+	if _, err := io.Copy(io.Discard, s); err != nil {
+		t.Fatal(err)
+	}
+	return s.steps
+}
+
+// adversarialScrub is the attack: a 4 KiB Basic token of 'A's (what
+// base64 makes of zero bytes) that the scrubber looks for, and a 1 MiB
+// body of 'A's, so every read's end is a long start of the token.
+func adversarialScrub() (from, body []byte) {
+	from = append(bytes.Repeat([]byte("A"), 4<<10-1), 'B')
+	return from, bytes.Repeat([]byte("A"), 1<<20)
+}
+
+// TestScrubbingWorkIsLinearWhateverTheBody: the scrubber's work on a body
+// built to look like the start of a long token at every read is within a
+// small factor of its work on random bytes of the same size (a count of
+// steps, not a clock). The quadratic scrubber compared every candidate
+// length at every read: 811 KiB cost 13 s of CPU.
+func TestScrubbingWorkIsLinearWhateverTheBody(t *testing.T) {
+	from, body := adversarialScrub()
+	random := make([]byte, len(body))
+	for i := range random {
+		random[i] = byte(i*7919>>3 ^ i)
+	}
+	bad, base := scrubSteps(t, from, body), scrubSteps(t, from, random)
+	t.Logf("steps: adversarial %d, random %d, for %d bytes", bad, base, len(body))
+	if bad > 4*base || bad > 4*len(body) {
+		t.Fatalf("adversarial body: %d steps, random: %d, body %d bytes; want within 4x of random and of the body's size", bad, base, len(body))
+	}
+}
+
+func BenchmarkScrubAdversarialBody(b *testing.B) {
+	from, body := adversarialScrub()
+	b.SetBytes(int64(len(body)))
+	for range b.N {
+		scrubSteps(b, from, body)
+	}
+}
+
+func BenchmarkScrubRandomBody(b *testing.B) {
+	from, body := adversarialScrub()
+	for i := range body {
+		body[i] = byte(i*7919>>3 ^ i)
+	}
+	b.SetBytes(int64(len(body)))
+	for range b.N {
+		scrubSteps(b, from, body)
+	}
+}
