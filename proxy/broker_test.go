@@ -816,7 +816,12 @@ func TestBrokerPartialAnswerEgressdNeverAskedForIsRefused(t *testing.T) {
 		if strings.Contains(body, tokenValue[:13]) {
 			t.Fatalf("%s: the piece reached the client: %q", path, body)
 		}
-		b.log.waitEvent(t, map[string]any{"event": "request", "path": path, "reason": "response_refused", "status": 502})
+	}
+	// Refused requests fold: the first is a line, the second is counted.
+	b.log.waitEvent(t, map[string]any{"event": "request", "reason": "response_refused", "status": 502})
+	b.srv.opts.Suppress.Flush(true)
+	if lines, folded := requestLines(t, b.log); int64(lines)+folded != 2 {
+		t.Fatalf("%d lines and %d folded, want both refusals audited", lines, folded)
 	}
 	noValueIn(t, "the audit log", b.log.String())
 }
@@ -851,5 +856,75 @@ func TestBrokerLongBasicTokenTheScrubberWouldSearchForIsRefused(t *testing.T) {
 	req.Header.Set("X-Other", strings.Repeat("x", 32<<10))
 	if resp, _ := do(t, c, req); resp.StatusCode != 200 {
 		t.Fatalf("a long header with no placeholder: %d", resp.StatusCode)
+	}
+}
+
+// requestLines counts the request events in the log, and the requests
+// folded into summaries.
+func requestLines(t *testing.T, log *syncBuffer) (lines int, folded int64) {
+	for _, ev := range log.events(t) {
+		if ev["event"] != "request" {
+			continue
+		}
+		if n, ok := ev["suppressed"].(float64); ok {
+			folded += int64(n)
+			continue
+		}
+		lines++
+	}
+	return lines, folded
+}
+
+// TestBrokerFloodOfRefusedRequestsWritesBoundedLines: one HTTP/2
+// connection sends request after request for another Host, each refused
+// host_mismatch; they fold like refused connections, every one accounted
+// for, instead of one line each.
+func TestBrokerFloodOfRefusedRequestsWritesBoundedLines(t *testing.T) {
+	b := newBrokerEnv(t, false, nil, withFoldWindow(time.Hour), withConfig(func(c *policy.Config) {
+		c.Limits.RequestsPerSecond, c.Limits.RequestBurst = 1e6, 1e6 // folding alone, no rate limit
+	}))
+	c := b.client(true)
+	const n = 300
+	for i := 0; i < n; i++ {
+		req := b.credentialRequest(t, "api.allowed.example")
+		req.URL.Path = "/" + strings.Repeat("a", 3900)
+		req.Host = "other.allowed.example"
+		if resp, _ := do(t, c, req); resp.StatusCode != 403 {
+			t.Fatalf("request %d: %d, want 403", i, resp.StatusCode)
+		}
+	}
+	b.srv.opts.Suppress.Flush(true)
+	lines, folded := requestLines(t, b.log)
+	if lines > 4 || int64(lines)+folded != n {
+		t.Fatalf("%d refused requests wrote %d lines and folded %d; want at most 4 lines, every request accounted for", n, lines, folded)
+	}
+}
+
+// TestBrokerFloodOfAllowedRequestsIsRateLimited: every allowed request
+// stays one line (the record of where a secret went), so the requests are
+// bounded: past limits.request_burst, 429 limit_exceeded, folded.
+func TestBrokerFloodOfAllowedRequestsIsRateLimited(t *testing.T) {
+	b := newBrokerEnv(t, true, nil, withFoldWindow(time.Hour), withConfig(func(c *policy.Config) {
+		c.Limits.RequestsPerSecond, c.Limits.RequestBurst = 0.001, 5 // no token comes back during the test
+	}))
+	c := b.client(true)
+	limited := 0
+	for i := 0; i < 40; i++ {
+		resp, body := do(t, c, b.credentialRequest(t, "api.allowed.example"))
+		switch {
+		case resp.StatusCode == 200:
+		case resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get(ReasonHeader) == string(policy.LimitExceeded):
+			limited++
+		default:
+			t.Fatalf("request %d: %d %q %q", i, resp.StatusCode, resp.Header.Get(ReasonHeader), body)
+		}
+	}
+	if got := len(b.origin.requests()); got != 5 || limited != 35 {
+		t.Fatalf("the origin received %d requests and %d were limited, want 5 and 35", got, limited)
+	}
+	b.srv.opts.Suppress.Flush(true)
+	lines, folded := requestLines(t, b.log)
+	if lines > 5+4 || int64(lines)+folded != 40 {
+		t.Fatalf("40 requests wrote %d lines and folded %d", lines, folded)
 	}
 }

@@ -208,6 +208,8 @@ func (b *broker) refuse(w http.ResponseWriter, reason policy.Reason) {
 		code = http.StatusRequestHeaderFieldsTooLarge // the only bad request refused here
 	case policy.AuditUnavailable:
 		code = http.StatusServiceUnavailable
+	case policy.LimitExceeded:
+		code = http.StatusTooManyRequests
 	}
 	h := w.Header()
 	h.Set(ReasonHeader, string(reason))
