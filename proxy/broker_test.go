@@ -928,3 +928,65 @@ func TestBrokerFloodOfAllowedRequestsIsRateLimited(t *testing.T) {
 		t.Fatalf("40 requests wrote %d lines and folded %d", lines, folded)
 	}
 }
+
+// TestBrokerPlaceholderHiddenFromTheMisdirectionCheckIsRefused: another
+// host's placeholder percent-encoded in the path or the query (which the
+// origin decodes), or in a request trailer (which arrives after the
+// request is forwarded), is refused and audited like one in a header; a
+// trailer carrying it never reaches the origin.
+func TestBrokerPlaceholderHiddenFromTheMisdirectionCheckIsRefused(t *testing.T) {
+	var mu sync.Mutex
+	var trailers []string
+	b := newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		trailers = append(trailers, r.Trailer.Get("X-Key"))
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}, withFoldWindow(time.Hour))
+	encoded := "%65" + otherPH[1:]
+	for name, mk := range map[string]func() *http.Request{
+		"path": func() *http.Request {
+			r := b.credentialRequest(t, "api.allowed.example")
+			r.URL.Path, r.URL.RawPath, r.URL.RawQuery = "/"+otherPH, "/"+encoded, ""
+			return r
+		},
+		"query": func() *http.Request {
+			r := b.credentialRequest(t, "api.allowed.example")
+			r.URL.RawQuery = "k=" + encoded + "&bad=%zz"
+			return r
+		},
+		"double-encoded": func() *http.Request {
+			r := b.credentialRequest(t, "api.allowed.example")
+			r.URL.RawQuery = "k=%2565" + otherPH[1:]
+			return r
+		},
+		"trailer": func() *http.Request {
+			r, _ := http.NewRequest("POST", b.url("api.allowed.example", "/upload"), io.NopCloser(strings.NewReader("x")))
+			r.ContentLength = -1
+			r.Trailer = http.Header{"X-Key": {otherPH}}
+			return r
+		},
+	} {
+		for _, h2 := range []bool{false, true} {
+			resp, body := do(t, b.client(h2), mk())
+			if resp.StatusCode != 403 || resp.Header.Get(ReasonHeader) != string(policy.SecretMisdirected) {
+				t.Fatalf("%s (h2 %v): %d %q %q, want 403 secret_misdirected", name, h2, resp.StatusCode, resp.Header.Get(ReasonHeader), body)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, tr := range trailers {
+		if strings.Contains(tr, otherPH) {
+			t.Fatal("the origin received the trailer carrying another host's placeholder")
+		}
+	}
+	b.srv.opts.Suppress.Flush(true)
+	if lines, folded := requestLines(t, b.log); int64(lines)+folded != 8 {
+		t.Fatalf("%d lines and %d folded refusals, want the 8 refusals audited", lines, folded)
+	}
+	if strings.Count(b.log.String(), `"reason":"secret_misdirected"`) == 0 {
+		t.Fatal("no secret_misdirected line")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/egressd/egressd/policy"
 )
@@ -25,13 +26,16 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer b.handlers.Done()
 	st := &reqState{}
 	body := &countingReader{ReadCloser: r.Body}
-	r.Body = body
+	r.Body = &trailerCheck{ReadCloser: body, trailer: r, unbound: b.c.Unbound, st: st}
 	cw := &countingWriter{ResponseWriter: w, scrub: func(h http.Header) { scrubHeader(h, scrubPairs(b.every(), st.echoes)) }}
 	if reason := b.check(r); reason != "" {
 		st.reason = reason
 		b.refuse(cw, reason)
 	} else {
 		b.proxy.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+	}
+	if st.trailerMisdirected.Load() {
+		st.reason = policy.SecretMisdirected
 	}
 	status := cw.status
 	if status == 0 {
@@ -172,6 +176,8 @@ func (b *broker) upstreamError(w http.ResponseWriter, r *http.Request, err error
 	st := stateOf(r.Context())
 	st.reason, st.err = policy.DialError, err.Error()
 	switch {
+	case st.trailerMisdirected.Load():
+		st.reason = policy.SecretMisdirected
 	case unverified(err):
 		st.reason = policy.UpstreamUnverified
 	case errors.Is(err, errPartial):
@@ -225,6 +231,9 @@ type reqState struct {
 	reason policy.Reason
 	err    string
 	status int // the origin's, as relayed
+	// trailerMisdirected is set by the transport's goroutine reading the
+	// request body, when the trailer names another host's secret.
+	trailerMisdirected atomic.Bool
 }
 
 type stateKey struct{}
@@ -234,6 +243,31 @@ func stateOf(ctx context.Context) *reqState {
 		return st
 	}
 	return &reqState{}
+}
+
+// errTrailerMisdirected ends a request body whose trailer carries another
+// host's placeholder: the transport aborts the request, so the trailer is
+// never written to the origin.
+var errTrailerMisdirected = errors.New("the request trailer carries the placeholder of a secret bound to other hosts")
+
+// trailerCheck reads a request body and, at its end (when the trailer has
+// arrived), refuses a trailer that names another host's secret. The
+// request was forwarded by then; failing the body's read is what keeps the
+// trailer from the origin.
+type trailerCheck struct {
+	io.ReadCloser
+	trailer *http.Request // its Trailer is filled in when the body ends
+	unbound []policy.Secret
+	st      *reqState
+}
+
+func (c *trailerCheck) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	if err == io.EOF && misdirectedTrailer(c.trailer.Trailer, c.unbound) {
+		c.st.trailerMisdirected.Store(true)
+		return n, errTrailerMisdirected
+	}
+	return n, err
 }
 
 // countingReader counts a request body's bytes.

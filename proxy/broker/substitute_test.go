@@ -205,3 +205,26 @@ func BenchmarkScrubRandomBody(b *testing.B) {
 		scrubSteps(b, from, body)
 	}
 }
+
+// TestPlaceholderPercentEncodedInTheTargetOrInATrailerIsMisdirected: the
+// origin decodes the target, so the check must too (a malformed escape
+// elsewhere must not stop it); a trailer is judged like the header.
+func TestPlaceholderPercentEncodedInTheTargetOrInATrailerIsMisdirected(t *testing.T) {
+	b := secret(t, "B", "b.example", phB, valB)
+	for _, target := range []string{
+		"/%65" + phB[1:],
+		"/p?bad=%zz&k=%65%67" + phB[2:],
+		"/p?k=%2565" + phB[1:],
+		"/" + strings.ReplaceAll(phB, "-", "%2d"),
+	} {
+		if !misdirected(target, http.Header{}, []policy.Secret{b}) {
+			t.Errorf("%q: the encoded placeholder was not caught", target)
+		}
+	}
+	if misdirected("/%zz%", http.Header{}, []policy.Secret{b}) {
+		t.Error("a malformed target without a placeholder was refused")
+	}
+	if !misdirectedTrailer(http.Header{"X-Key": {phB}}, []policy.Secret{b}) || misdirectedTrailer(http.Header{"X-Key": {phA}}, []policy.Secret{b}) {
+		t.Error("trailer check")
+	}
+}
