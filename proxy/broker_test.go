@@ -567,7 +567,17 @@ func TestBrokerIdleRequestOnARedialledConnectionIsSwept(t *testing.T) {
 // request gets the secret like any other; after the 101 the bytes flow
 // both ways.
 func TestBrokerWebSocketUpgradePassesThroughWithTheSecret(t *testing.T) {
-	b := newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+	for _, h2Origin := range []bool{false, true} {
+		t.Run(map[bool]string{false: "origin http1.1", true: "origin offers h2"}[h2Origin], func(t *testing.T) {
+			webSocketThroughBroker(t, h2Origin)
+		})
+	}
+}
+
+// webSocketThroughBroker upgrades a brokered connection; an origin that
+// offers h2 must still be asked over HTTP/1.1, where Upgrade exists.
+func webSocketThroughBroker(t *testing.T, h2Origin bool) {
+	b := newBrokerEnv(t, h2Origin, func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") != "websocket" {
 			http.Error(w, "not an upgrade", 400)
 			return
