@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -165,8 +164,14 @@ func partial(resp *http.Response) bool {
 	if resp.StatusCode == http.StatusPartialContent {
 		return true
 	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	return mt == "multipart/byteranges" || strings.HasPrefix(strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Type"))), "multipart/byteranges")
+	// By prefix, not by mime.ParseMediaType: a malformed parameter must
+	// not make the type unreadable, and so acceptable.
+	for _, ct := range resp.Header.Values("Content-Type") {
+		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "multipart/byteranges") {
+			return true
+		}
+	}
+	return false
 }
 
 // upstreamError answers a request the origin could not be asked, or whose
