@@ -791,6 +791,9 @@ func TestBrokerRangeRequestsCannotCutTheValueOutOfAnEcho(t *testing.T) {
 				t.Fatalf("h2=%v Range %s: %d %q, want the whole echo with the placeholder", h2, rg, resp.StatusCode, body)
 			}
 			noValueIn(t, "a ranged answer", body)
+			if resp.Header.Get("Accept-Ranges") != "" {
+				t.Fatalf("ranges are advertised: %q", resp.Header.Get("Accept-Ranges"))
+			}
 		}
 		for _, r := range b.origin.requests() {
 			if r.Header.Get("Range") != "" || r.Header.Get("If-Range") != "" {

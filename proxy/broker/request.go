@@ -136,6 +136,7 @@ func (b *broker) modifyResponse(resp *http.Response) error {
 	if partial(resp) {
 		return errPartial
 	}
+	resp.Header.Del("Accept-Ranges") // ranges are dropped on the way out: none is on offer
 	pairs := scrubPairs(b.every(), st.echoes)
 	scrubHeader(resp.Header, pairs)
 	if resp.StatusCode == http.StatusSwitchingProtocols || resp.Body == nil || resp.Body == http.NoBody {
