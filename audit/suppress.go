@@ -207,6 +207,8 @@ func (w *foldWindow) summary() *Event {
 	}
 	e := w.proto
 	e.Time, e.Conn, e.HostRaw, e.Host, e.SNI, e.Addr, e.Port, e.Rule, e.Msg, e.CNAME, e.Method = time.Time{}, "", "", "", "", "", 0, "", "", nil, ""
+	// A refused brokered request's own fields are its, not the summary's.
+	e.Path, e.Status, e.Secrets, e.BytesUp, e.BytesDown, e.Err = "", 0, nil, 0, 0, ""
 	e.Suppressed, e.Unlisted = w.folded, w.unlisted
 	for _, t := range w.order {
 		if n := w.counts[t]; n > 0 {

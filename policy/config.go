@@ -113,6 +113,11 @@ type Limits struct {
 	MaxTunnels           int     // concurrent tunnels per integration
 	MaxHandshakes        int     // CONNECTs between accept and splice, per integration
 	MaxConnections       int     // all connections, all integrations; 0 means derived from RLIMIT_NOFILE
+	// RequestsPerSecond and RequestBurst bound the requests on brokered
+	// connections (issue 15), per integration: each allowed one is an
+	// audit line of its own, the record of where a secret went.
+	RequestsPerSecond float64
+	RequestBurst      int
 }
 
 // Timeouts bound every wait. Each has a safe default.
@@ -225,6 +230,8 @@ func DefaultConfig() Config {
 			Burst:                200,
 			MaxTunnels:           1024,
 			MaxHandshakes:        256,
+			RequestsPerSecond:    50,
+			RequestBurst:         100,
 		},
 		Timeouts: Timeouts{
 			RequestHeader: 10 * time.Second,

@@ -57,6 +57,8 @@ type fileLimits struct {
 	MaxTunnels           *int     `yaml:"max_tunnels"`
 	MaxHandshakes        *int     `yaml:"max_handshakes"`
 	MaxConnections       *int     `yaml:"max_connections"`
+	RequestsPerSecond    *float64 `yaml:"requests_per_second"`
+	RequestBurst         *int     `yaml:"request_burst"`
 }
 
 type fileTimeouts struct {
@@ -365,6 +367,14 @@ func applyLimits(l *Limits, f *fileLimits, ps *problems) {
 			l.ConnectionsPerSecond = *f.ConnectionsPerSecond
 		}
 	}
+	if f.RequestsPerSecond != nil {
+		if *f.RequestsPerSecond <= 0 {
+			ps.add("limits.requests_per_second", fmt.Sprintf("must be above 0 (%v)", *f.RequestsPerSecond))
+		} else {
+			l.RequestsPerSecond = *f.RequestsPerSecond
+		}
+	}
+	setPositive("request_burst", &l.RequestBurst, f.RequestBurst)
 	setPositive("burst", &l.Burst, f.Burst)
 	setPositive("max_tunnels", &l.MaxTunnels, f.MaxTunnels)
 	setPositive("max_handshakes", &l.MaxHandshakes, f.MaxHandshakes)

@@ -36,6 +36,10 @@ const (
 	HostMismatch       Reason = "host_mismatch"
 	UpstreamUnverified Reason = "upstream_unverified"
 	BrokerUnavailable  Reason = "broker_unavailable"
+	// ResponseRefused is a brokered origin's answer egressd never asked
+	// for and will not relay: a 206 or a multipart/byteranges body, which
+	// could carry a piece of a value the scrubber cannot recognise.
+	ResponseRefused Reason = "response_refused"
 )
 
 // Verdict is the outcome of a decision. The zero Verdict denies.

@@ -74,6 +74,8 @@ func Sentence(d Decision, p *Policy) string {
 		return fmt.Sprintf("egressd: the request's Host (or :authority) must be %s, the host this connection was opened to", host)
 	case UpstreamUnverified:
 		return fmt.Sprintf("egressd: the certificate of %s could not be verified, so no secret was sent; the operator can add its CA with --upstream-ca (run) or tls.upstream_ca (serve)", host)
+	case ResponseRefused:
+		return fmt.Sprintf("egressd: %s answered with part of a body (206 or multipart/byteranges), which egressd never asks a host it adds a secret for; the answer was not relayed", host)
 	case BrokerUnavailable:
 		return fmt.Sprintf("egressd: a secret is bound to %s but this egressd has no broker CA to add it with; the operator must configure one (tls.ca_cert and tls.ca_key)", host)
 	}

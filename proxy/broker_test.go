@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -566,7 +567,17 @@ func TestBrokerIdleRequestOnARedialledConnectionIsSwept(t *testing.T) {
 // request gets the secret like any other; after the 101 the bytes flow
 // both ways.
 func TestBrokerWebSocketUpgradePassesThroughWithTheSecret(t *testing.T) {
-	b := newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+	for _, h2Origin := range []bool{false, true} {
+		t.Run(map[bool]string{false: "origin http1.1", true: "origin offers h2"}[h2Origin], func(t *testing.T) {
+			webSocketThroughBroker(t, h2Origin)
+		})
+	}
+}
+
+// webSocketThroughBroker upgrades a brokered connection; an origin that
+// offers h2 must still be asked over HTTP/1.1, where Upgrade exists.
+func webSocketThroughBroker(t *testing.T, h2Origin bool) {
+	b := newBrokerEnv(t, h2Origin, func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") != "websocket" {
 			http.Error(w, "not an upgrade", 400)
 			return
@@ -744,5 +755,251 @@ func TestBrokerResponseCarryingAnotherSecretsValueIsScrubbed(t *testing.T) {
 	resp, body := do(t, b.client(false), b.credentialRequest(t, "api.allowed.example"))
 	if resp.Header.Get("X-Stored") != otherPH || body != "stored="+otherPH {
 		t.Fatalf("header %q body %q: OTHER's value should read back as its placeholder", resp.Header.Get("X-Stored"), body)
+	}
+}
+
+// rangeEcho reflects the credential in a body and honours byte ranges, as
+// any static-file or object-store origin does (http.ServeContent).
+func rangeEcho(w http.ResponseWriter, r *http.Request) {
+	body := "your credential: " + r.Header.Get("Authorization") + "\n"
+	http.ServeContent(w, r, "echo.txt", time.Unix(1700000000, 0), strings.NewReader(body))
+}
+
+// TestBrokerRangeRequestsCannotCutTheValueOutOfAnEcho: the integration
+// asks a bound, echoing origin for its echo in byte ranges, so that each
+// answer holds only a piece of the value (which a whole-value scrubber
+// passes), or in one multi-range answer whose part header splits it.
+// egressd drops Range and If-Range: a brokered host answers whole bodies.
+func TestBrokerRangeRequestsCannotCutTheValueOutOfAnEcho(t *testing.T) {
+	start := len("your credential: Bearer ")
+	ranges := []string{
+		fmt.Sprintf("bytes=%d-%d", start, start+9),
+		fmt.Sprintf("bytes=%d-%d", start+10, start+19),
+		fmt.Sprintf("bytes=%d-%d", start+20, start+len(tokenValue)-1),
+		fmt.Sprintf("bytes=%d-%d,%d-%d", start, start+18, start+19, start+len(tokenValue)-1),
+		"bytes=-12",
+	}
+	for _, h2 := range []bool{false, true} {
+		b := newBrokerEnv(t, h2, rangeEcho)
+		c := b.client(h2)
+		for _, rg := range ranges {
+			req := b.credentialRequest(t, "api.allowed.example")
+			req.Header.Set("Range", rg)
+			req.Header.Set("If-Range", time.Unix(1700000000, 0).UTC().Format(http.TimeFormat)) // matches: the range is honoured
+			resp, body := do(t, c, req)
+			if resp.StatusCode != 200 || body != "your credential: Bearer "+tokenPH+"\n" {
+				t.Fatalf("h2=%v Range %s: %d %q, want the whole echo with the placeholder", h2, rg, resp.StatusCode, body)
+			}
+			noValueIn(t, "a ranged answer", body)
+			if resp.Header.Get("Accept-Ranges") != "" {
+				t.Fatalf("ranges are advertised: %q", resp.Header.Get("Accept-Ranges"))
+			}
+		}
+		for _, r := range b.origin.requests() {
+			if r.Header.Get("Range") != "" || r.Header.Get("If-Range") != "" {
+				t.Fatalf("the origin was asked for a range: %q %q", r.Header.Get("Range"), r.Header.Get("If-Range"))
+			}
+		}
+	}
+}
+
+// TestBrokerPartialAnswerEgressdNeverAskedForIsRefused: egressd never asks
+// a brokered origin for a range, so a 206 or a multipart/byteranges answer
+// is refused (it could carry a piece of a value) and audited.
+func TestBrokerPartialAnswerEgressdNeverAskedForIsRefused(t *testing.T) {
+	b := newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+		piece := r.Header.Get("Authorization")[7:20]
+		if r.URL.Path == "/multipart" {
+			w.Header().Set("Content-Type", "multipart/byteranges; boundary=x")
+			io.WriteString(w, "--x\r\nContent-Range: bytes 7-19/60\r\n\r\n"+piece+"\r\n--x--\r\n")
+			return
+		}
+		w.Header().Set("Content-Range", "bytes 7-19/60")
+		w.WriteHeader(http.StatusPartialContent)
+		io.WriteString(w, piece)
+	})
+	c := b.client(false)
+	for _, path := range []string{"/partial", "/multipart"} {
+		req, _ := http.NewRequest("GET", b.url("api.allowed.example", path), nil)
+		req.Header.Set("Authorization", "Bearer "+tokenPH)
+		resp, body := do(t, c, req)
+		if resp.StatusCode != http.StatusBadGateway || resp.Header.Get(ReasonHeader) != "response_refused" {
+			t.Fatalf("%s: %d %q %q, want 502 response_refused", path, resp.StatusCode, resp.Header.Get(ReasonHeader), body)
+		}
+		if strings.Contains(body, tokenValue[:13]) {
+			t.Fatalf("%s: the piece reached the client: %q", path, body)
+		}
+	}
+	// Refused requests fold: the first is a line, the second is counted.
+	b.log.waitEvent(t, map[string]any{"event": "request", "reason": "response_refused", "status": 502})
+	b.srv.opts.Suppress.Flush(true)
+	if lines, folded := requestLines(t, b.log); int64(lines)+folded != 2 {
+		t.Fatalf("%d lines and %d folded, want both refusals audited", lines, folded)
+	}
+	noValueIn(t, "the audit log", b.log.String())
+}
+
+// TestBrokerLongBasicTokenTheScrubberWouldSearchForIsRefused: the
+// integration chooses the Basic token egressd then looks for in every
+// response (600 KB of zero bytes before the placeholder make an 800 KB
+// token); a header value carrying a placeholder is bounded too.
+func TestBrokerLongBasicTokenTheScrubberWouldSearchForIsRefused(t *testing.T) {
+	b := newBrokerEnv(t, false, nil)
+	c := b.client(false)
+	long := base64.StdEncoding.EncodeToString(append(make([]byte, 600000), ":"+tokenPH...))
+	for name, set := range map[string]func(*http.Request){
+		"800 KB Basic token": func(r *http.Request) { r.Header.Set("Authorization", "Basic "+long) },
+		"4 KiB Basic token": func(r *http.Request) {
+			r.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(strings.Repeat("u", 3<<10)+":"+tokenPH)))
+		},
+		"17 KiB header value": func(r *http.Request) { r.Header.Set("X-Api-Key", strings.Repeat("x", 17<<10)+tokenPH) },
+	} {
+		req := b.credentialRequest(t, "api.allowed.example")
+		set(req)
+		resp, body := do(t, c, req)
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || resp.Header.Get(ReasonHeader) != string(policy.BadRequest) {
+			t.Fatalf("%s: %d %q %q, want 431 bad_request", name, resp.StatusCode, resp.Header.Get(ReasonHeader), body)
+		}
+	}
+	if n := len(b.origin.requests()); n != 0 {
+		t.Fatalf("the origin received %d oversized requests", n)
+	}
+	// Long values without a placeholder are the integration's business.
+	req := b.credentialRequest(t, "api.allowed.example")
+	req.Header.Set("X-Other", strings.Repeat("x", 32<<10))
+	if resp, _ := do(t, c, req); resp.StatusCode != 200 {
+		t.Fatalf("a long header with no placeholder: %d", resp.StatusCode)
+	}
+}
+
+// requestLines counts the request events in the log, and the requests
+// folded into summaries.
+func requestLines(t *testing.T, log *syncBuffer) (lines int, folded int64) {
+	for _, ev := range log.events(t) {
+		if ev["event"] != "request" {
+			continue
+		}
+		if n, ok := ev["suppressed"].(float64); ok {
+			folded += int64(n)
+			continue
+		}
+		lines++
+	}
+	return lines, folded
+}
+
+// TestBrokerFloodOfRefusedRequestsWritesBoundedLines: one HTTP/2
+// connection sends request after request for another Host, each refused
+// host_mismatch; they fold like refused connections, every one accounted
+// for, instead of one line each.
+func TestBrokerFloodOfRefusedRequestsWritesBoundedLines(t *testing.T) {
+	b := newBrokerEnv(t, false, nil, withFoldWindow(time.Hour), withConfig(func(c *policy.Config) {
+		c.Limits.RequestsPerSecond, c.Limits.RequestBurst = 1e6, 1e6 // folding alone, no rate limit
+	}))
+	c := b.client(true)
+	const n = 300
+	for i := 0; i < n; i++ {
+		req := b.credentialRequest(t, "api.allowed.example")
+		req.URL.Path = "/" + strings.Repeat("a", 3900)
+		req.Host = "other.allowed.example"
+		if resp, _ := do(t, c, req); resp.StatusCode != 403 {
+			t.Fatalf("request %d: %d, want 403", i, resp.StatusCode)
+		}
+	}
+	b.srv.opts.Suppress.Flush(true)
+	lines, folded := requestLines(t, b.log)
+	if lines > 4 || int64(lines)+folded != n {
+		t.Fatalf("%d refused requests wrote %d lines and folded %d; want at most 4 lines, every request accounted for", n, lines, folded)
+	}
+}
+
+// TestBrokerFloodOfAllowedRequestsIsRateLimited: every allowed request
+// stays one line (the record of where a secret went), so the requests are
+// bounded: past limits.request_burst, 429 limit_exceeded, folded.
+func TestBrokerFloodOfAllowedRequestsIsRateLimited(t *testing.T) {
+	b := newBrokerEnv(t, true, nil, withFoldWindow(time.Hour), withConfig(func(c *policy.Config) {
+		c.Limits.RequestsPerSecond, c.Limits.RequestBurst = 0.001, 5 // no token comes back during the test
+	}))
+	c := b.client(true)
+	limited := 0
+	for i := 0; i < 40; i++ {
+		resp, body := do(t, c, b.credentialRequest(t, "api.allowed.example"))
+		switch {
+		case resp.StatusCode == 200:
+		case resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get(ReasonHeader) == string(policy.LimitExceeded):
+			limited++
+		default:
+			t.Fatalf("request %d: %d %q %q", i, resp.StatusCode, resp.Header.Get(ReasonHeader), body)
+		}
+	}
+	if got := len(b.origin.requests()); got != 5 || limited != 35 {
+		t.Fatalf("the origin received %d requests and %d were limited, want 5 and 35", got, limited)
+	}
+	b.srv.opts.Suppress.Flush(true)
+	lines, folded := requestLines(t, b.log)
+	if lines > 5+4 || int64(lines)+folded != 40 {
+		t.Fatalf("40 requests wrote %d lines and folded %d", lines, folded)
+	}
+}
+
+// TestBrokerPlaceholderHiddenFromTheMisdirectionCheckIsRefused: another
+// host's placeholder percent-encoded in the path or the query (which the
+// origin decodes), or in a request trailer (which arrives after the
+// request is forwarded), is refused and audited like one in a header; a
+// trailer carrying it never reaches the origin.
+func TestBrokerPlaceholderHiddenFromTheMisdirectionCheckIsRefused(t *testing.T) {
+	var mu sync.Mutex
+	var trailers []string
+	b := newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		trailers = append(trailers, r.Trailer.Get("X-Key"))
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}, withFoldWindow(time.Hour))
+	encoded := "%65" + otherPH[1:]
+	for name, mk := range map[string]func() *http.Request{
+		"path": func() *http.Request {
+			r := b.credentialRequest(t, "api.allowed.example")
+			r.URL.Path, r.URL.RawPath, r.URL.RawQuery = "/"+otherPH, "/"+encoded, ""
+			return r
+		},
+		"query": func() *http.Request {
+			r := b.credentialRequest(t, "api.allowed.example")
+			r.URL.RawQuery = "k=" + encoded + "&bad=%zz"
+			return r
+		},
+		"double-encoded": func() *http.Request {
+			r := b.credentialRequest(t, "api.allowed.example")
+			r.URL.RawQuery = "k=%2565" + otherPH[1:]
+			return r
+		},
+		"trailer": func() *http.Request {
+			r, _ := http.NewRequest("POST", b.url("api.allowed.example", "/upload"), io.NopCloser(strings.NewReader("x")))
+			r.ContentLength = -1
+			r.Trailer = http.Header{"X-Key": {otherPH}}
+			return r
+		},
+	} {
+		for _, h2 := range []bool{false, true} {
+			resp, body := do(t, b.client(h2), mk())
+			if resp.StatusCode != 403 || resp.Header.Get(ReasonHeader) != string(policy.SecretMisdirected) {
+				t.Fatalf("%s (h2 %v): %d %q %q, want 403 secret_misdirected", name, h2, resp.StatusCode, resp.Header.Get(ReasonHeader), body)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, tr := range trailers {
+		if strings.Contains(tr, otherPH) {
+			t.Fatal("the origin received the trailer carrying another host's placeholder")
+		}
+	}
+	b.srv.opts.Suppress.Flush(true)
+	if lines, folded := requestLines(t, b.log); int64(lines)+folded != 8 {
+		t.Fatalf("%d lines and %d folded refusals, want the 8 refusals audited", lines, folded)
+	}
+	if strings.Count(b.log.String(), `"reason":"secret_misdirected"`) == 0 {
+		t.Fatal("no secret_misdirected line")
 	}
 }

@@ -71,7 +71,7 @@ func (s *Server) serveBrokered(p *policy.Policy, t *tunnel, connect audit.Event,
 		Upstream:         t.upstream,
 		Redial:           func(ctx context.Context) (net.Conn, error) { return s.redial(ctx, t) },
 		Record:           func(r broker.Request) { s.recordRequest(p, t, connect, r) },
-		Admit:            func() policy.Reason { return s.auditAdmits() },
+		Admit:            s.admitBrokered,
 		Sentence:         func(r policy.Reason) string { return brokeredSentence(r, t, p) },
 		HandshakeTimeout: set.timeouts.ClientHello,
 		IdleTimeout:      set.timeouts.Idle,
@@ -85,8 +85,10 @@ func brokeredSentence(r policy.Reason, t *tunnel, p *policy.Policy) string {
 	switch r {
 	case policy.MethodNotAllowed:
 		return "egressd: a tunnel (CONNECT) inside a connection egressd decrypts to add a secret is not allowed"
+	case policy.LimitExceeded:
+		return "egressd: too many requests on connections egressd adds a secret to (limits.requests_per_second); retry later"
 	case policy.BadRequest:
-		return "egressd: the secrets' values would make this request's header too large; send each placeholder once"
+		return "egressd: with the secrets' values in place this request's header would be too large (at most 16 KiB around the placeholders in a header value, 3 KiB in a Basic credential, 64 KiB added by the values in all); send each placeholder once, in a short value"
 	}
 	return policy.Sentence(policy.Decision{Reason: r, Host: t.host, Port: t.port}, p)
 }
@@ -112,17 +114,25 @@ func (s *Server) redial(ctx context.Context, t *tunnel) (net.Conn, error) {
 	return c, nil
 }
 
-// auditAdmits refuses a brokered request, like a connection, when the
-// audit log cannot be written and the operator chose to deny then.
-func (s *Server) auditAdmits() policy.Reason {
+// admitBrokered refuses a brokered request, like a connection, when the
+// audit log cannot be written and the operator chose to deny then, and
+// past the integration's request rate (limits.requests_per_second): each
+// request is an audit line, so the rate bounds the log's growth too.
+func (s *Server) admitBrokered() policy.Reason {
 	if !s.opts.Audit.Healthy() && s.settings().onFailure == policy.DenyOnAuditFailure {
 		return policy.AuditUnavailable
+	}
+	if !s.limiter.allowBrokered() {
+		return policy.LimitExceeded
 	}
 	return ""
 }
 
 // recordRequest writes one brokered request's event. The secrets are named,
-// never valued; the path is kept without its query.
+// never valued; the path is kept without its query. A refused request is
+// folded like a refused connection (by reason and host), so a flood of
+// them writes bounded lines; an allowed one is always a line of its own,
+// the record of where a secret went, bounded by the request rate.
 func (s *Server) recordRequest(p *policy.Policy, t *tunnel, connect audit.Event, r broker.Request) {
 	ev := s.baseEvent(p)
 	ev.Kind, ev.Conn, ev.Host, ev.Port, ev.Addr = audit.Request, t.conn, connect.Host, connect.Port, connect.Addr
@@ -134,7 +144,11 @@ func (s *Server) recordRequest(p *policy.Policy, t *tunnel, connect audit.Event,
 	}
 	ev.Err = audit.Cap(r.Err, 200)
 	// Not a connection decision: the decisions metric counts CONNECTs only.
-	if err := s.opts.Audit.Write(ev); err != nil && s.settings().onFailure == policy.DenyOnAuditFailure {
+	write := s.opts.Audit.Write
+	if r.Reason != "" && s.opts.Suppress != nil {
+		write = s.opts.Suppress.Write
+	}
+	if err := write(ev); err != nil && s.settings().onFailure == policy.DenyOnAuditFailure {
 		t.closeWith(policy.AuditUnavailable) // no further request without a record
 	}
 }

@@ -14,6 +14,7 @@ import (
 // place; the counts carry over.
 type limiter struct {
 	rate          *rate.Limiter
+	requests      *rate.Limiter // requests on brokered connections
 	handshakes    atomic.Int64
 	maxHandshakes atomic.Int64
 	tunnels       atomic.Int64
@@ -21,7 +22,10 @@ type limiter struct {
 }
 
 func newLimiter(l policy.Limits) *limiter {
-	lim := &limiter{rate: rate.NewLimiter(rate.Limit(l.ConnectionsPerSecond), l.Burst)}
+	lim := &limiter{
+		rate:     rate.NewLimiter(rate.Limit(l.ConnectionsPerSecond), l.Burst),
+		requests: rate.NewLimiter(rate.Limit(l.RequestsPerSecond), l.RequestBurst),
+	}
 	lim.apply(l)
 	return lim
 }
@@ -31,6 +35,8 @@ func newLimiter(l policy.Limits) *limiter {
 func (l *limiter) apply(lim policy.Limits) {
 	l.rate.SetLimit(rate.Limit(lim.ConnectionsPerSecond))
 	l.rate.SetBurst(lim.Burst)
+	l.requests.SetLimit(rate.Limit(lim.RequestsPerSecond))
+	l.requests.SetBurst(lim.RequestBurst)
 	l.maxHandshakes.Store(int64(lim.MaxHandshakes))
 	l.maxTunnels.Store(int64(lim.MaxTunnels))
 }
@@ -50,6 +56,9 @@ func (l *limiter) endHandshake() { l.handshakes.Add(-1) }
 
 // allowRequest spends a token for a request read on a connection.
 func (l *limiter) allowRequest() bool { return l.rate.Allow() }
+
+// allowBrokered spends a token for a request on a brokered connection.
+func (l *limiter) allowBrokered() bool { return l.requests.Allow() }
 
 // startTunnel admits a tunnel under the concurrent cap.
 func (l *limiter) startTunnel() bool {

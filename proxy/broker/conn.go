@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/egressd/egressd/policy"
+	"golang.org/x/net/http/httpguts"
 )
 
 // Conn is one brokered connection: a client that asked for Host, and the
@@ -91,16 +92,26 @@ func Serve(ctx context.Context, client net.Conn, c *Conn) (up, down int64) {
 	}
 
 	tr := &http.Transport{
-		DialTLSContext:      b.dialTLS,
+		DialTLSContext:      b.dialer("h2", "http/1.1"),
 		ForceAttemptHTTP2:   true,
 		MaxConnsPerHost:     maxUpstreamConns,
 		MaxIdleConnsPerHost: maxUpstreamConns,
 		IdleConnTimeout:     c.IdleTimeout,
 	}
 	defer tr.CloseIdleConnections()
+	// An upgrade (WebSocket) exists in HTTP/1.1 only: its origin is asked
+	// over a connection that offers nothing else, or an origin that
+	// prefers h2 would take it and the upgrade could not be sent.
+	upgrades := &http.Transport{
+		DialTLSContext:      b.dialer("http/1.1"),
+		MaxConnsPerHost:     maxUpstreamConns,
+		MaxIdleConnsPerHost: maxUpstreamConns,
+		IdleConnTimeout:     c.IdleTimeout,
+	}
+	defer upgrades.CloseIdleConnections()
 	b.proxy = &httputil.ReverseProxy{
 		Rewrite:        b.rewrite,
-		Transport:      tr,
+		Transport:      byUpgrade{plain: tr, upgrade: upgrades},
 		ModifyResponse: b.modifyResponse,
 		ErrorHandler:   b.upstreamError,
 		ErrorLog:       discard,
@@ -177,10 +188,25 @@ func (b *broker) closeUpstreams() {
 	}
 }
 
+// byUpgrade sends an upgrade request by its own transport.
+type byUpgrade struct{ plain, upgrade http.RoundTripper }
+
+func (t byUpgrade) RoundTrip(r *http.Request) (*http.Response, error) {
+	if httpguts.HeaderValuesContainsToken(r.Header["Connection"], "upgrade") {
+		return t.upgrade.RoundTrip(r)
+	}
+	return t.plain.RoundTrip(r)
+}
+
+// dialer dials the origin offering protos in ALPN.
+func (b *broker) dialer(protos ...string) func(ctx context.Context, _, _ string) (net.Conn, error) {
+	return func(ctx context.Context, _, _ string) (net.Conn, error) { return b.dialTLS(ctx, protos) }
+}
+
 // dialTLS hands the transport the pinned connection first, then new ones
 // from Redial, each with a TLS handshake that verifies the origin's chain
 // and name. A handshake that fails has written no request, so no secret.
-func (b *broker) dialTLS(ctx context.Context, _, _ string) (net.Conn, error) {
+func (b *broker) dialTLS(ctx context.Context, protos []string) (net.Conn, error) {
 	b.mu.Lock()
 	raw, closed := b.first, b.closed
 	b.first = nil
@@ -197,7 +223,7 @@ func (b *broker) dialTLS(ctx context.Context, _, _ string) (net.Conn, error) {
 	tc := tls.Client(raw, &tls.Config{
 		ServerName: b.c.Host,
 		RootCAs:    b.c.Roots,
-		NextProtos: []string{"h2", "http/1.1"},
+		NextProtos: protos,
 		MinVersion: tls.VersionTLS12,
 	})
 	hctx, cancel := context.WithTimeout(ctx, b.c.HandshakeTimeout)

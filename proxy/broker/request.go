@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/egressd/egressd/policy"
 )
@@ -24,13 +25,16 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer b.handlers.Done()
 	st := &reqState{}
 	body := &countingReader{ReadCloser: r.Body}
-	r.Body = body
+	r.Body = &trailerCheck{ReadCloser: body, trailer: r, unbound: b.c.Unbound, st: st}
 	cw := &countingWriter{ResponseWriter: w, scrub: func(h http.Header) { scrubHeader(h, scrubPairs(b.every(), st.echoes)) }}
 	if reason := b.check(r); reason != "" {
 		st.reason = reason
 		b.refuse(cw, reason)
 	} else {
 		b.proxy.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+	}
+	if st.trailerMisdirected.Load() {
+		st.reason = policy.SecretMisdirected
 	}
 	status := cw.status
 	if status == 0 {
@@ -62,7 +66,8 @@ func (b *broker) enter() bool {
 // another host than the connection's (the leaf was issued for one name; a
 // shared front end must not be asked for another through it); one that
 // carries another host's placeholder; one whose substitution would grow
-// its header past maxHeaderGrowth.
+// its header past maxHeaderGrowth, or make a value or a Basic token longer
+// than egressd will build (and then search every response for).
 func (b *broker) check(r *http.Request) policy.Reason {
 	if b.c.Admit != nil {
 		if reason := b.c.Admit(); reason != "" {
@@ -78,7 +83,7 @@ func (b *broker) check(r *http.Request) policy.Reason {
 	if misdirected(r.RequestURI, r.Header, b.c.Unbound) {
 		return policy.SecretMisdirected
 	}
-	if headerGrowth(r.Header, b.c.Bound) > maxHeaderGrowth {
+	if headerGrowth(r.Header, b.c.Bound) > maxHeaderGrowth || oversized(r.Header, b.c.Bound) {
 		return policy.BadRequest
 	}
 	return ""
@@ -100,10 +105,15 @@ func (b *broker) sameHost(authority string) bool {
 // rewrite sends the request to the origin of this connection only, with
 // placeholders substituted. Accept-Encoding is left to the transport,
 // which then asks for gzip and decompresses it itself, so responses reach
-// the scrubber as identity whenever the origin honours the request.
+// the scrubber as identity whenever the origin honours the request. Range
+// and If-Range are dropped: a brokered host always answers whole bodies,
+// since a range of an echo is a piece of a value cut where the
+// integration chose, which no scrubber can recognise.
 func (b *broker) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = "https", b.authority(), b.authority()
 	pr.Out.Header.Del("Accept-Encoding")
+	pr.Out.Header.Del("Range")
+	pr.Out.Header.Del("If-Range")
 	st := stateOf(pr.Out.Context())
 	st.used, st.echoes = substituteHeaders(pr.Out.Header, b.c.Bound)
 }
@@ -118,10 +128,15 @@ func (b *broker) every() []policy.Secret {
 // modifyResponse puts placeholders back in place of the values in the
 // response's header, identity-encoded body and trailers. A body encoded
 // otherwise (an origin that compressed unasked) passes as it is: a
-// documented residual risk.
+// documented residual risk. A partial answer, which egressd never asked
+// for, is refused.
 func (b *broker) modifyResponse(resp *http.Response) error {
 	st := stateOf(resp.Request.Context())
 	st.status = resp.StatusCode // a 101 is written on the hijacked connection, past countingWriter
+	if partial(resp) {
+		return errPartial
+	}
+	resp.Header.Del("Accept-Ranges") // ranges are dropped on the way out: none is on offer
 	pairs := scrubPairs(b.every(), st.echoes)
 	scrubHeader(resp.Header, pairs)
 	if resp.StatusCode == http.StatusSwitchingProtocols || resp.Body == nil || resp.Body == http.NoBody {
@@ -142,13 +157,37 @@ func (b *broker) modifyResponse(resp *http.Response) error {
 	return nil
 }
 
-// upstreamError answers a request the origin could not be asked: 502, with
-// upstream_unverified when its certificate did not verify.
+// errPartial is a partial answer modifyResponse refused.
+var errPartial = errors.New("the origin answered with part of a body, which egressd did not ask for")
+
+// partial reports a 206, or a multipart/byteranges body under any status.
+func partial(resp *http.Response) bool {
+	if resp.StatusCode == http.StatusPartialContent {
+		return true
+	}
+	// By prefix, not by mime.ParseMediaType: a malformed parameter must
+	// not make the type unreadable, and so acceptable.
+	for _, ct := range resp.Header.Values("Content-Type") {
+		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "multipart/byteranges") {
+			return true
+		}
+	}
+	return false
+}
+
+// upstreamError answers a request the origin could not be asked, or whose
+// answer egressd refused: 502, with upstream_unverified when the origin's
+// certificate did not verify, response_refused for a partial answer.
 func (b *broker) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	st := stateOf(r.Context())
 	st.reason, st.err = policy.DialError, err.Error()
-	if unverified(err) {
+	switch {
+	case st.trailerMisdirected.Load():
+		st.reason = policy.SecretMisdirected
+	case unverified(err):
 		st.reason = policy.UpstreamUnverified
+	case errors.Is(err, errPartial):
+		st.reason, st.status = policy.ResponseRefused, 0
 	}
 	if r.Context().Err() != nil {
 		return // the client went away; nobody to answer
@@ -173,7 +212,7 @@ func unverified(err error) bool {
 func (b *broker) refuse(w http.ResponseWriter, reason policy.Reason) {
 	code := http.StatusForbidden
 	switch reason {
-	case policy.UpstreamUnverified, policy.DialError:
+	case policy.UpstreamUnverified, policy.DialError, policy.ResponseRefused:
 		code = http.StatusBadGateway
 	case policy.MethodNotAllowed:
 		code = http.StatusMethodNotAllowed
@@ -181,6 +220,8 @@ func (b *broker) refuse(w http.ResponseWriter, reason policy.Reason) {
 		code = http.StatusRequestHeaderFieldsTooLarge // the only bad request refused here
 	case policy.AuditUnavailable:
 		code = http.StatusServiceUnavailable
+	case policy.LimitExceeded:
+		code = http.StatusTooManyRequests
 	}
 	h := w.Header()
 	h.Set(ReasonHeader, string(reason))
@@ -196,6 +237,9 @@ type reqState struct {
 	reason policy.Reason
 	err    string
 	status int // the origin's, as relayed
+	// trailerMisdirected is set by the transport's goroutine reading the
+	// request body, when the trailer names another host's secret.
+	trailerMisdirected atomic.Bool
 }
 
 type stateKey struct{}
@@ -205,6 +249,31 @@ func stateOf(ctx context.Context) *reqState {
 		return st
 	}
 	return &reqState{}
+}
+
+// errTrailerMisdirected ends a request body whose trailer carries another
+// host's placeholder: the transport aborts the request, so the trailer is
+// never written to the origin.
+var errTrailerMisdirected = errors.New("the request trailer carries the placeholder of a secret bound to other hosts")
+
+// trailerCheck reads a request body and, at its end (when the trailer has
+// arrived), refuses a trailer that names another host's secret. The
+// request was forwarded by then; failing the body's read is what keeps the
+// trailer from the origin.
+type trailerCheck struct {
+	io.ReadCloser
+	trailer *http.Request // its Trailer is filled in when the body ends
+	unbound []policy.Secret
+	st      *reqState
+}
+
+func (c *trailerCheck) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	if err == io.EOF && misdirectedTrailer(c.trailer.Trailer, c.unbound) {
+		c.st.trailerMisdirected.Store(true)
+		return n, errTrailerMisdirected
+	}
+	return n, err
 }
 
 // countingReader counts a request body's bytes.

@@ -34,7 +34,7 @@ func misdirected(target string, h http.Header, unbound []policy.Secret) bool {
 		}
 		return false
 	}
-	if carries(target) {
+	if carries(target) || carries(percentDecoded(target)) {
 		return true
 	}
 	for name, values := range h {
@@ -51,6 +51,53 @@ func misdirected(target string, h http.Header, unbound []policy.Secret) bool {
 		}
 	}
 	return false
+}
+
+// percentDecoded decodes every valid %XX escape in s, again until nothing
+// changes (at most four times: a placeholder escaped twice is decoded by
+// some origins), leaving malformed ones: the origin decodes what it can,
+// so the check must see what it sees. A decoded '+' stays '+'; no
+// placeholder holds a space.
+func percentDecoded(s string) string {
+	for range 4 {
+		if !strings.Contains(s, "%") {
+			return s
+		}
+		var b strings.Builder
+		for i := 0; i < len(s); i++ {
+			if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+				b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+				i += 2
+				continue
+			}
+			b.WriteByte(s[i])
+		}
+		if b.String() == s {
+			return s
+		}
+		s = b.String()
+	}
+	return s
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}
+
+// misdirectedTrailer reports a request trailer that names a secret not
+// bound to this connection's host, as misdirected does for the header.
+func misdirectedTrailer(trailer http.Header, unbound []policy.Secret) bool {
+	return len(trailer) > 0 && misdirected("", trailer, unbound)
 }
 
 // carriesFolded looks for a placeholder in a header name whatever its
@@ -91,6 +138,54 @@ func headerGrowth(h http.Header, bound []policy.Secret) int {
 		}
 	}
 	return grow
+}
+
+// Bounds on what an integration can make egressd search for: a Basic
+// token egressd builds with a value in it is looked for in every response,
+// so the integration, which writes the rest of the token, would pick the
+// pattern's length (600 KB of zero bytes before the placeholder made an
+// 800 KB token). The bytes it writes around the placeholders are bounded,
+// in a Basic credential and in any header value carrying one; the values
+// themselves are bounded by policy.MaxSecretValue, their repeats by
+// maxHeaderGrowth.
+const (
+	maxOwnBytes      = 16 << 10 // around the placeholders, in a header value carrying one
+	maxOwnBasicBytes = 3 << 10  // around them in a Basic credential (4 KiB once encoded)
+)
+
+// oversized reports a header value carrying a bound placeholder with more
+// than maxOwnBytes of its own around them, or a Basic credential carrying
+// one with more than maxOwnBasicBytes.
+func oversized(h http.Header, bound []policy.Secret) bool {
+	for _, values := range h {
+		for _, v := range values {
+			if n, carries := ownBytes(v, bound); carries && n > maxOwnBytes {
+				return true
+			}
+			if decoded, _, ok := basicCredential(v); ok {
+				if n, carries := ownBytes(decoded, bound); carries && n > maxOwnBasicBytes {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// ownBytes is how many bytes of v are not a bound placeholder, and
+// whether v carries one.
+func ownBytes(v string, bound []policy.Secret) (n int, carries bool) {
+	n = len(v)
+	for _, sec := range bound {
+		if sec.Placeholder == "" {
+			continue
+		}
+		if c := strings.Count(v, sec.Placeholder); c > 0 {
+			carries = true
+			n -= c * len(sec.Placeholder)
+		}
+	}
+	return max(n, 0), carries
 }
 
 // substituteHeaders puts, in every value of h, each bound secret's value in

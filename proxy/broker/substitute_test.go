@@ -122,3 +122,109 @@ func TestScrubbingDoesNotHoldBackAStreamedEventsTail(t *testing.T) {
 		t.Fatalf("a possible value start was released: %q", buf[:n])
 	}
 }
+
+// TestScrubbingReplacesAValuesEdgesCutAtTheBodysEnds: an echo cut short
+// (a byte range, an offset the integration chose) begins with a value's
+// last bytes or ends with its first ones; eight bytes or more of either
+// are scrubbed, in reads of every size.
+func TestScrubbingReplacesAValuesEdgesCutAtTheBodysEnds(t *testing.T) {
+	pairs := []pair{{from: []byte(valA), to: []byte(phA)}, {from: []byte(valB), to: []byte(phB)}}
+	for name, tc := range map[string]struct{ body, want string }{
+		"head":          {valB[20:] + " mid", phB[len(phB)-(len(valB)-20):] + " mid"},
+		"tail":          {"mid " + valB[:30], "mid " + phB[:30]},
+		"both":          {valB[9:] + "|" + valB[:9], phB + "|" + phB[:9]}, // the placeholder is shorter than 40
+		"only a piece":  {valB[3:40], valB[3:40]},                         // neither edge: an echo of inner bytes is a residual risk
+		"short edges":   {valB[len(valB)-7:] + "x" + valB[:7], valB[len(valB)-7:] + "x" + valB[:7]},
+		"whole and cut": {valA + valB[:12], phA + phB[:12]},
+	} {
+		for _, one := range []bool{false, true} {
+			var src io.Reader = strings.NewReader(tc.body)
+			if one {
+				src = iotest.OneByteReader(src)
+			}
+			got, err := io.ReadAll(newScrubReader(io.NopCloser(src), pairs, nil))
+			if err != nil || string(got) != tc.want {
+				t.Errorf("%s (one byte at a time %v): got %q (%v)\nwant %q", name, one, got, err, tc.want)
+			}
+		}
+	}
+}
+
+// scrubSteps scrubs body (read 4 KiB at a time, as a slow origin's records
+// arrive) with from as the only value, and returns the automaton's steps.
+func scrubSteps(t testing.TB, from, body []byte) int {
+	s := newScrubReader(io.NopCloser(iotest.HalfReader(bytes.NewReader(body))), []pair{{from: from, to: []byte(phA)}}, nil)
+	s.buf = make([]byte, 4<<10)
+	if _, err := io.Copy(io.Discard, s); err != nil {
+		t.Fatal(err)
+	}
+	return s.steps
+}
+
+// adversarialScrub is the attack: a 4 KiB Basic token of 'A's (what
+// base64 makes of zero bytes) that the scrubber looks for, and a 1 MiB
+// body of 'A's, so every read's end is a long start of the token.
+func adversarialScrub() (from, body []byte) {
+	from = append(bytes.Repeat([]byte("A"), 4<<10-1), 'B')
+	return from, bytes.Repeat([]byte("A"), 1<<20)
+}
+
+// TestScrubbingWorkIsLinearWhateverTheBody: the scrubber's work on a body
+// built to look like the start of a long token at every read is within a
+// small factor of its work on random bytes of the same size (a count of
+// steps, not a clock). The quadratic scrubber compared every candidate
+// length at every read: 811 KiB cost 13 s of CPU.
+func TestScrubbingWorkIsLinearWhateverTheBody(t *testing.T) {
+	from, body := adversarialScrub()
+	random := make([]byte, len(body))
+	for i := range random {
+		random[i] = byte(i*7919>>3 ^ i)
+	}
+	bad, base := scrubSteps(t, from, body), scrubSteps(t, from, random)
+	t.Logf("steps: adversarial %d, random %d, for %d bytes", bad, base, len(body))
+	if bad > 4*base || bad > 4*len(body) {
+		t.Fatalf("adversarial body: %d steps, random: %d, body %d bytes; want within 4x of random and of the body's size", bad, base, len(body))
+	}
+}
+
+func BenchmarkScrubAdversarialBody(b *testing.B) {
+	from, body := adversarialScrub()
+	b.SetBytes(int64(len(body)))
+	for range b.N {
+		scrubSteps(b, from, body)
+	}
+}
+
+func BenchmarkScrubRandomBody(b *testing.B) {
+	from, body := adversarialScrub()
+	for i := range body {
+		body[i] = byte(i*7919>>3 ^ i)
+	}
+	b.SetBytes(int64(len(body)))
+	for range b.N {
+		scrubSteps(b, from, body)
+	}
+}
+
+// TestPlaceholderPercentEncodedInTheTargetOrInATrailerIsMisdirected: the
+// origin decodes the target, so the check must too (a malformed escape
+// elsewhere must not stop it); a trailer is judged like the header.
+func TestPlaceholderPercentEncodedInTheTargetOrInATrailerIsMisdirected(t *testing.T) {
+	b := secret(t, "B", "b.example", phB, valB)
+	for _, target := range []string{
+		"/%65" + phB[1:],
+		"/p?bad=%zz&k=%65%67" + phB[2:],
+		"/p?k=%2565" + phB[1:],
+		"/" + strings.ReplaceAll(phB, "-", "%2d"),
+	} {
+		if !misdirected(target, http.Header{}, []policy.Secret{b}) {
+			t.Errorf("%q: the encoded placeholder was not caught", target)
+		}
+	}
+	if misdirected("/%zz%", http.Header{}, []policy.Secret{b}) {
+		t.Error("a malformed target without a placeholder was refused")
+	}
+	if !misdirectedTrailer(http.Header{"X-Key": {phB}}, []policy.Secret{b}) || misdirectedTrailer(http.Header{"X-Key": {phA}}, []policy.Secret{b}) {
+		t.Error("trailer check")
+	}
+}
