@@ -267,6 +267,9 @@ var (
 	// pipeBudget is how many pipes may be open at once, from RLIMIT_NOFILE
 	// as DefaultMaxConnections counts it.
 	pipeBudget = sync.OnceValue(func() int64 { return int64(pipesFor(NofileLimit())) })
+	// pipeBudgetForTest, when set, replaces pipeBudget; atomic, because
+	// pumps of earlier tests may still be asking.
+	pipeBudgetForTest atomic.Pointer[int64]
 )
 
 // errNoPipe means every pipe of the budget is open.
@@ -276,7 +279,11 @@ func getPipe() (*pipe, error) {
 	if p, ok := pipes.Get().(*pipe); ok {
 		return p, nil
 	}
-	if pipesOpen.Add(1) > pipeBudget() {
+	limit := pipeBudget()
+	if b := pipeBudgetForTest.Load(); b != nil {
+		limit = *b
+	}
+	if pipesOpen.Add(1) > limit {
 		pipesOpen.Add(-1)
 		return nil, errNoPipe
 	}

@@ -199,9 +199,9 @@ func TestAResetWithNothingQueuedEndsTheColdPumpWithTheReset(t *testing.T) {
 // With every pipe of the budget open, a direction copies through a
 // user-space buffer: every byte still arrives, and so does the FIN.
 func TestPumpPastThePipeBudgetDeliversEveryByteAndTheFIN(t *testing.T) {
-	budget := pipeBudget
-	pipeBudget = func() int64 { return 0 }
-	t.Cleanup(func() { pipeBudget = budget })
+	none := int64(0)
+	pipeBudgetForTest.Store(&none)
+	t.Cleanup(func() { pipeBudgetForTest.Store(nil) })
 	runtime.GC() // empty the pool: pooled pipes are spent budget too
 	runtime.GC()
 	opened := pipesOpen.Load()
