@@ -95,47 +95,46 @@ func TestScrubbingDropsTheHeldTailOnAnError(t *testing.T) {
 	}
 }
 
-// TestScrubbingDoesNotHoldBackAStreamedEventsTail: a server-sent event
-// must reach the client when it ends, not when the next one arrives; only
-// bytes that may start a value are held back.
-func TestScrubbingDoesNotHoldBackAStreamedEventsTail(t *testing.T) {
-	pr, pw := io.Pipe()
-	defer pw.Close()
-	s := newScrubReader(pr, []pair{{from: []byte(valA), to: []byte(phA)}}, nil)
-	event := "data: {\"delta\":\"hello\"}\n\n"
-	go io.WriteString(pw, event)
-	var got []byte
-	buf := make([]byte, 256)
-	for len(got) < len(event) {
-		n, err := s.Read(buf) // blocks forever if the tail is held for more input
+// TestScrubbingHoldsBackTheSameWhateverTheBody: what the scrubber releases
+// before the body ends must not depend on whether the body's end could be
+// the start of a value: a delay only for such ends told the integration,
+// through an echoing origin, that its guess was the key's start.
+func TestScrubbingHoldsBackTheSameWhateverTheBody(t *testing.T) {
+	pairs := []pair{{from: []byte(valA), to: []byte(phA)}, {from: []byte(valB), to: []byte(phB)}}
+	released := func(body string) string {
+		pr, pw := io.Pipe()
+		defer pw.Close()
+		s := newScrubReader(pr, pairs, nil)
+		go io.WriteString(pw, body)
+		buf := make([]byte, 4096)
+		n, err := s.Read(buf) // the first read releases what the scrubber will release
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, buf[:n]...)
+		return string(buf[:n])
 	}
-	if string(got) != event {
-		t.Fatalf("got %q", got)
-	}
-	go io.WriteString(pw, "x"+valA[:4])
-	n, _ := s.Read(buf)
-	if string(buf[:n]) != "x" {
-		t.Fatalf("a possible value start was released: %q", buf[:n])
+	lead := strings.Repeat("data: {\"delta\":\"hello\"}\n\n", 4)
+	for k := 1; k < len(valA); k++ {
+		guess := lead + valA[:k]
+		wrong := lead + strings.Repeat("~", k)
+		if g, w := released(guess), released(wrong); len(g) != len(w) {
+			t.Fatalf("a body ending in %d bytes of a value released %d bytes, one ending in anything else %d", k, len(g), len(w))
+		}
 	}
 }
 
-// TestScrubbingReplacesAValuesEdgesCutAtTheBodysEnds: an echo cut short
-// (a byte range, an offset the integration chose) begins with a value's
-// last bytes or ends with its first ones; eight bytes or more of either
-// are scrubbed, in reads of every size.
-func TestScrubbingReplacesAValuesEdgesCutAtTheBodysEnds(t *testing.T) {
+// TestScrubbingRewritesNoPieceOfAValue: a piece of a value passes as it
+// is, exactly as a wrong guess of the same length does; only whole values
+// are replaced. Rewriting a body's edges when they matched a value's ends
+// let the integration confirm a guess one character at a time.
+func TestScrubbingRewritesNoPieceOfAValue(t *testing.T) {
 	pairs := []pair{{from: []byte(valA), to: []byte(phA)}, {from: []byte(valB), to: []byte(phB)}}
 	for name, tc := range map[string]struct{ body, want string }{
-		"head":          {valB[20:] + " mid", phB[len(phB)-(len(valB)-20):] + " mid"},
-		"tail":          {"mid " + valB[:30], "mid " + phB[:30]},
-		"both":          {valB[9:] + "|" + valB[:9], phB + "|" + phB[:9]}, // the placeholder is shorter than 40
-		"only a piece":  {valB[3:40], valB[3:40]},                         // neither edge: an echo of inner bytes is a residual risk
-		"short edges":   {valB[len(valB)-7:] + "x" + valB[:7], valB[len(valB)-7:] + "x" + valB[:7]},
-		"whole and cut": {valA + valB[:12], phA + phB[:12]},
+		"head":          {valB[20:] + " mid", valB[20:] + " mid"},
+		"tail":          {"mid " + valB[:30], "mid " + valB[:30]},
+		"inner":         {valB[3:40], valB[3:40]},
+		"whole and cut": {valA + valB[:12], phA + valB[:12]},
+		"split whole":   {"x" + valB + "y", "x" + phB + "y"},
 	} {
 		for _, one := range []bool{false, true} {
 			var src io.Reader = strings.NewReader(tc.body)
@@ -150,48 +149,30 @@ func TestScrubbingReplacesAValuesEdgesCutAtTheBodysEnds(t *testing.T) {
 	}
 }
 
-// scrubSteps scrubs body (read 4 KiB at a time, as a slow origin's records
-// arrive) with from as the only value, and returns the automaton's steps.
-func scrubSteps(t testing.TB, from, body []byte) int {
+// scrubBody scrubs body (read 4 KiB at a time, as a slow origin's records
+// arrive) with from as the only value.
+func scrubBody(t testing.TB, from, body []byte) {
 	s := newScrubReader(io.NopCloser(iotest.HalfReader(bytes.NewReader(body))), []pair{{from: from, to: []byte(phA)}}, nil)
 	s.buf = make([]byte, 4<<10)
 	if _, err := io.Copy(io.Discard, s); err != nil {
 		t.Fatal(err)
 	}
-	return s.steps
 }
 
-// adversarialScrub is the attack: a 4 KiB Basic token of 'A's (what
-// base64 makes of zero bytes) that the scrubber looks for, and a 1 MiB
-// body of 'A's, so every read's end is a long start of the token.
+// adversarialScrub is the body that made an earlier scrubber quadratic: a
+// 4 KiB Basic token of 'A's (what base64 makes of zero bytes) that the
+// scrubber looks for, and a 1 MiB body of 'A's. Compare the two benchmarks
+// below: the scrubber now only runs bytes.Index over each read.
 func adversarialScrub() (from, body []byte) {
 	from = append(bytes.Repeat([]byte("A"), 4<<10-1), 'B')
 	return from, bytes.Repeat([]byte("A"), 1<<20)
-}
-
-// TestScrubbingWorkIsLinearWhateverTheBody: the scrubber's work on a body
-// built to look like the start of a long token at every read is within a
-// small factor of its work on random bytes of the same size (a count of
-// steps, not a clock). The quadratic scrubber compared every candidate
-// length at every read: 811 KiB cost 13 s of CPU.
-func TestScrubbingWorkIsLinearWhateverTheBody(t *testing.T) {
-	from, body := adversarialScrub()
-	random := make([]byte, len(body))
-	for i := range random {
-		random[i] = byte(i*7919>>3 ^ i)
-	}
-	bad, base := scrubSteps(t, from, body), scrubSteps(t, from, random)
-	t.Logf("steps: adversarial %d, random %d, for %d bytes", bad, base, len(body))
-	if bad > 4*base || bad > 4*len(body) {
-		t.Fatalf("adversarial body: %d steps, random: %d, body %d bytes; want within 4x of random and of the body's size", bad, base, len(body))
-	}
 }
 
 func BenchmarkScrubAdversarialBody(b *testing.B) {
 	from, body := adversarialScrub()
 	b.SetBytes(int64(len(body)))
 	for range b.N {
-		scrubSteps(b, from, body)
+		scrubBody(b, from, body)
 	}
 }
 
@@ -202,7 +183,7 @@ func BenchmarkScrubRandomBody(b *testing.B) {
 	}
 	b.SetBytes(int64(len(body)))
 	for range b.N {
-		scrubSteps(b, from, body)
+		scrubBody(b, from, body)
 	}
 }
 
