@@ -139,6 +139,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 	if err := f.bindSecrets(&cfg); err != nil {
 		return nil, err
 	}
+	cfg.Integrations[0].Folder = folder // the manifest is read through it
 	stateDir := cfg.StateDir
 	if stateDir == "" {
 		stateDir = policy.DefaultStateDir()
