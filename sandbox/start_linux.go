@@ -112,8 +112,8 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 		Args:       []string{"egressd-init", InitArg},
 		Env:        initEnv(),
 		Stdin:      os.Stdin,
-		Stdout:     os.Stdout,
-		Stderr:     os.Stderr,
+		Stdout:     stdioWriter(os.Stdout), // a regular file is relayed through a pipe
+		Stderr:     stdioWriter(os.Stderr),
 		ExtraFiles: []*os.File{childCtl, liveR}, // fds 3 and 4
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWNS |
