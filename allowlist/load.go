@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/egressd/egressd/internal/safefile"
+	"golang.org/x/sys/unix"
 )
 
 // maxManifestBytes bounds how much of a manifest is read. Real manifests are
@@ -63,3 +64,43 @@ func Load(path string, rules *Rules) (m *Manifest, file string, ps Problems, err
 // readCapped reads a manifest that must be a regular file (after symlinks)
 // of at most maxManifestBytes, without blocking on a pipe or a device.
 func readCapped(file string) ([]byte, error) { return safefile.ReadRegular(file, maxManifestBytes) }
+
+// LoadIn is Load through the folder held open as folder (an O_PATH
+// descriptor of the folder path names, or of the folder holding the
+// manifest file path names): the folder is not looked up by name again,
+// so a deploy link flipped after it was opened changes nothing, and the
+// manifest file itself must not be a symlink.
+func LoadIn(folder *os.File, path string, rules *Rules) (m *Manifest, file string, ps Problems, err error) {
+	if path != folder.Name() {
+		file = path // a manifest file in the folder
+	} else if file, err = locateIn(folder, path); err != nil {
+		return nil, "", nil, err
+	}
+	data, err := safefile.ReadRegularAt(folder, filepath.Base(file), file, maxManifestBytes)
+	if err != nil {
+		return nil, file, nil, err
+	}
+	m, ps = Parse(filepath.Base(file), data, rules)
+	return m, file, ps, nil
+}
+
+// locateIn is Locate in the folder held open as folder, at path.
+func locateIn(folder *os.File, path string) (string, error) {
+	var found []string
+	for _, name := range []string{VoiceOSFile, SollarFile} {
+		var st unix.Stat_t
+		err := unix.Fstatat(int(folder.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if err == nil {
+			found = append(found, filepath.Join(path, name))
+		} else if !errors.Is(err, unix.ENOENT) {
+			return "", &fs.PathError{Op: "stat", Path: filepath.Join(path, name), Err: err}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("%s: no %s or %s in this folder", path, VoiceOSFile, SollarFile)
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("%s: holds both %s and %s; keep one", path, VoiceOSFile, SollarFile)
+}

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"strings"
 	"time"
 
@@ -187,6 +188,10 @@ type Integration struct {
 	// PassedEnv are the names "egressd run --env" passes: a secret may be
 	// bound to one of them as to a declared key.
 	PassedEnv []string
+	// Folder, when set ("egressd run"), is the integration folder held
+	// open (O_PATH): the manifest is read through it, never by its path
+	// again (allowlist.LoadIn).
+	Folder *os.File
 }
 
 // Peers lists the uids and gids allowed on a unix listener (SO_PEERCRED).

@@ -164,7 +164,13 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 		}
 		return out
 	}
-	m, file, ps, err := allowlist.Load(in.Manifest, &cfg.Rules)
+	load := allowlist.Load
+	if in.Folder != nil {
+		load = func(path string, rules *allowlist.Rules) (*allowlist.Manifest, string, allowlist.Problems, error) {
+			return allowlist.LoadIn(in.Folder, path, rules)
+		}
+	}
+	m, file, ps, err := load(in.Manifest, &cfg.Rules)
 	if err != nil {
 		return refuse(err)
 	}

@@ -50,6 +50,9 @@ func buildRoot(spec Spec) error {
 	if err := openSources(sources); err != nil {
 		return err
 	}
+	if err := checkFolder(spec.Dir, spec.DirID); err != nil {
+		return err
+	}
 	if _, ok := opened[spec.TrustBundle]; spec.TrustBundle != "" && !ok {
 		return step("open the trust bundle", fmt.Errorf("%s: %w", spec.TrustBundle, os.ErrNotExist))
 	}
@@ -149,6 +152,25 @@ func openSources(paths []string) error {
 			return step("open "+p, err)
 		}
 		opened[p] = source{fd: fd}
+	}
+	return nil
+}
+
+// checkFolder refuses to bind the integration folder unless the source
+// opened for dir is the folder the supervisor opened before it read the
+// manifest: the author may have pointed the path elsewhere since. A
+// detached mount the supervisor cloned is that folder by construction.
+func checkFolder(dir string, want FileID) error {
+	s, ok := opened[dir]
+	if !ok || s.detached {
+		return nil // absent: bind fails on it; detached: cloned from the descriptor
+	}
+	got, err := fileID(s.fd)
+	if err != nil {
+		return step("check the integration folder", err)
+	}
+	if got != want {
+		return step("check the integration folder", fmt.Errorf("%s is no longer the folder whose manifest was read (the path was pointed elsewhere)", dir))
 	}
 	return nil
 }

@@ -34,6 +34,14 @@ func ResolveProgram(name, dir string, byOperator bool) (Program, error) {
 	if err != nil {
 		return Program{}, err
 	}
+	return ResolveProgramIn(name, dir, realDir, byOperator)
+}
+
+// ResolveProgramIn is ResolveProgram for the folder bound at dir whose real
+// path, read from the descriptor egressd holds (FolderPath), is realDir: a
+// name inside the folder is looked up under realDir, never through dir,
+// which the author may point elsewhere at any time.
+func ResolveProgramIn(name, dir, realDir string, byOperator bool) (Program, error) {
 	if !strings.Contains(name, "/") {
 		found, err := exec.LookPath(name)
 		if err != nil {
@@ -48,7 +56,7 @@ func ResolveProgram(name, dir string, byOperator bool) (Program, error) {
 		return Program{}, fmt.Errorf("runtime.command %q names a path outside the integration folder; a manifest does not choose host paths (pass the program after -- to run it)", name)
 	}
 	if !filepath.IsAbs(name) {
-		name = filepath.Join(dir, name)
+		name = filepath.Join(realDir, name)
 	}
 	if !byOperator {
 		real, err := filepath.EvalSymlinks(name)

@@ -6,7 +6,10 @@ type Spec struct {
 	Command string   // resolved absolute path of the program
 	Args    []string // argv, Args[0] included
 	Dir     string   // working directory: the integration folder
-	Env     []string // the whole environment, built by BuildEnv
+	// DirID is the identity of the folder egressd opened (Options.Folder):
+	// an init that opens Dir by name binds it only if it is that folder.
+	DirID FileID
+	Env   []string // the whole environment, built by BuildEnv
 	// ReadOnly are host paths bound read-only at the same path: the
 	// integration folder and, when it is outside the system folders and
 	// that folder, the program's executable file alone.

@@ -27,6 +27,11 @@ type Options struct {
 	// StateDir instead of the folder Spec.StateDir names: the state image
 	// MountStateImage made. Start passes it on; the caller closes it.
 	StateMount *os.File
+	// Folder is the integration folder (Spec.Dir), opened once with
+	// OpenFolder before its manifest was read. What is bound at Spec.Dir is
+	// this very folder, whatever the path names by then. Start opens
+	// Spec.Dir itself if it is nil; the caller closes it.
+	Folder *os.File
 }
 
 // Sandbox is a running sandboxed process tree and the listeners created
@@ -65,12 +70,32 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 	if err := checkStdio(); err != nil {
 		return nil, err
 	}
+	folder := opts.Folder
+	if folder == nil {
+		f, err := OpenFolder(spec.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: integration folder: %w", err)
+		}
+		defer f.Close()
+		folder = f
+	}
+	if err := testSwapLink(); err != nil {
+		return nil, fmt.Errorf("sandbox: test hook: %w", err)
+	}
+	// A normal user's init opens the folder in its own mount namespace (a
+	// descriptor from this one cannot be bound there): it must find this
+	// very folder, or refuse.
+	var err error
+	if spec.DirID, err = fileID(int(folder.Fd())); err != nil {
+		return nil, fmt.Errorf("sandbox: integration folder: %w", err)
+	}
 	// Every fd this process inherited from its launcher stays here: a
 	// socket leaked to egressd must not carry the host network inside.
 	if err := markInheritedCloexec(); err != nil {
 		return nil, fmt.Errorf("sandbox: close_range: %w", err)
 	}
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	var pair [2]int
+	pair, err = unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: socketpair: %w", err)
 	}
@@ -87,8 +112,8 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 		Args:       []string{"egressd-init", InitArg},
 		Env:        initEnv(),
 		Stdin:      os.Stdin,
-		Stdout:     os.Stdout,
-		Stderr:     os.Stderr,
+		Stdout:     stdioWriter(os.Stdout), // a regular file is relayed through a pipe
+		Stderr:     stdioWriter(os.Stderr),
 		ExtraFiles: []*os.File{childCtl, liveR}, // fds 3 and 4
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWNS |
@@ -140,7 +165,7 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 		if opts.StateMount != nil {
 			clone = spec.ReadOnly
 		}
-		if fds, err = cloneMounts(clone); err != nil {
+		if fds, err = cloneMounts(clone, spec.Dir, folder); err != nil {
 			sb.Kill()
 			return nil, err
 		}
@@ -168,15 +193,21 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 // cloneMounts makes a detached copy of each path's mount tree
 // (open_tree(OPEN_TREE_CLONE)), which the init can attach in its own mount
 // namespace with move_mount.
-func cloneMounts(paths []string) ([]int, error) {
+// The integration folder, dir, is cloned from its descriptor, folder.
+func cloneMounts(paths []string, dir string, folder *os.File) ([]int, error) {
 	var fds []int
 	for _, p := range paths {
-		fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		fd, err := -1, error(nil)
+		if p == dir {
+			fd, err = cloneFolder(folder)
+		} else if fd, err = unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE); err != nil {
+			err = fmt.Errorf("sandbox: open %s: %w", p, err)
+		}
 		if err != nil {
 			for _, fd := range fds {
 				unix.Close(fd)
 			}
-			return nil, fmt.Errorf("sandbox: open %s: %w", p, err)
+			return nil, err
 		}
 		fds = append(fds, fd)
 	}

@@ -9,3 +9,6 @@ func layerOff(string) bool { return false }
 
 // initEnv is the init's environment.
 func initEnv() []string { return initBaseEnv }
+
+// testSwapLink is the test-only deploy-link swap; release builds have none.
+func testSwapLink() error { return nil }

@@ -42,3 +42,21 @@ func init() {
 		SetupTimeout = d
 	}
 }
+
+// swapLinkEnv, LINK=TARGET, makes Start point the symlink LINK at TARGET
+// before it builds anything: an author racing the deploy link, made
+// deterministic, to prove the folder bound is the one egressd checked.
+const swapLinkEnv = "EGRESSD_TESTHOOK_SWAP_LINK"
+
+func testSwapLink() error {
+	link, target, ok := strings.Cut(os.Getenv(swapLinkEnv), "=")
+	if !ok {
+		return nil
+	}
+	tmp := link + ".swap"
+	os.Remove(tmp)
+	if err := os.Symlink(target, tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, link)
+}

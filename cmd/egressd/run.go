@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/audit"
 	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/policy"
@@ -97,6 +96,9 @@ type runSetup struct {
 	// removeBundle deletes the sandbox's trust bundle file, if a secret
 	// is bound.
 	removeBundle func()
+	// folder is the integration folder, opened once before its manifest
+	// was read (sandbox.OpenFolder); the sandbox binds it.
+	folder *os.File
 }
 
 // prepareRun reads the manifest once, before the program starts, applies
@@ -114,6 +116,22 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 		return nil, err
 	}
 	f.manifest = abs
+	// The folder is opened once, before its manifest is read: what runs,
+	// and what is bound, is this folder, wherever the path (an author's
+	// deploy link) points later.
+	folderPath := abs
+	if st, err := os.Stat(abs); err == nil && !st.IsDir() {
+		folderPath = filepath.Dir(abs)
+	}
+	folder, err := sandbox.OpenFolder(folderPath)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			folder.Close()
+		}
+	}()
 	cfg, err := f.loadForRun()
 	if err != nil {
 		return nil, err
@@ -121,6 +139,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 	if err := f.bindSecrets(&cfg); err != nil {
 		return nil, err
 	}
+	cfg.Integrations[0].Folder = folder // the manifest is read through it
 	stateDir := cfg.StateDir
 	if stateDir == "" {
 		stateDir = policy.DefaultStateDir()
@@ -151,8 +170,15 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 		// own, and the id's state could then never move to it on approval.
 		return nil, fmt.Errorf("%s", termsafe.OneLine(p.PendingNotice()))
 	}
-	manifestFile, _ := allowlist.Locate(key)
+	manifestFile := p.ManifestAt
 	dir := filepath.Dir(manifestFile)
+	if dir != folderPath {
+		return nil, fmt.Errorf("%s: the manifest was read from %s, not from the folder opened (%s): was the path changed?", abs, manifestFile, folderPath)
+	}
+	realDir, err := sandbox.FolderPath(folder)
+	if err != nil {
+		return nil, err
+	}
 	byOperator := true // the command after --, or the manifest's
 	if len(command) == 0 {
 		switch rt := p.Manifest.Runtime; rt.Kind {
@@ -166,7 +192,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 		command = append([]string{rt.Command}, rt.Args...)
 		byOperator = false
 	}
-	program, err := sandbox.ResolveProgram(command[0], dir, byOperator)
+	program, err := sandbox.ResolveProgramIn(command[0], dir, realDir, byOperator)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +202,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 			return nil, err
 		}
 	}
-	r := &runSetup{policy: p, cfg: cfg, registry: registry, loaded: loaded}
+	r := &runSetup{policy: p, cfg: cfg, registry: registry, loaded: loaded, folder: folder}
 	after, err := mem.Read()
 	if err != nil {
 		return nil, err
@@ -197,7 +223,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 	if err != nil {
 		return nil, err
 	}
-	r.opts = sandbox.Options{HostUID: hostUID, HostGID: hostGID}
+	r.opts = sandbox.Options{HostUID: hostUID, HostGID: hostGID, Folder: folder}
 	if os.Getuid() == 0 && !f.insecureEnvOnly {
 		// The kernel bounds the state: an ext4 image of state_mb, seeded
 		// once from the folder earlier versions used.
@@ -341,6 +367,9 @@ func (r *runSetup) openAudit(f runFlags, stateDir, id string) error {
 }
 
 func (r *runSetup) close() {
+	if r.folder != nil {
+		r.folder.Close()
+	}
 	if r.removeBundle != nil {
 		r.removeBundle()
 	}

@@ -205,3 +205,61 @@ func checkPrivate(f *os.File, path string) (fs.FileInfo, error) {
 	}
 	return st, nil
 }
+
+// ReadRegularAt is ReadRegularNoFollow for the entry name of the folder
+// held open as dir (an O_PATH descriptor is enough): the folder is not
+// looked up by name again, and a symlink in name's place is refused. path
+// names the file in errors.
+func ReadRegularAt(dir *os.File, name, path string, max int64) ([]byte, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return nil, fmt.Errorf("%s: is a symlink, not a regular file; egressd does not follow it here: remove it", path)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%s: is %s, not a regular file", path, kind(modeType(st.Mode)))
+	}
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("%s: is a symlink, not a regular file; egressd does not follow it here: remove it", path)
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: is %s, not a regular file", path, kind(info.Mode()))
+	}
+	return readAll(f, path, max)
+}
+
+// modeType is the fs.FileMode type bits of a stat mode.
+func modeType(m uint32) fs.FileMode {
+	switch m & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	}
+	return fs.ModeIrregular
+}
