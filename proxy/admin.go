@@ -27,7 +27,19 @@ func AdminHandler(ready func() (bool, string), reg *prometheus.Registry) http.Ha
 		w.Write([]byte(why + "\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hasBody(r) { // no admin request has one; see answerAndClose
+			resp := &http.Response{StatusCode: http.StatusBadRequest, ProtoMajor: 1, ProtoMinor: 1,
+				Header: http.Header{"Connection": {"close"}}, Close: true, Body: http.NoBody, Request: r}
+			if _, ok := answerAndClose(w, resp); ok {
+				return
+			}
+			w.Header().Set("Connection", "close")
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // The admin endpoint's own reserve. In a pod the integration can reach it,

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"io"
 	"net"
 	"net/http"
@@ -64,5 +65,50 @@ func TestDripFedAdminConnectionsCannotLockOutTheProbe(t *testing.T) {
 	drips[0].SetReadDeadline(time.Now().Add(30 * time.Second))
 	if n, err := drips[0].Read(make([]byte, 1)); n != 0 || err == nil {
 		t.Fatalf("the oldest drip was not evicted: %d %v", n, err)
+	}
+}
+
+// TestAdminRequestsDeclaringAnUnsentBodyAreAnsweredAndClosed: a complete
+// "GET /readyz" declaring a body it never sends was answered, then held
+// while net/http waited for the body; its head had arrived, so nothing
+// evicted it, and about sixteen a second filled every admin slot (round 3
+// attacker). Such a request is now refused and its connection closed at
+// once: more of them than the reserve holds, all open together, each gets
+// its 400 and its end of file, and a probe still answers.
+func TestAdminRequestsDeclaringAnUnsentBodyAreAnsweredAndClosed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go serveAdmin(ln, AdminHandler(func() (bool, string) { return true, "ready" }, NewPromRegistry()), nil)
+	for i := 0; i < adminMaxConns+8; i++ {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(30 * time.Second)) // a failsafe, not a measure
+		io.WriteString(c, "GET /readyz HTTP/1.1\r\nHost: admin\r\nContent-Length: 1000\r\n\r\n")
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("connection %d: %d, want 400", i, resp.StatusCode)
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Fatalf("connection %d left open after its answer: %v", i, err)
+		}
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Get("http://" + ln.Addr().String() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/readyz: %d", resp.StatusCode)
 	}
 }

@@ -142,6 +142,10 @@ func TestEverythingButConnectIs405(t *testing.T) {
 		{"origin_form_get", "GET / HTTP/1.1\r\nHost: " + "proxy\r\n\r\n"},
 		{"options_asterisk", "OPTIONS * HTTP/1.1\r\nHost: proxy\r\n\r\n"},
 		{"absolute_form_post", "POST http://api.allowed.example/x HTTP/1.1\r\nHost: api.allowed.example\r\nContent-Length: 0\r\n\r\n"},
+		// A body declared and never sent: net/http waited for it after the
+		// 405, holding the handshake slot past every timeout (round 3).
+		{"get_declaring_an_unsent_body", "GET http://api.allowed.example/held HTTP/1.1\r\nHost: api.allowed.example\r\nContent-Length: 1000\r\n\r\n"},
+		{"origin_form_chunked_never_ending", "POST /held HTTP/1.1\r\nHost: proxy\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

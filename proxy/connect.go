@@ -372,6 +372,11 @@ func (s *Server) methodResponse(r *http.Request) *http.Response {
 func (s *Server) refuseMethod(w http.ResponseWriter, r *http.Request) {
 	resp := s.methodResponse(r)
 	defer resp.Body.Close()
+	s.writeResponse(w, resp)
+}
+
+// writeResponse copies resp to w.
+func (s *Server) writeResponse(w http.ResponseWriter, resp *http.Response) {
 	for k, v := range resp.Header {
 		w.Header()[k] = v
 	}

@@ -277,6 +277,17 @@ func (w stashWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // handleConnect and everything else to a 405.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requestArrived(r.Context().Value(connKey{}))
+	if r.Method != http.MethodConnect && hasBody(r) {
+		resp := s.methodResponse(r)
+		defer resp.Body.Close()
+		if c, ok := answerAndClose(w, resp); ok {
+			s.releaseSlot(c) // hijacked: net/http no longer reports its close
+			s.opts.Gate.leave()
+			return
+		}
+		s.writeResponse(w, resp)
+		return
+	}
 	st := &stash{}
 	r = r.WithContext(context.WithValue(r.Context(), stashKey{}, st))
 	s.gp.ServeHTTP(stashWriter{ResponseWriter: w, st: st}, r)
