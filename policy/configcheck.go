@@ -22,8 +22,11 @@ var metadataAddrs = []netip.Addr{
 // load, two integrations with one id or one manifest file) comes from the
 // registry serve starts from, so check and serve cannot disagree; two
 // integrations on one listener, which serve finds only when it binds, are
-// found here. Each line names the integration by its manifest path.
-func CheckConfig(cfg Config) (errs, warns []string) {
+// found here. Each line names the integration by its manifest path. host
+// are this machine's own addresses (nil: unknown), which an allow_private
+// range must not cover unnoticed: the exemption lifts the host-itself
+// check too, so the integration reaches services on the proxy host.
+func CheckConfig(cfg Config, host []netip.Addr) (errs, warns []string) {
 	for _, err := range StartProblems(cfg) {
 		errs = append(errs, err.Error())
 	}
@@ -40,6 +43,11 @@ func CheckConfig(cfg Config) (errs, warns []string) {
 		for _, p := range in.Exemptions.AllowPrivate {
 			if msg := allowPrivateWarning(p); msg != "" {
 				warns = append(warns, at+": "+msg)
+			}
+			for _, a := range host {
+				if p.Contains(a.Unmap()) {
+					warns = append(warns, fmt.Sprintf("%s: allow_private %s covers this host's own address %s: the integration can reach services on the proxy host itself; narrow the range to exclude it", at, p, a.Unmap()))
+				}
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/policy"
+	"github.com/egressd/egressd/proxy"
 	"github.com/egressd/egressd/sandbox"
 )
 
@@ -81,7 +82,8 @@ func checkConfig(file string) (checkReport, *policy.Config) {
 		r.Errors = configProblems(err)
 		return r, nil
 	}
-	r.Errors, r.Warnings = policy.CheckConfig(cfg)
+	host, _ := proxy.ReadHostAddrs() // unknown: no host-address warning, the rest stands
+	r.Errors, r.Warnings = policy.CheckConfig(cfg, host)
 	if _, err := loadBroker(cfg.TLS); err != nil { // the CA serve would read at start
 		r.Errors = append(r.Errors, err.Error())
 	}
