@@ -122,7 +122,7 @@ func (w *foldWindow) admit(target string, e Event, nat64 []netip.Prefix) bool {
 		w.folded++
 		return false
 	}
-	group, isName := foldGroup(target, Cap(e.SNI, maxHostRaw), e.Addr, nat64)
+	group, isName := foldGroup(target, Cap(e.SNI, maxHostRaw), e.Addr, e.Reason, nat64)
 	budget := groupBudget(group, isName)
 	if isName && w.groups[group] == 0 && w.nameGroups >= maxNameGroups {
 		budget = 0

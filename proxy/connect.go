@@ -198,8 +198,15 @@ func (s *Server) resolveChecked(ctx context.Context, p *policy.Policy, d policy.
 	for _, a := range ans.Addrs {
 		c := checkAddrNow(p, a)
 		if !c.Verdict.Permits() {
-			ev.Addr, ev.Rule = a.String(), c.Rule
-			return nil, &policy.Decision{Reason: c.Reason, Rule: c.Rule, Host: d.Host, Port: d.Port}
+			// The refusal keeps the manifest entry that allowed the
+			// name unless an operator rule decided it, so a report
+			// counts the attempt at that entry.
+			ev.Addr = a.String()
+			rule := d.Rule
+			if c.Rule != "" {
+				rule = c.Rule
+			}
+			return nil, &policy.Decision{Reason: c.Reason, Rule: rule, Host: d.Host, Port: d.Port}
 		}
 		if c.Exemption != "" && !strings.Contains(exemption, c.Exemption) {
 			exemption = strings.TrimPrefix(exemption+","+c.Exemption, ",")
