@@ -58,3 +58,32 @@ func TestAddressGroupsNameEveryCloudMetadataAddress(t *testing.T) {
 		t.Errorf("a refused address is grouped by the name's domain: %q", g)
 	}
 }
+
+// TestFrontingTargetsThatAreNoHostNamesFoldApart is the third attacker's
+// finding 2: fronting refusals whose server_name is no host name carried
+// no SNI, so all but the first folded as repeats of the CONNECT host. Each
+// is now a target of its own (by its escaped server_name); one that is the
+// metadata address is grouped as the metadata address, behind 13 decoys.
+func TestFrontingTargetsThatAreNoHostNamesFoldApart(t *testing.T) {
+	f := newFoldLog(t)
+	fronted := func(raw string) Event {
+		return Event{Kind: Connect, Integration: "com.evil.prober", Decision: "deny", Reason: "sni_mismatch",
+			Method: "CONNECT", Host: "ok.atk.example", HostRaw: "ok.atk.example:443", Port: 443, Addr: "192.0.2.1:443", SNIRaw: raw}
+	}
+	for i := range 13 {
+		f.s.Write(fronted("decoy_" + strconv.Itoa(i) + ".decoys.example"))
+	}
+	sent := []string{"evil_front.other-cdn.example", "169.254.169.254", "ok.atk.example.", "ok.atk.example\x00.evil.example"}
+	for _, raw := range sent {
+		f.s.Write(fronted(raw))
+	}
+	lines := f.lines(t)
+	for _, raw := range sent {
+		if lineFor(lines, "sni_raw", quoteRaw(raw)) == nil {
+			t.Errorf("the fronting attempt at %q has no line:\n%s", raw, f.buf.String())
+		}
+	}
+	if accounted(lines) != 13+int64(len(sent)) {
+		t.Errorf("the lines stand for %d events, want %d", accounted(lines), 13+len(sent))
+	}
+}

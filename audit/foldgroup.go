@@ -22,13 +22,26 @@ func foldClass(e Event) string {
 func foldTarget(e Event) string {
 	switch {
 	case e.Host != "":
-		return targetOf(Cap(e.Host, maxHostRaw), e.Port, Cap(e.SNI, maxHostRaw), e.Reason, e.Addr)
+		return targetOf(Cap(e.Host, maxHostRaw), e.Port, eventSNI(e), e.Reason, e.Addr)
 	case e.HostRaw != "":
 		return quoteRaw(e.HostRaw)
 	case e.Addr != "":
 		return Cap(e.Addr, maxField)
 	}
 	return Cap(e.Msg, maxField)
+}
+
+// eventSNI is the server_name e's hello sent when it was not the host, as
+// the log writes it: the host name, or as sent (escaped) when it was no
+// host name, so each distinct fronting target folds apart.
+func eventSNI(e Event) string {
+	if e.SNI != "" {
+		return Cap(e.SNI, maxHostRaw)
+	}
+	if e.SNIRaw != "" {
+		return quoteRaw(e.SNIRaw)
+	}
+	return ""
 }
 
 // targetOf names a refusal of host as folding and the report group it:
@@ -175,12 +188,13 @@ func foldGroup(target, sni, addr, reason string, nat64 []netip.Prefix) (group st
 	spellings := []string{target, addr}
 	if sni != "" {
 		// A fronting refusal's address is one the policy allowed for the
-		// CONNECT host: the finding is the SNI, whatever address it went to.
-		spellings = spellings[:1]
+		// CONNECT host: the finding is the SNI, whatever address it went to
+		// (an address itself, when the server_name was one).
+		spellings = []string{sni}
 	}
 	for _, s := range spellings {
 		if a, ok := LiteralAddr(s, nat64); ok {
-			if g := addrGroup(a); g != "address" || s == target || addressReasons[reason] {
+			if g := addrGroup(a); g != "address" || s == target || s == sni || addressReasons[reason] {
 				return g, false
 			}
 		}

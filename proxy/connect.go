@@ -126,6 +126,7 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		if reason == policy.SNIMismatch && sni != (allowlist.Name{}) {
 			ev.SNI = sni.String() // where the client really meant to go
 		}
+		ev.SNIRaw = rawServerName(err) // where it meant to go, when that is no host name
 		s.refusedAfterConnect(&ev, reason, errString(err))
 		return
 	}
@@ -157,6 +158,7 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 			if !no.sni.IsZero() {
 				refused.SNI = no.sni.String() // where the client really meant to go
 			}
+			refused.SNIRaw = no.sniRaw
 			s.refusedAfterAllow(&refused, no.reason, no.msg)
 			s.recordClose(p, t, ev, up0, down0, int64(len(raw)))
 			return
