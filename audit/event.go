@@ -39,6 +39,7 @@ type Event struct {
 	Port               uint16
 	Rule               string
 	SNI                string   // the ClientHello's server_name, when it is not the host
+	SNIRaw             string   // the server_name as sent, when it is no host name; %q-escaped when written
 	Addr               string   // the dialled address, ip:port
 	CNAME              []string // the chain followed, owner first
 	Exemption          string

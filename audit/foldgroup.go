@@ -22,13 +22,26 @@ func foldClass(e Event) string {
 func foldTarget(e Event) string {
 	switch {
 	case e.Host != "":
-		return targetOf(Cap(e.Host, maxHostRaw), e.Port, Cap(e.SNI, maxHostRaw), e.Reason, e.Addr)
+		return targetOf(Cap(e.Host, maxHostRaw), e.Port, eventSNI(e), e.Reason, e.Addr)
 	case e.HostRaw != "":
 		return quoteRaw(e.HostRaw)
 	case e.Addr != "":
 		return Cap(e.Addr, maxField)
 	}
 	return Cap(e.Msg, maxField)
+}
+
+// eventSNI is the server_name e's hello sent when it was not the host, as
+// the log writes it: the host name, or as sent (escaped) when it was no
+// host name, so each distinct fronting target folds apart.
+func eventSNI(e Event) string {
+	if e.SNI != "" {
+		return Cap(e.SNI, maxHostRaw)
+	}
+	if e.SNIRaw != "" {
+		return quoteRaw(e.SNIRaw)
+	}
+	return ""
 }
 
 // targetOf names a refusal of host as folding and the report group it:
@@ -94,6 +107,7 @@ var addrGroups = []struct {
 	{"metadata:100.100.100.200", netip.MustParsePrefix("100.100.100.200/32")},
 	{"metadata:192.0.0.192", netip.MustParsePrefix("192.0.0.192/32")},
 	{"metadata:fd00:ec2::254", netip.MustParsePrefix("fd00:ec2::254/128")},
+	{"metadata:168.63.129.16", netip.MustParsePrefix("168.63.129.16/32")}, // Azure WireServer
 	{"this-network", netip.MustParsePrefix("0.0.0.0/8")},
 	{"loopback", netip.MustParsePrefix("127.0.0.0/8")},
 	{"loopback", netip.MustParsePrefix("::1/128")},
@@ -109,6 +123,40 @@ var addrGroups = []struct {
 	{"multicast", netip.MustParsePrefix("224.0.0.0/4")},
 	{"multicast", netip.MustParsePrefix("ff00::/8")},
 	{"reserved", netip.MustParsePrefix("240.0.0.0/4")},
+	{"unspecified", netip.MustParsePrefix("::/128")},
+	{"ietf", netip.MustParsePrefix("192.0.0.0/24")},
+	{"ietf", netip.MustParsePrefix("2001::/23")},
+	{"documentation", netip.MustParsePrefix("192.0.2.0/24")},
+	{"documentation", netip.MustParsePrefix("198.51.100.0/24")},
+	{"documentation", netip.MustParsePrefix("203.0.113.0/24")},
+	{"documentation", netip.MustParsePrefix("2001:db8::/32")},
+	{"documentation", netip.MustParsePrefix("3fff::/20")},
+	{"6to4-relay", netip.MustParsePrefix("192.88.99.0/24")},
+	{"6to4-relay", netip.MustParsePrefix("2002::/16")},
+	{"benchmark", netip.MustParsePrefix("198.18.0.0/15")},
+	{"discard", netip.MustParsePrefix("100::/64")},
+	{"discard", netip.MustParsePrefix("100:0:0:1::/64")},
+	{"site-local", netip.MustParsePrefix("fec0::/10")},
+	{"as112", netip.MustParsePrefix("2620:4f:8000::/48")},
+	{"srv6", netip.MustParsePrefix("5f00::/16")},
+}
+
+// globalUnicast is IPv6's global unicast space: an IPv6 address outside it
+// that no range above names is grouped as not-global-unicast.
+var globalUnicast = netip.MustParsePrefix("2000::/3")
+
+// addrGroup is the group of a: its range in addrGroups, IPv6 outside
+// global unicast, or any other address.
+func addrGroup(a netip.Addr) string {
+	for _, g := range addrGroups {
+		if g.prefix.Contains(a) {
+			return g.name
+		}
+	}
+	if a.Is6() && !globalUnicast.Contains(a) {
+		return "not-global-unicast"
+	}
+	return "address"
 }
 
 // groupBudget is how many targets of a group a window writes as lines
@@ -131,24 +179,23 @@ func groupBudget(group string, isName bool) int {
 // the SNI when the ClientHello asked for another host than the CONNECT
 // (domain fronting): the SNI is where the client meant to go, and each
 // domain it fronted for is a finding of its own, never hidden behind decoys
-// fronting for one other domain. isName says the group is a registrable
-// domain, of which a window holds a bounded number.
-func foldGroup(target, sni, addr string, nat64 []netip.Prefix) (group string, isName bool) {
+// fronting for one other domain. A refusal of the address a name resolved
+// to (reason in addressReasons) is always grouped by that address, never by
+// the name: the name's domain has one line, and an attacker owns it.
+// isName says the group is a registrable domain, of which a window holds a
+// bounded number.
+func foldGroup(target, sni, addr, reason string, nat64 []netip.Prefix) (group string, isName bool) {
 	spellings := []string{target, addr}
 	if sni != "" {
 		// A fronting refusal's address is one the policy allowed for the
-		// CONNECT host: the finding is the SNI, whatever address it went to.
-		spellings = spellings[:1]
+		// CONNECT host: the finding is the SNI, whatever address it went to
+		// (an address itself, when the server_name was one).
+		spellings = []string{sni}
 	}
 	for _, s := range spellings {
 		if a, ok := LiteralAddr(s, nat64); ok {
-			for _, g := range addrGroups {
-				if g.prefix.Contains(a) {
-					return g.name, false
-				}
-			}
-			if s == target {
-				return "address", false
+			if g := addrGroup(a); g != "address" || s == target || s == sni || addressReasons[reason] {
+				return g, false
 			}
 		}
 	}

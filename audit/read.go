@@ -23,6 +23,7 @@ type Record struct {
 	Port               uint16         `json:"port"`
 	Rule               string         `json:"rule"`
 	SNI                string         `json:"sni"`
+	SNIRaw             string         `json:"sni_raw"` // escaped as written
 	Addr               string         `json:"addr"`
 	Exemption          string         `json:"exemption"`
 	Conn               string         `json:"conn"`
@@ -95,13 +96,22 @@ func unfold(r Record) []Record {
 // counted without listing them (a flood of distinct names past its sample).
 const UnlistedTargets = "(other targets, counted, not listed)"
 
+// sni is the server_name a refusal's hello sent when it was not the host:
+// the host name, or as sent (escaped) when it was no host name.
+func (r Record) sni() string {
+	if r.SNI != "" {
+		return r.SNI
+	}
+	return r.SNIRaw
+}
+
 // target is what a refusal asked for, named as folding names it (see
 // targetOf), so a line and the repeats folded after it are one row: the
 // canonical host, or as sent. An unfolded summary record's Host is the
 // target already, with no port, SNI or address beside it.
 func (r Record) target() string {
 	if r.Host != "" {
-		return targetOf(r.Host, r.Port, r.SNI, r.Reason, r.Addr)
+		return targetOf(r.Host, r.Port, r.sni(), r.Reason, r.Addr)
 	}
 	return r.HostRaw
 }

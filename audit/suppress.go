@@ -122,7 +122,7 @@ func (w *foldWindow) admit(target string, e Event, nat64 []netip.Prefix) bool {
 		w.folded++
 		return false
 	}
-	group, isName := foldGroup(target, Cap(e.SNI, maxHostRaw), e.Addr, nat64)
+	group, isName := foldGroup(target, eventSNI(e), e.Addr, e.Reason, nat64)
 	budget := groupBudget(group, isName)
 	if isName && w.groups[group] == 0 && w.nameGroups >= maxNameGroups {
 		budget = 0
@@ -206,6 +206,7 @@ func (w *foldWindow) summary() *Event {
 		return nil
 	}
 	e := w.proto
+	e.SNIRaw = ""
 	e.Time, e.Conn, e.HostRaw, e.Host, e.SNI, e.Addr, e.Port, e.Rule, e.Msg, e.CNAME, e.Method = time.Time{}, "", "", "", "", "", 0, "", "", nil, ""
 	// A refused brokered request's own fields are its, not the summary's.
 	e.Path, e.Status, e.Secrets, e.BytesUp, e.BytesDown, e.Err = "", 0, nil, 0, 0, ""

@@ -214,7 +214,7 @@ func TestRandomMethodsDoNotOpenAClassEach(t *testing.T) {
 // maxLinesPerWindow is the most lines one class writes in one window: the
 // first targets, every group's budget, and the summary.
 func maxLinesPerWindow() int {
-	n := maxVerbatim + maxNameGroups*groupBudget("name:x", true) + groupBudget("address", false) + 1
+	n := maxVerbatim + maxNameGroups*groupBudget("name:x", true) + groupBudget("address", false) + groupBudget("not-global-unicast", false) + 1
 	seen := map[string]bool{}
 	for _, g := range addrGroups {
 		if !seen[g.name] {

@@ -261,6 +261,10 @@ func encode(zl zerolog.Logger, e Event, sc *scratch) {
 	}
 	str("rule", e.Rule)
 	str("sni", e.SNI)
+	if e.SNIRaw != "" {
+		sc.hostRaw = appendQuotedRaw(sc.hostRaw[:0], e.SNIRaw)
+		ev.Bytes("sni_raw", sc.hostRaw)
+	}
 	str("addr", e.Addr)
 	if len(e.CNAME) > 0 {
 		c := e.CNAME

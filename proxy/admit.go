@@ -49,8 +49,9 @@ func (l admitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l.s.admit(c, true) {
-			return c, nil
+		g := &headGuard{Conn: c, s: l.s}
+		if l.s.admit(g, true) {
+			return g, nil
 		}
 	}
 }

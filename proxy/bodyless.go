@@ -26,7 +26,7 @@ func answerAndClose(w http.ResponseWriter, resp *http.Response) (net.Conn, bool)
 	}
 	c.SetDeadline(time.Now().Add(lingerFor))
 	resp.Write(c)
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+	if cw, ok := unguard(c).(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
 		io.CopyN(io.Discard, c, 64<<10)
 	}

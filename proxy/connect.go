@@ -126,6 +126,7 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		if reason == policy.SNIMismatch && sni != (allowlist.Name{}) {
 			ev.SNI = sni.String() // where the client really meant to go
 		}
+		ev.SNIRaw = rawServerName(err) // where it meant to go, when that is no host name
 		s.refusedAfterConnect(&ev, reason, errString(err))
 		return
 	}
@@ -157,6 +158,7 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 			if !no.sni.IsZero() {
 				refused.SNI = no.sni.String() // where the client really meant to go
 			}
+			refused.SNIRaw = no.sniRaw
 			s.refusedAfterAllow(&refused, no.reason, no.msg)
 			s.recordClose(p, t, ev, up0, down0, int64(len(raw)))
 			return
@@ -198,8 +200,15 @@ func (s *Server) resolveChecked(ctx context.Context, p *policy.Policy, d policy.
 	for _, a := range ans.Addrs {
 		c := checkAddrNow(p, a)
 		if !c.Verdict.Permits() {
-			ev.Addr, ev.Rule = a.String(), c.Rule
-			return nil, &policy.Decision{Reason: c.Reason, Rule: c.Rule, Host: d.Host, Port: d.Port}
+			// The refusal keeps the manifest entry that allowed the
+			// name unless an operator rule decided it, so a report
+			// counts the attempt at that entry.
+			ev.Addr = a.String()
+			rule := d.Rule
+			if c.Rule != "" {
+				rule = c.Rule
+			}
+			return nil, &policy.Decision{Reason: c.Reason, Rule: rule, Host: d.Host, Port: d.Port}
 		}
 		if c.Exemption != "" && !strings.Contains(exemption, c.Exemption) {
 			exemption = strings.TrimPrefix(exemption+","+c.Exemption, ",")

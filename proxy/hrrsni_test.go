@@ -59,3 +59,29 @@ func TestSecondHelloNamingOtherHostsIsRecordedByItsSNI(t *testing.T) {
 		t.Fatalf("refused tunnels are reported as reached: %+v", rep.Integrations)
 	}
 }
+
+// TestSecondHelloWithAServerNameThatIsNoHostNameRecordsItRaw is issue 18's
+// third attacker, finding 2, after a HelloRetryRequest: a second hello
+// whose server_name is no host name is recorded as sent, escaped, in
+// sni_raw.
+func TestSecondHelloWithAServerNameThatIsNoHostNameRecordsItRaw(t *testing.T) {
+	port, second := frontEnd(t)
+	e := newEnv(t, withConfig(func(c *policy.Config) {
+		c.Integrations[0].Exemptions.AllowPorts = append(c.Integrations[0].Exemptions.AllowPorts, port)
+	}))
+	e.resolveToOrigin("api.allowed.example")
+	c, br, resp := e.rawConnect("CONNECT api.allowed.example:" + itoa(port) + " HTTP/1.1\r\n\r\n")
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %d %s", resp.StatusCode, resp.Header.Get(ReasonHeader))
+	}
+	defer c.Close()
+	c.Write(buildHello(helloSpec{names: []string{"api.allowed.example"}}))
+	if hrr, err := readRecord(br); err != nil || !isHelloRetry(hrr) {
+		t.Fatalf("the HelloRetryRequest was not relayed: %v %x", err, hrr)
+	}
+	c.Write(buildHello(helloSpec{names: []string{"evil_front.other\x00.example"}}))
+	if got := <-second; got != "closed before a second hello" {
+		t.Fatalf("the front end saw: %s", got)
+	}
+	e.log.waitEvent(t, map[string]any{"event": "connect", "decision": "deny", "reason": "sni_mismatch", "sni_raw": `evil_front.other\x00.example`})
+}

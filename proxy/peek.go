@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/audit"
 	"github.com/egressd/egressd/policy"
 	"golang.org/x/crypto/cryptobyte"
 )
@@ -36,11 +37,28 @@ const (
 type HelloError struct {
 	Reason policy.Reason
 	Msg    string
+	// ServerName is the server_name as sent, when it is not a host name:
+	// where the client meant to go, for the audit log (escaped there).
+	ServerName string
 }
 
 func (e *HelloError) Error() string { return "clienthello: " + e.Msg }
 
 func helloErr(r policy.Reason, msg string) error { return &HelloError{Reason: r, Msg: msg} }
+
+// maxServerNameRaw bounds the server_name kept from a refused hello: the
+// longest host name, as the audit log caps host_raw.
+const maxServerNameRaw = 253
+
+// rawServerName is the server_name a hello refused for err sent, when it
+// was not a host name, or "".
+func rawServerName(err error) string {
+	var he *HelloError
+	if errors.As(err, &he) {
+		return he.ServerName
+	}
+	return ""
+}
 
 // ReadClientHello reads the first TLS handshake message from br, reassembling
 // it across records, and returns every byte it consumed (to replay to the
@@ -241,7 +259,7 @@ func parseServerName(data cryptobyte.String) (allowlist.Name, error) {
 	}
 	n, err := allowlist.ParseWireHost(string(host), allowlist.SNIForm)
 	if err != nil {
-		return allowlist.Name{}, helloErr(policy.SNIMismatch, "server_name is not a valid host name")
+		return allowlist.Name{}, &HelloError{Reason: policy.SNIMismatch, Msg: "server_name is not a valid host name", ServerName: audit.Cap(string(host), maxServerNameRaw)}
 	}
 	return n, nil
 }

@@ -54,6 +54,7 @@ type handshakeRefusal struct {
 	reason policy.Reason
 	msg    string
 	sni    allowlist.Name
+	sniRaw string // the server_name as sent, when it is no host name
 }
 
 // guardHandshake sends first (the checked ClientHello) upstream, then runs
@@ -208,7 +209,7 @@ func (g *clientRecords) checkedRecord(hellos *int) ([]byte, handshakeRefusal) {
 		if reason := helloReason(err, sni, g.t.host); reason != "" {
 			no := handshakeRefusal{reason: reason, msg: g.helloName(*hellos) + ": " + errString(err) + sniNote(sni, g.t.host)}
 			if reason == policy.SNIMismatch {
-				no.sni = sni
+				no.sni, no.sniRaw = sni, rawServerName(err)
 			}
 			return nil, no
 		}

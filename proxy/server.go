@@ -276,7 +276,11 @@ func (w stashWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // ServeHTTP hands every request to goproxy, which routes CONNECT to
 // handleConnect and everything else to a 405.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.requestArrived(r.Context().Value(connKey{}))
+	c := r.Context().Value(connKey{})
+	s.requestArrived(c)
+	if g, ok := c.(*headGuard); ok {
+		g.handed.Store(true) // from here on, every answer is egressd's own
+	}
 	if r.Method != http.MethodConnect && hasBody(r) {
 		resp := s.methodResponse(r)
 		defer resp.Body.Close()
@@ -300,7 +304,8 @@ func (s *Server) hijacked(r *http.Request, client net.Conn, _ *goproxy.ProxyCtx)
 		br = st.br
 	}
 	defer s.opts.Gate.leave()
-	defer s.releaseSlot(client)
+	defer s.releaseSlot(client) // the slot is the accepted (guarded) connection's
+	client = unguard(client)
 	if !s.startHandler() {
 		client.Close() // shutting down
 		return
