@@ -42,9 +42,9 @@ const (
 	PendingSignals = 1024
 	// The per-user-namespace limits (user.max_inotify_instances and the
 	// rest) the init sets in the sandbox's user namespace.
-	InotifyInstances = 64
+	InotifyInstances = 16
 	InotifyWatches   = 8192
-	FanotifyGroups   = 16
+	FanotifyGroups   = 8
 	FanotifyMarks    = 8192
 	// TCPBufferBound says what tcpBuffers sets, for the audit log.
 	TCPBufferBound = "256 KiB per socket each way (tcp_rmem, tcp_wmem)"
