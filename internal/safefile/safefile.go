@@ -30,6 +30,13 @@ func ReadRegular(path string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readOpened(f, path, max)
+}
+
+// readOpened reads the file f opened at path, at most max bytes, once its
+// descriptor shows a regular file (covering a swap between look and open),
+// and closes it.
+func readOpened(f *os.File, path string, max int64) ([]byte, error) {
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
@@ -136,18 +143,10 @@ func ReadRegularNoFollow(path string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	// No check of hard links here: reading one is harmless (protected
 	// hardlinks keep others from linking files they cannot read), and
 	// backups that hard-link would otherwise stop version memory.
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: is %s, not a regular file", path, kind(st.Mode()))
-	}
-	return readAll(f, path, max)
+	return readOpened(f, path, max)
 }
 
 // OpenPrivate opens path for reading and writing, creating it with mode
