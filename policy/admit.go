@@ -11,6 +11,7 @@ type admission struct {
 	inForce []allowlist.Entry // the list that applies now
 	pending string            // a widening version waiting for the gate, or ""
 	idFrom  string            // with pending: the id the folder was approved under
+	fromVer string            // with idFrom: the version approved for it
 	claimOf []string          // with pending: the folders the claimed id is bound to
 	unbound bool              // with pending: the claimed id is bound to no place (unboundClaimWaits)
 	// released says a widening or id change came into force through
@@ -46,7 +47,7 @@ func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration) (
 		}
 		from := s.Folders[changed[0]].ID
 		kept, err := parseApproved(s.IDs[from].Approved.Entries)
-		return admission{inForce: kept, pending: m.Version, idFrom: from, claimOf: claimOf, unbound: unbound}, err
+		return admission{inForce: kept, pending: m.Version, idFrom: from, fromVer: s.IDs[from].Approved.Version, claimOf: claimOf, unbound: unbound}, err
 	}
 	if claimOf != nil || unbound {
 		holdClaim(s, places[0], m)

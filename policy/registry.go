@@ -36,7 +36,7 @@ type Outcome struct {
 	Version    string
 	Generation uint64
 	Result     Result
-	Pending    string   // the pending version, with Result Pending
+	Pending    string   // the pending version, with Result Pending; "ID VERSION" for an id change (Policy.PendingChange)
 	Warnings   []string // manifest warnings, "path: message"
 	Notice     string   // what waits and the command that approves it, or a widening widen: auto let in
 	Err        error    // why the manifest was refused
@@ -159,7 +159,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 		out.Result = Failed
 		if last != nil {
 			out.Result = KeptLastGood
-			out.ID, out.Version = last.Manifest.ID, last.Manifest.Version
+			out.ID, out.Version = last.InForce()
 			out.policy = r.rebuild(cfg, in, last, gen)
 		}
 		return out
@@ -199,6 +199,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 	p := NewPolicy(m, adm.inForce, opts)
 	p.ManifestAt, p.Generation = file, gen
 	p.setPending(adm.pending, adm.idFrom, adm.claimOf, adm.unbound)
+	p.PendingIDFromVersion = adm.fromVer
 	out.Notice = p.PendingNotice()
 	if adm.released != "" {
 		out.Notice = adm.released
@@ -207,6 +208,12 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 	switch {
 	case adm.pending != "":
 		out.Result, out.Pending = Pending, adm.pending
+		if p.PendingIDFrom != "" {
+			// Nothing is the new id's until approved: the event is the
+			// old id's, with the change it waits for.
+			out.ID, out.Version = p.InForce()
+			out.Pending = p.PendingChange()
+		}
 	case last != nil && sameEntries(last.Entries(), p.Entries()) && last.Manifest.Version == m.Version:
 		out.Result = Unchanged
 	default:
@@ -240,6 +247,7 @@ func (r *Registry) rebuild(cfg Config, in Integration, last *Policy, gen uint64)
 	p := NewPolicy(last.Manifest, last.Entries(), opts)
 	p.ManifestAt, p.Generation = last.ManifestAt, gen
 	p.setPending(last.Pending, last.PendingIDFrom, last.PendingClaimOf, last.PendingUnbound)
+	p.PendingIDFromVersion = last.PendingIDFromVersion
 	return p
 }
 

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -21,6 +23,7 @@ import (
 // 5.0.0 with A's own list.
 type takeover struct {
 	dir, cfg, auditFile, state, sockA string
+	sig                               chan os.Signal // the running serve's
 }
 
 func newTakeover(t *testing.T) *takeover {
@@ -55,15 +58,20 @@ func (k *takeover) config(t *testing.T, pin string, victim bool) {
 	}
 }
 
-// serve starts serve on k's config; stop ends it.
+// serve starts serve on k's config; stop ends it (at the test's end if
+// not before).
 func (k *takeover) serve(t *testing.T) (stderr *lockedBuffer, stop func()) {
 	t.Helper()
 	var stdout lockedBuffer
 	stderr = &lockedBuffer{}
 	sig := make(chan os.Signal, 1)
+	k.sig = sig
 	done := make(chan int, 1)
 	go func() { done <- serve(context.Background(), []string{"--config", k.cfg}, &stdout, stderr, sig) }()
-	return stderr, func() { sig <- syscall.SIGTERM; <-done }
+	var once sync.Once
+	stop = func() { once.Do(func() { sig <- syscall.SIGTERM; <-done }) }
+	t.Cleanup(stop)
+	return stderr, stop
 }
 
 // reason sends CONNECT host to A's listener and returns the refusal's
@@ -124,4 +132,42 @@ func (k *takeover) pinOf(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return m.Digest()
+}
+
+// TestServeEventsOfAWaitingIDChangeAreFiledUnderTheIDInForce: while A's
+// rename waits, its connect and policy events carry the id and version in
+// force (com.t.a 1.0.0) with the change in pending, the kept_last_good line
+// names com.t.a 1.0.0 as in force, and the report groups them under com.t.a.
+func TestServeEventsOfAWaitingIDChangeAreFiledUnderTheIDInForce(t *testing.T) {
+	k := newTakeover(t)
+	stderr, stop := k.serve(t)
+	waitFor(t, stderr, `serving com\.t\.a on unix:`)
+	stop()
+
+	k.manifest(t, "a", "com.t.victim", "5.0.0", "api.a.example")
+	k.config(t, k.pinOf(t), false)
+	stderr, stop = k.serve(t)
+	waitFor(t, stderr, `changed its id from com\.t\.a to com\.t\.victim 5\.0\.0`)
+	log := &lockedFile{path: k.auditFile}
+	waitFor(t, log, `"event":"policy","integration":"com\.t\.a","integration_version":"1\.0\.0",[^\n]*"action":"pending","pending":"com\.t\.victim 5\.0\.0"`)
+	if got := k.reason(t, "elsewhere.example"); got != "not_allowlisted" {
+		t.Fatalf("reason %s", got)
+	}
+	waitFor(t, log, `"event":"connect","integration":"com\.t\.a","integration_version":"1\.0\.0",[^\n]*"host":"elsewhere\.example"[^\n]*"pending":"com\.t\.victim 5\.0\.0"`)
+
+	os.WriteFile(filepath.Join(k.dir, "a", "manifest.json"), []byte("{"), 0o600) // a broken reload
+	k.sig <- syscall.SIGHUP
+	waitFor(t, stderr, `reload: [^\n]*/a: [^\n]*; the last good policy \(com\.t\.a 1\.0\.0\) stays in force`)
+	waitFor(t, log, `"event":"policy","integration":"com\.t\.a","integration_version":"1\.0\.0",[^\n]*"action":"kept_last_good"`)
+	_, second, _ := strings.Cut(log.String(), `"prev_run=`) // the second serve's chain
+	if strings.Contains(second, `"integration":"com.t.victim"`) || strings.Contains(second, `"claim"`) {
+		t.Fatalf("an event is filed under the unapproved id:\n%s", second)
+	}
+	stop() // the report reads a closed log
+	out, errs, code := runCLI(t, "audit", "report", k.auditFile)
+	ownA, victim, _ := strings.Cut(out, "== com.t.victim") // its section holds the first serve's lines only
+	if code != 0 || !strings.Contains(ownA, "== com.t.a") || !strings.Contains(ownA, "elsewhere.example") ||
+		!strings.Contains(ownA, "pending com.t.victim 5.0.0 awaits approval") || strings.Contains(victim, "elsewhere.example") || strings.Contains(victim, "pending") {
+		t.Fatalf("report (exit %d, %s):\n%s", code, errs, out)
+	}
 }
