@@ -88,7 +88,9 @@ func (d *Daemon) Start(ctx context.Context) error {
 	var failed []string
 	for _, o := range outs {
 		if o.Result == policy.Failed {
-			failed = append(failed, fmt.Sprintf("%s:\n%v", o.Key, o.Err))
+			// One line per integration: the journal keeps the folder and
+			// its reason together.
+			failed = append(failed, fmt.Sprintf("%s: %s", o.Key, termsafe.OneLine(errText(o.Err))))
 		}
 	}
 	if len(failed) > 0 {
