@@ -108,3 +108,18 @@ func TestPinnedDigestStillApprovesAWideningOfItsOwnID(t *testing.T) {
 		t.Fatal("the pinned widening is not in force")
 	}
 }
+
+// TestWaitingRenameDoesNotKeepTheVictimFromBeingServed: while A's rename
+// to the victim's id waits, A is still com.t.a; the victim re-added to the
+// config is served beside it, not refused as a duplicate of A.
+func TestWaitingRenameDoesNotKeepTheVictimFromBeingServed(t *testing.T) {
+	f, cfg := takeoverFixture(t, func(*Integration, string) {})
+	loadOne(t, f.registry(), cfg, Pending)
+	_, cfgV := f.second("127.0.0.1:47194", "com.t.victim", "1.0.0", "api.victim.example")
+	both := cfg
+	both.Integrations = []Integration{cfg.Integrations[0], cfgV.Integrations[0]}
+	outs := f.registry().Load(both)
+	if len(outs) != 2 || outs[0].Result != Pending || outs[1].Result == Failed {
+		t.Fatalf("Load = %+v", outs)
+	}
+}

@@ -96,7 +96,8 @@ func (r *Registry) Load(cfg Config) []Outcome {
 		out := r.loadOne(cfg, in, prev.Policies[in.Manifest], ids, next.Generation)
 		if out.Result != Failed {
 			p := out.policy
-			ids[p.Manifest.ID] = in.Manifest
+			id, _ := p.InForce() // a rename that waits does not hold its new id
+			ids[id] = in.Manifest
 			next.Policies[in.Manifest] = p
 			next.listen[in.Manifest] = in.Listen
 		}
@@ -132,7 +133,8 @@ func servedIDs(prev *Snapshot, cfg Config) map[string]string {
 	out := map[string]string{}
 	for key, p := range prev.Policies {
 		if configured(cfg, key) {
-			out[p.Manifest.ID] = key
+			id, _ := p.InForce()
+			out[id] = key
 		}
 	}
 	return out
