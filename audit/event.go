@@ -61,7 +61,7 @@ type Event struct {
 	UnlistedRules []RuleCount    // a summary's unlisted events, per rule that decided them
 	Listener      string         // lifecycle: the listener's real address
 	Action        string         // lifecycle/policy: what happened (start, listening, drain, stop, loaded, …)
-	Pending       string         // policy: version waiting for approval
+	Pending       string         // policy: version waiting for approval; policy and connect: "ID VERSION" of an id change waiting for it
 	Manifest      string         // policy: the manifest path as configured
 	Msg           string
 	Err           string

@@ -11,6 +11,7 @@ type admission struct {
 	inForce []allowlist.Entry // the list that applies now
 	pending string            // a widening version waiting for the gate, or ""
 	idFrom  string            // with pending: the id the folder was approved under
+	fromVer string            // with idFrom: the version approved for it
 	claimOf []string          // with pending: the folders the claimed id is bound to
 	unbound bool              // with pending: the claimed id is bound to no place (unboundClaimWaits)
 	// released says a widening or id change came into force through
@@ -46,22 +47,17 @@ func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration) (
 		}
 		from := s.Folders[changed[0]].ID
 		kept, err := parseApproved(s.IDs[from].Approved.Entries)
-		return admission{inForce: kept, pending: m.Version, idFrom: from, claimOf: claimOf, unbound: unbound}, err
+		return admission{inForce: kept, pending: m.Version, idFrom: from, fromVer: s.IDs[from].Approved.Version, claimOf: claimOf, unbound: unbound}, err
 	}
 	if claimOf != nil || unbound {
 		holdClaim(s, places[0], m)
 		return admission{inForce: []allowlist.Entry{}, pending: m.Version, claimOf: claimOf, unbound: unbound}, nil
 	}
-	var released string
-	if owners := claimWaits(s, places, m, Integration{}); owners != nil && in.Widen == WidenAuto {
-		released = fmt.Sprintf("%s claims the id %s %s, which version memory binds to %s; widen: auto let it in without the operator's approval", places[0], m.ID, m.Version, folderList(owners))
-	} else if unboundClaimWaits(s, places, m, Integration{}) && in.Widen == WidenAuto {
-		released = fmt.Sprintf("%s claims the id %s %s, which version memory from an earlier egressd binds to no folder; widen: auto let it in without the operator's approval", places[0], m.ID, m.Version)
-	}
-	for _, place := range places {
-		if f := s.Folders[place]; f.ID != "" && f.ID != m.ID && in.Widen == WidenAuto {
-			released = fmt.Sprintf("%s changed its id from %s to %s %s; widen: auto let it in without the operator's approval", place, f.ID, m.ID, m.Version)
-		}
+	// pin_digest and widen: auto are the operator's word for this entry's
+	// own id: they approve a widening only where a place was already bound
+	// to m.ID, never a list for an id first bound here by an approval.
+	if !boundTo(s, places, m.ID) {
+		in.PinDigest, in.Widen = "", WidenOnApproval
 	}
 	for _, place := range places {
 		if f, bound := s.Folders[place]; !bound || f.ID != m.ID || f.Pending != nil {
@@ -73,19 +69,27 @@ func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration) (
 	if err == nil {
 		s.IDs[m.ID] = r
 	}
-	if adm.released == "" {
-		adm.released = released
-	}
 	return adm, err
 }
 
-func idChangePasses(f Folder, m *allowlist.Manifest, in Integration) bool {
-	digest := m.Digest()
-	if in.Widen == WidenAuto || (in.PinDigest != "" && in.PinDigest == digest) {
-		return true
-	}
+// idChangePasses reports whether the operator approved, with "egressd
+// approve", m as the id change or claim pending at folder f. Nothing else
+// passes it: a pinned digest covers the list only, not the id, and
+// widen: auto covers widenings of the entry's own id; either would let an
+// integration rename itself to another's id and rewrite its record.
+func idChangePasses(f Folder, m *allowlist.Manifest, _ Integration) bool {
 	p := f.Pending
-	return p != nil && p.Approved && p.ID == m.ID && p.Version == m.Version && p.Digest == digest
+	return p != nil && p.Approved && p.ID == m.ID && p.Version == m.Version && p.Digest == m.Digest()
+}
+
+// boundTo reports whether s binds id to one of places.
+func boundTo(s *State, places []string, id string) bool {
+	for _, place := range places {
+		if s.Folders[place].ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // admit applies the version rules to m against its record, updating the

@@ -40,6 +40,9 @@ type Policy struct {
 	// PendingIDFrom is, with Pending, the id this manifest's folder was
 	// approved under when the pending version changed the id.
 	PendingIDFrom string
+	// PendingIDFromVersion is, with PendingIDFrom, the version approved
+	// for that id: with it, the integration in force (InForce).
+	PendingIDFromVersion string
 	// PendingClaimOf is, with Pending, the folders version memory binds
 	// the manifest's id to, when this manifest claims it from another
 	// folder (idfolder.go).

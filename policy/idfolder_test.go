@@ -149,15 +149,16 @@ func TestNewFolderOnTheIDsListenerIsTheSameIntegration(t *testing.T) {
 	loadOne(t, f.registry(), other, Pending)
 }
 
-// TestWidenAutoLetsAClaimInAndSaysSo: widen: auto is the operator's word
-// that this entry needs no approval; the claim is announced.
-func TestWidenAutoLetsAClaimInAndSaysSo(t *testing.T) {
+// TestWidenAutoDoesNotLetAClaimIn: widen: auto is the operator's word
+// that this entry's own widenings need no approval; a claim of an id bound
+// to another folder is not one, and waits for egressd approve.
+func TestWidenAutoDoesNotLetAClaimIn(t *testing.T) {
 	f := newFixture(t)
 	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
 	f.load(f.registry(), Loaded)
 	_, cfgB := f.second("127.0.0.1:0", "com.acme.erp", "1.0.0", "erp.acme.example")
 	cfgB.Integrations[0].Widen = WidenAuto
-	if out := loadOne(t, f.registry(), cfgB, Loaded); !strings.Contains(out.Notice, "widen: auto let it in") {
+	if out := loadOne(t, f.registry(), cfgB, Pending); !strings.Contains(out.Notice, "claims the id com.acme.erp") {
 		t.Fatalf("notice %q", out.Notice)
 	}
 }

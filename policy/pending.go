@@ -18,6 +18,26 @@ func (p *Policy) setPending(version, idFrom string, claimOf []string, unbound bo
 	}
 }
 
+// InForce names the integration whose approved list p enforces: the
+// manifest's id and version, except while an id change waits, when it is
+// the folder's old id and the version approved for it. Audit events carry
+// it, so nothing is filed under an id the operator has not approved.
+func (p *Policy) InForce() (id, version string) {
+	if p.Pending != "" && p.PendingIDFrom != "" {
+		return p.PendingIDFrom, p.PendingIDFromVersion
+	}
+	return p.Manifest.ID, p.Manifest.Version
+}
+
+// PendingChange is "ID VERSION" of the id change that waits for the
+// operator, or "" when none does.
+func (p *Policy) PendingChange() string {
+	if p == nil || p.Pending == "" || p.PendingIDFrom == "" {
+		return ""
+	}
+	return p.Manifest.ID + " " + p.Pending
+}
+
 // pendingMatch reports the entry of the pending version's list that
 // matches host: a host that waits for approval, not one the manifest lacks.
 func (p *Policy) pendingMatch(host allowlist.Name) (allowlist.Entry, bool) {

@@ -36,7 +36,7 @@ type Outcome struct {
 	Version    string
 	Generation uint64
 	Result     Result
-	Pending    string   // the pending version, with Result Pending
+	Pending    string   // the pending version, with Result Pending; "ID VERSION" for an id change (Policy.PendingChange)
 	Warnings   []string // manifest warnings, "path: message"
 	Notice     string   // what waits and the command that approves it, or a widening widen: auto let in
 	Err        error    // why the manifest was refused
@@ -96,7 +96,8 @@ func (r *Registry) Load(cfg Config) []Outcome {
 		out := r.loadOne(cfg, in, prev.Policies[in.Manifest], ids, next.Generation)
 		if out.Result != Failed {
 			p := out.policy
-			ids[p.Manifest.ID] = in.Manifest
+			id, _ := p.InForce() // a rename that waits does not hold its new id
+			ids[id] = in.Manifest
 			next.Policies[in.Manifest] = p
 			next.listen[in.Manifest] = in.Listen
 		}
@@ -132,7 +133,8 @@ func servedIDs(prev *Snapshot, cfg Config) map[string]string {
 	out := map[string]string{}
 	for key, p := range prev.Policies {
 		if configured(cfg, key) {
-			out[p.Manifest.ID] = key
+			id, _ := p.InForce()
+			out[id] = key
 		}
 	}
 	return out
@@ -159,7 +161,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 		out.Result = Failed
 		if last != nil {
 			out.Result = KeptLastGood
-			out.ID, out.Version = last.Manifest.ID, last.Manifest.Version
+			out.ID, out.Version = last.InForce()
 			out.policy = r.rebuild(cfg, in, last, gen)
 		}
 		return out
@@ -205,6 +207,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 	p := NewPolicy(m, adm.inForce, opts)
 	p.ManifestAt, p.Generation = file, gen
 	p.setPending(adm.pending, adm.idFrom, adm.claimOf, adm.unbound)
+	p.PendingIDFromVersion = adm.fromVer
 	out.Notice = p.PendingNotice()
 	if adm.released != "" {
 		out.Notice = adm.released
@@ -213,6 +216,12 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 	switch {
 	case adm.pending != "":
 		out.Result, out.Pending = Pending, adm.pending
+		if p.PendingIDFrom != "" {
+			// Nothing is the new id's until approved: the event is the
+			// old id's, with the change it waits for.
+			out.ID, out.Version = p.InForce()
+			out.Pending = p.PendingChange()
+		}
 	case last != nil && sameEntries(last.Entries(), p.Entries()) && last.Manifest.Version == m.Version:
 		out.Result = Unchanged
 	default:
@@ -246,6 +255,7 @@ func (r *Registry) rebuild(cfg Config, in Integration, last *Policy, gen uint64)
 	p := NewPolicy(last.Manifest, last.Entries(), opts)
 	p.ManifestAt, p.Generation = last.ManifestAt, gen
 	p.setPending(last.Pending, last.PendingIDFrom, last.PendingClaimOf, last.PendingUnbound)
+	p.PendingIDFromVersion = last.PendingIDFromVersion
 	return p
 }
 

@@ -88,7 +88,9 @@ func (d *Daemon) Start(ctx context.Context) error {
 	var failed []string
 	for _, o := range outs {
 		if o.Result == policy.Failed {
-			failed = append(failed, fmt.Sprintf("%s:\n%v", o.Key, o.Err))
+			// One line per integration: the journal keeps the folder and
+			// its reason together.
+			failed = append(failed, fmt.Sprintf("%s: %s", o.Key, termsafe.OneLine(errText(o.Err))))
 		}
 	}
 	if len(failed) > 0 {
@@ -169,8 +171,9 @@ func (d *Daemon) open(ctx context.Context, in policy.Integration) error {
 		}
 	}()
 	p := d.Registry.Policy(in.Manifest)
+	id, version := p.InForce()
 	d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "listening", Listener: l.real,
-		Integration: p.Manifest.ID, IntegrationVersion: p.Manifest.Version, Generation: p.Generation, Exemption: strings.Join(in.Exemptions.Names(), ",")})
+		Integration: id, IntegrationVersion: version, Generation: p.Generation, Exemption: strings.Join(in.Exemptions.Names(), ",")})
 	return nil
 }
 
@@ -180,7 +183,8 @@ func (d *Daemon) peerRefused(in policy.Integration, uid, gid uint32) {
 	ev := audit.Event{Kind: audit.Connect, Decision: "deny", Reason: string(policy.OperatorDenied), Listener: in.Listen,
 		Rule: "allowed_peers", Msg: fmt.Sprintf("peer uid %d gid %d is not in allowed_peers", uid, gid)}
 	if p := d.Registry.Policy(in.Manifest); p != nil {
-		ev.Integration, ev.IntegrationVersion, ev.Generation = p.Manifest.ID, p.Manifest.Version, p.Generation
+		ev.Integration, ev.IntegrationVersion = p.InForce()
+		ev.Generation = p.Generation
 	}
 	if d.Suppress != nil {
 		d.Suppress.Write(ev)

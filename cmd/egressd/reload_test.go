@@ -168,9 +168,10 @@ func TestServeReloadHandsAListenerAddressToAnotherIntegration(t *testing.T) {
 	}
 	writeConfig("two")
 	sig <- syscall.SIGHUP
-	waitFor(t, &lockedFile{path: auditFile}, `"integration":"com.test.two".*"action":"listening"`)
 	// A listener with a fixed address is bound to its id (issue 13.1): the
 	// new id waits for the operator, then is served on the freed address.
+	// Until then the listener serves the id in force, and says so.
+	waitFor(t, &lockedFile{path: auditFile}, `"integration":"com.test.one","integration_version":"1.0.0","generation":2,[^\n]*"action":"listening"`)
 	if r := connect("api.two.example"); r != "pending_approval" {
 		t.Fatalf("a new id on a bound listener before approval: %s\n%s", r, stderr.String())
 	}

@@ -110,7 +110,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		return exitFail
 	}
 	for key, addr := range d.Listeners() {
-		fmt.Fprintf(stderr, "egressd: serving %s on %s\n", d.Registry.Policy(key).Manifest.ID, addr)
+		id, _ := d.Registry.Policy(key).InForce()
+		fmt.Fprintf(stderr, "egressd: serving %s on %s\n", id, addr)
 	}
 	notify(stderr, daemon.SdNotifyReady) // systemd Type=notify: every listener is up
 	if admin != nil {
