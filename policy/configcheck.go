@@ -45,7 +45,8 @@ func CheckConfig(cfg Config, host []netip.Addr) (errs, warns []string) {
 				warns = append(warns, at+": "+msg)
 			}
 			for _, a := range host {
-				if p.Contains(a.Unmap()) {
+				// Loopback is the host by name: a range that lists it says so.
+				if !a.Unmap().IsLoopback() && p.Contains(a.Unmap()) {
 					warns = append(warns, fmt.Sprintf("%s: allow_private %s covers this host's own address %s: the integration can reach services on the proxy host itself; narrow the range to exclude it", at, p, a.Unmap()))
 				}
 			}
