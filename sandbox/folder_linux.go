@@ -7,13 +7,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// FileID names a file by its device and inode: what a descriptor opened
-// in another mount namespace can be compared by.
-type FileID struct {
-	Dev uint64 `json:"dev"`
-	Ino uint64 `json:"ino"`
-}
-
 // OpenFolder opens the integration folder once, as an O_PATH descriptor
 // that follows path's symlinks now and never again. The author controls
 // the path (a deploy link it flips between releases, or at /), so

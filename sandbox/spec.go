@@ -46,3 +46,10 @@ const (
 	capturePrefix = "capture:"
 	nameEgress    = "egress" // the TUN file behind egress0, not a listener
 )
+
+// FileID names a file by its device and inode: what a descriptor opened
+// in another mount namespace can be compared by.
+type FileID struct {
+	Dev uint64 `json:"dev"`
+	Ino uint64 `json:"ino"`
+}

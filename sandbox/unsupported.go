@@ -23,7 +23,14 @@ const InitArg = "__egressd-sandbox-init"
 type Options struct {
 	HostUID, HostGID int
 	StateMount       *os.File
+	Folder           *os.File
 }
+
+// OpenFolder always fails here.
+func OpenFolder(string) (*os.File, error) { return nil, ErrUnsupported }
+
+// FolderPath always fails here.
+func FolderPath(*os.File) (string, error) { return "", ErrUnsupported }
 
 // Sandbox is not available on this system.
 type Sandbox struct {

@@ -218,7 +218,7 @@ func ReadRegularAt(dir *os.File, name, path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: is a symlink, not a regular file; egressd does not follow it here: remove it", path)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, fmt.Errorf("%s: is %s, not a regular file", path, kind(modeType(st.Mode)))
+		return nil, fmt.Errorf("%s: is %s, not a regular file", path, kind(modeType(uint32(st.Mode))))
 	}
 	var fd int
 	var err error
