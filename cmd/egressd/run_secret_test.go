@@ -51,8 +51,17 @@ func startHeaderRecordingOrigin(t *testing.T, ca *proxytest.CA) *headerRecording
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			host, _, _ := net.SplitHostPort(r.Host)
 			o.mu.Lock()
-			o.seen[host] = append(o.seen[host], r.Header.Get("Authorization"))
+			got := r.Header.Get("Authorization")
+			if k := r.Header.Get("X-Api-Key"); k != "" {
+				got = "X-Api-Key " + k
+			}
+			o.seen[host] = append(o.seen[host], got)
 			o.mu.Unlock()
+			if r.URL.Path == "/echo" { // an origin that hands the credential back
+				w.Header().Set("X-Echo", r.Header.Get("X-Api-Key"))
+				io.WriteString(w, "echo:"+r.Header.Get("X-Api-Key")+"\n")
+				return
+			}
 			io.WriteString(w, "hello from "+host)
 		}),
 	}
@@ -286,4 +295,60 @@ func nodeForSecretTests(t *testing.T) string {
 		t.Skip("node not installed")
 	}
 	return node
+}
+
+// TestRunSecretInACustomHeaderIsAddedAndItsEchoScrubbed: a sandboxed curl
+// sends the key in a header of the API's own ("X-Api-Key: $ACME_KEY"); the
+// bound origin receives the value and echoes it in a header and the body;
+// the program sees only its placeholder.
+func TestRunSecretInACustomHeaderIsAddedAndItsEchoScrubbed(t *testing.T) {
+	skipUntilBrokerBuilt(t)
+	e := newBoundSecretEnv(t)
+	bound := "https://api.bound.example:" + e.rec.port + "/echo"
+	out, errs, code := runCmd(t, e.secretCommand([]string{"--secret", "ACME_KEY=api.bound.example", "--upstream-ca", filepath.Join(e.dir, "ca.pem")},
+		`curl -sS -m 10 -D - -H "X-Api-Key: $ACME_KEY" `+bound+`; echo "ph=$ACME_KEY"`))
+	if code != 0 || !strings.Contains(out, "echo:egressd-ph-") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if got := e.rec.received("api.bound.example"); len(got) != 1 || got[0] != "X-Api-Key "+brokeredValue {
+		t.Errorf("the bound host received %q", got)
+	}
+	if strings.Contains(out, brokeredValue) || strings.Contains(errs, brokeredValue) || strings.Contains(e.auditLog(), brokeredValue) {
+		t.Errorf("the value reached the program, stderr or the audit log:\n%s", out)
+	}
+}
+
+// TestRunSecretMisdirectedOrForAnotherHostIsRefusedAndAudited: with two
+// keys bound to two hosts, a sandboxed curl that sends the second key's
+// placeholder to the first host, or names the second host in Host: on the
+// first host's connection, is refused (403 with the reason) and audited;
+// the origin receives neither request.
+func TestRunSecretMisdirectedOrForAnotherHostIsRefusedAndAudited(t *testing.T) {
+	skipUntilBrokerBuilt(t)
+	e := newBoundSecretEnv(t)
+	os.WriteFile(filepath.Join(e.dir, "voiceos.integration.json"), []byte(`{"schemaVersion":1,"id":"com.test.secret","version":"1.0.0",
+	"runtime":{"kind":"local-mcp","command":"sh","args":["-c","echo runtime ran"]},
+	"auth":{"kind":"apiKey","fields":[{"key":"ACME_KEY","label":"k","secret":true},{"key":"PLAIN_KEY","label":"p","secret":true}]},
+	"permissions":[{"kind":"network","domains":["api.bound.example","plain.bound.example"]}]}`), 0o644)
+	bound := "https://api.bound.example:" + e.rec.port + "/"
+	cmd := e.secretCommand([]string{"--secret", "ACME_KEY=api.bound.example", "--secret", "PLAIN_KEY=plain.bound.example", "--upstream-ca", filepath.Join(e.dir, "ca.pem")},
+		`curl -sS -m 10 -o /dev/null -w "misdirected=%{http_code}\n" -H "Authorization: Bearer $PLAIN_KEY" `+bound+
+			`; curl -sS -m 10 -o /dev/null -w "other_host=%{http_code}\n" -H "Host: plain.bound.example" `+bound)
+	cmd.Env = append(cmd.Env, "PLAIN_KEY=plain-secret-value-0123456789")
+	out, errs, code := runCmd(t, cmd)
+	if code != 0 || !strings.Contains(out, "misdirected=403") || !strings.Contains(out, "other_host=403") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if got := e.rec.received("api.bound.example"); len(got) != 0 {
+		t.Errorf("the origin received %q", got)
+	}
+	log := e.auditLog()
+	for _, reason := range []string{`"reason":"secret_misdirected"`, `"reason":"host_mismatch"`} {
+		if !strings.Contains(log, reason) {
+			t.Errorf("no %s in the audit log:\n%s", reason, log)
+		}
+	}
+	if strings.Contains(log, "plain-secret-value-0123456789") || strings.Contains(log, brokeredValue) {
+		t.Error("a value is in the audit log")
+	}
 }
