@@ -1003,3 +1003,30 @@ func TestBrokerPlaceholderHiddenFromTheMisdirectionCheckIsRefused(t *testing.T) 
 		t.Fatal("no secret_misdirected line")
 	}
 }
+
+// TestBrokerErrorQuotingASubstitutedHeaderDoesNotPutTheValueInTheLog: the
+// program sent "Upgrade: websocket, $PLACEHOLDER"; the origin accepted the
+// websocket token and answered 101 "Upgrade: websocket", and the reverse
+// proxy's error quoted the requested Upgrade after substitution, value and
+// all, into the request event's error field (round 4). Errors are redacted.
+func TestBrokerErrorQuotingASubstitutedHeaderDoesNotPutTheValueInTheLog(t *testing.T) {
+	b := newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(strings.ToLower(r.Header.Get("Upgrade")), "websocket") {
+			w.Header().Set("Connection", "Upgrade")
+			w.Header().Set("Upgrade", "websocket")
+			w.WriteHeader(http.StatusSwitchingProtocols)
+			return
+		}
+		w.WriteHeader(http.StatusBadRequest)
+	})
+	req, _ := http.NewRequest("GET", b.url("api.allowed.example", "/ws"), nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket, "+tokenPH)
+	resp, err := b.client(false).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	b.log.waitEvent(t, map[string]any{"event": "request", "host": "api.allowed.example"})
+	noValueIn(t, "the audit log", b.log.String())
+}

@@ -175,12 +175,27 @@ func partial(resp *http.Response) bool {
 	return false
 }
 
+// redact replaces every secret's value in s by its placeholder. An error
+// from the transport or the reverse proxy may quote a request header after
+// substitution (a mismatched Upgrade did): it goes to the audit log, which
+// names secrets only by NAME.
+func (b *broker) redact(s string) string {
+	for _, list := range [][]policy.Secret{b.c.Bound, b.c.Unbound} {
+		for _, sec := range list {
+			if len(sec.Value) > 0 {
+				s = strings.ReplaceAll(s, string(sec.Value), sec.Placeholder)
+			}
+		}
+	}
+	return s
+}
+
 // upstreamError answers a request the origin could not be asked, or whose
 // answer egressd refused: 502, with upstream_unverified when the origin's
 // certificate did not verify, response_refused for a partial answer.
 func (b *broker) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	st := stateOf(r.Context())
-	st.reason, st.err = policy.DialError, err.Error()
+	st.reason, st.err = policy.DialError, b.redact(err.Error())
 	switch {
 	case st.trailerMisdirected.Load():
 		st.reason = policy.SecretMisdirected

@@ -243,11 +243,18 @@ func basicCredential(v string) (decoded, prefix string, ok bool) {
 		return "", "", false
 	}
 	trimmed := strings.TrimLeft(token, " ")
-	raw, err := base64.StdEncoding.DecodeString(trimmed)
-	if err != nil || trimmed == "" {
+	if trimmed == "" {
 		return "", "", false
 	}
-	return string(raw), v[:len(v)-len(trimmed)], true
+	// Origins decode leniently (nginx, Node's Buffer take a token without
+	// its padding, or in the URL alphabet): so does the check, or another
+	// host's placeholder would pass the misdirection check unpadded.
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if raw, err := enc.DecodeString(trimmed); err == nil {
+			return string(raw), v[:len(v)-len(trimmed)], true
+		}
+	}
+	return "", "", false
 }
 
 // pair is one replacement in responses: from, the bytes the integration

@@ -58,11 +58,14 @@ func TestSubstitutionReplacesEveryPlaceholderInEveryValueAndInBasic(t *testing.T
 func TestPlaceholderOfAnotherHostIsMisdirectedAnywhere(t *testing.T) {
 	b := secret(t, "B", "b.example", phB, valB)
 	for name, h := range map[string]http.Header{
-		"value":       {"X": {"x" + phB}},
-		"name":        {phB: {"x"}},
-		"canonical":   {http.CanonicalHeaderKey(phB): {"x"}}, // as net/http stores a header name
-		"basic":       {"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte("u:"+phB))}},
-		"second item": {"X": {"fine", phB}},
+		"value":     {"X": {"x" + phB}},
+		"name":      {phB: {"x"}},
+		"canonical": {http.CanonicalHeaderKey(phB): {"x"}}, // as net/http stores a header name
+		"basic":     {"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte("u:"+phB))}},
+		// Origins decode Basic leniently; round 4 sent these past the check.
+		"basic unpadded": {"Authorization": {"Basic " + base64.RawStdEncoding.EncodeToString([]byte("u:"+phB))}},
+		"basic url":      {"Authorization": {"Basic " + base64.RawURLEncoding.EncodeToString([]byte("uu?>:"+phB))}},
+		"second item":    {"X": {"fine", phB}},
 	} {
 		if !misdirected("/", h, []policy.Secret{b}) {
 			t.Errorf("%s: another host's placeholder not caught", name)
@@ -207,5 +210,17 @@ func TestPlaceholderPercentEncodedInTheTargetOrInATrailerIsMisdirected(t *testin
 	}
 	if !misdirectedTrailer(http.Header{"X-Key": {phB}}, []policy.Secret{b}) || misdirectedTrailer(http.Header{"X-Key": {phA}}, []policy.Secret{b}) {
 		t.Error("trailer check")
+	}
+}
+
+// TestRedactedErrorsNameNoValue: an error from the reverse proxy quoted a
+// request header after substitution ("backend tried to switch protocol
+// \"websocket\" when \"websocket, VALUE\" was requested", round 4), and went to
+// the audit log; every value is replaced by its placeholder first.
+func TestRedactedErrorsNameNoValue(t *testing.T) {
+	b := &broker{c: &Conn{Bound: []policy.Secret{secret(t, "A", "a.example", phA, valA)}, Unbound: []policy.Secret{secret(t, "B", "b.example", phB, valB)}}}
+	got := b.redact(`backend tried to switch protocol "websocket" when "websocket, ` + valA + `" was requested; ` + valB)
+	if strings.Contains(got, valA) || strings.Contains(got, valB) || !strings.Contains(got, phA) || !strings.Contains(got, phB) {
+		t.Fatalf("redacted: %q", got)
 	}
 }
