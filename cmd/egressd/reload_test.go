@@ -150,19 +150,7 @@ func TestServeReloadHandsAListenerAddressToAnotherIntegration(t *testing.T) {
 	done := make(chan int, 1)
 	go func() { done <- serve(context.Background(), []string{"--config", cfg}, &stdout, &stderr, sig) }()
 	waitFor(t, &stderr, `serving com.test.one on unix:`)
-	connect := func(host string) string {
-		c, err := net.Dial("unix", sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		io.WriteString(c, "CONNECT "+host+":443 HTTP/1.1\r\n\r\n")
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.Header.Get("X-Egress-Reason")
-	}
+	connect := func(host string) string { return unixConnectReason(t, sock, host) }
 	if r := connect("api.one.example"); r != "dns_error" {
 		t.Fatalf("one: %s", r)
 	}
@@ -188,4 +176,21 @@ func TestServeReloadHandsAListenerAddressToAnotherIntegration(t *testing.T) {
 	}
 	sig <- syscall.SIGTERM
 	<-done
+}
+
+// unixConnectReason sends "CONNECT host:443" to the unix listener at sock
+// and returns the answer's reason code.
+func unixConnectReason(t *testing.T, sock, host string) string {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "CONNECT "+host+":443 HTTP/1.1\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Header.Get("X-Egress-Reason")
 }

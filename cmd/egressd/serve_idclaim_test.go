@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,19 +37,7 @@ func TestServeReloadThatGivesOneIntegrationAnothersIDKeepsItsLastGoodPolicy(t *t
 	defer func() { sig <- syscall.SIGTERM; <-done }()
 	waitFor(t, &stderr, `serving com.test.two on unix:`)
 	waitFor(t, &stderr, `serving com.test.one on unix:`)
-	reason := func(listener, host string) string {
-		c, err := net.Dial("unix", sock(listener))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		io.WriteString(c, "CONNECT "+host+":443 HTTP/1.1\r\n\r\n")
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.Header.Get("X-Egress-Reason")
-	}
+	reason := func(listener, host string) string { return unixConnectReason(t, sock(listener), host) }
 	want := map[[2]string]string{ // allowed hosts fail later, at DNS
 		{"one", "api.one.example"}: "dns_error", {"two", "api.two.example"}: "dns_error",
 		{"two", "api.one.example"}: "not_allowlisted", {"two", "evil.example"}: "not_allowlisted",

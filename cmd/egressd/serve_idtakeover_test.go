@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,17 +74,7 @@ func (k *takeover) serve(t *testing.T) (stderr *lockedBuffer, stop func()) {
 // reason code (an allowed host fails later, at DNS: dns_error).
 func (k *takeover) reason(t *testing.T, host string) string {
 	t.Helper()
-	c, err := net.Dial("unix", k.sockA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	io.WriteString(c, "CONNECT "+host+":443 HTTP/1.1\r\n\r\n")
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.Header.Get("X-Egress-Reason")
+	return unixConnectReason(t, k.sockA, host)
 }
 
 // TestServePinnedIntegrationRenamedToAnothersIDWaitsAndLeavesTheVictimAlone:
