@@ -175,17 +175,15 @@ func partial(resp *http.Response) bool {
 	return false
 }
 
-// redact replaces every secret's value in s by its placeholder. An error
-// from the transport or the reverse proxy may quote a request header after
-// substitution (a mismatched Upgrade did): it goes to the audit log, which
-// names secrets only by NAME.
-func (b *broker) redact(s string) string {
-	for _, list := range [][]policy.Secret{b.c.Bound, b.c.Unbound} {
-		for _, sec := range list {
-			if len(sec.Value) > 0 {
-				s = strings.ReplaceAll(s, string(sec.Value), sec.Placeholder)
-			}
-		}
+// redact applies to s what responses get (scrubPairs): every secret's
+// value by its placeholder, and each Basic token egressd built by the one
+// the integration wrote. An error from the transport or the reverse proxy
+// may quote a request header after substitution (a mismatched Upgrade did,
+// raw and as a Basic token): it goes to the audit log, which names secrets
+// only by NAME.
+func (b *broker) redact(s string, echoes []pair) string {
+	for _, p := range scrubPairs(b.every(), echoes) {
+		s = strings.ReplaceAll(s, string(p.from), string(p.to))
 	}
 	return s
 }
@@ -195,7 +193,7 @@ func (b *broker) redact(s string) string {
 // certificate did not verify, response_refused for a partial answer.
 func (b *broker) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	st := stateOf(r.Context())
-	st.reason, st.err = policy.DialError, b.redact(err.Error())
+	st.reason, st.err = policy.DialError, b.redact(err.Error(), st.echoes)
 	switch {
 	case st.trailerMisdirected.Load():
 		st.reason = policy.SecretMisdirected

@@ -45,7 +45,7 @@ func misdirected(target string, h http.Header, unbound []policy.Secret) bool {
 			if carries(v) {
 				return true
 			}
-			if decoded, _, ok := basicCredential(v); ok && carries(decoded) {
+			if decoded, ok := lenientBasic(v); ok && carries(decoded) {
 				return true
 			}
 		}
@@ -255,6 +255,34 @@ func basicCredential(v string) (decoded, prefix string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// lenientBasic decodes a Basic credential as the most lenient origins do
+// (Node's Buffer, Python's b64decode): bytes outside the base64 alphabets
+// are skipped, padding is optional, either alphabet. It serves only the
+// misdirection check, which must see whatever some origin would.
+func lenientBasic(v string) (string, bool) {
+	scheme, token, found := strings.Cut(v, " ")
+	if !found || !strings.EqualFold(scheme, "Basic") {
+		return "", false
+	}
+	var clean strings.Builder
+	for i := 0; i < len(token); i++ {
+		switch c := token[i]; {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '+', c == '/':
+			clean.WriteByte(c)
+		case c == '-':
+			clean.WriteByte('+')
+		case c == '_':
+			clean.WriteByte('/')
+		}
+	}
+	s := clean.String()
+	if len(s)%4 == 1 { // a lone trailing character holds no whole byte
+		s = s[:len(s)-1]
+	}
+	raw, err := base64.RawStdEncoding.DecodeString(s)
+	return string(raw), err == nil && s != ""
 }
 
 // pair is one replacement in responses: from, the bytes the integration

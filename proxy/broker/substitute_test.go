@@ -65,7 +65,10 @@ func TestPlaceholderOfAnotherHostIsMisdirectedAnywhere(t *testing.T) {
 		// Origins decode Basic leniently; round 4 sent these past the check.
 		"basic unpadded": {"Authorization": {"Basic " + base64.RawStdEncoding.EncodeToString([]byte("u:"+phB))}},
 		"basic url":      {"Authorization": {"Basic " + base64.RawURLEncoding.EncodeToString([]byte("uu?>:"+phB))}},
-		"second item":    {"X": {"fine", phB}},
+		// Node and Python skip bytes outside the alphabet (final attacker).
+		"basic with a space inside": {"Authorization": {"Basic " + spliced(base64.StdEncoding.EncodeToString([]byte("user:"+phB)), " ")}},
+		"basic with a dot inside":   {"Authorization": {"Basic " + spliced(base64.StdEncoding.EncodeToString([]byte("user:"+phB)), ".")}},
+		"second item":               {"X": {"fine", phB}},
 	} {
 		if !misdirected("/", h, []policy.Secret{b}) {
 			t.Errorf("%s: another host's placeholder not caught", name)
@@ -219,8 +222,27 @@ func TestPlaceholderPercentEncodedInTheTargetOrInATrailerIsMisdirected(t *testin
 // the audit log; every value is replaced by its placeholder first.
 func TestRedactedErrorsNameNoValue(t *testing.T) {
 	b := &broker{c: &Conn{Bound: []policy.Secret{secret(t, "A", "a.example", phA, valA)}, Unbound: []policy.Secret{secret(t, "B", "b.example", phB, valB)}}}
-	got := b.redact(`backend tried to switch protocol "websocket" when "websocket, ` + valA + `" was requested; ` + valB)
+	got := b.redact(`backend tried to switch protocol "websocket" when "websocket, `+valA+`" was requested; `+valB, nil)
 	if strings.Contains(got, valA) || strings.Contains(got, valB) || !strings.Contains(got, phA) || !strings.Contains(got, phB) {
+		t.Fatalf("redacted: %q", got)
+	}
+}
+
+// spliced puts sep in the middle of s.
+func spliced(s, sep string) string { return s[:len(s)/2] + sep + s[len(s)/2:] }
+
+// TestRedactedErrorsNameNoBasicTokenEgressdBuilt: "Upgrade: Basic
+// base64(PLACEHOLDER)" had the value substituted inside the token, and the
+// reverse proxy's error quoted it, base64 and all (final attacker); redact
+// applies the response scrubber's pairs, the built tokens included.
+func TestRedactedErrorsNameNoBasicTokenEgressdBuilt(t *testing.T) {
+	a := secret(t, "A", "a.example", phA, valA)
+	b := &broker{c: &Conn{Bound: []policy.Secret{a}}}
+	h := http.Header{"Upgrade": {"Basic " + base64.StdEncoding.EncodeToString([]byte(phA))}}
+	_, echoes := substituteHeaders(h, []policy.Secret{a})
+	built := strings.TrimPrefix(h.Get("Upgrade"), "Basic ")
+	got := b.redact(`backend tried to switch protocol "websocket" when "Basic `+built+`" was requested`, echoes)
+	if strings.Contains(got, built) || strings.Contains(got, valA) {
 		t.Fatalf("redacted: %q", got)
 	}
 }
