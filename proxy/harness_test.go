@@ -87,6 +87,17 @@ func (b *syncBuffer) waitEvent(t testing.TB, want map[string]any) map[string]any
 	}
 }
 
+// has reports whether an event matching want is already written, without
+// waiting: for records that must precede the answer a client has read.
+func (b *syncBuffer) has(t testing.TB, want map[string]any) bool {
+	for _, e := range b.events(t) {
+		if matches(e, want) {
+			return true
+		}
+	}
+	return false
+}
+
 func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()

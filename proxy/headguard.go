@@ -15,7 +15,8 @@ import (
 // runs, and has no hook there; headGuard replaces that answer, the one
 // thing net/http writes on the connection before the handler, with
 // egressd's refusal: X-Egress-Reason: bad_request and a sentence. The
-// refusal is audited when net/http closes the connection (connState).
+// refusal is audited before its answer is written, as every refusal is, so
+// a client that has read the 400 finds its record in the log.
 //
 // The handler unwraps it on hijack (see unguard), so a tunnel runs on the
 // raw connection and still splices.
@@ -32,6 +33,8 @@ func (g *headGuard) Write(b []byte) (int, error) {
 	if g.handed.Load() || !bytes.HasPrefix(b, netHTTPBadRequest) {
 		return g.Conn.Write(b)
 	}
+	g.s.requestArrived(g) // audited here, not again when net/http closes it
+	g.s.preHandlerRejected("request line egressd cannot parse")
 	p := g.s.opts.Registry.Policy(g.s.opts.Key)
 	if _, err := g.Conn.Write(refusal(policy.BadRequest, policy.Sentence(policy.Decision{Reason: policy.BadRequest}, p))); err != nil {
 		return 0, err

@@ -328,17 +328,17 @@ func (s *Server) connState(c net.Conn, state http.ConnState) {
 	case http.StateClosed:
 		s.opts.Gate.leave()
 		if s.releaseSlot(c) {
-			s.preHandlerRejected()
+			s.preHandlerRejected("connection closed before a complete request (malformed, headers too large, or too slow)")
 		}
 	}
 }
 
-func (s *Server) preHandlerRejected() {
+func (s *Server) preHandlerRejected(why string) {
 	p := s.opts.Registry.Policy(s.opts.Key)
 	s.metrics.PreHandler.WithLabelValues(integrationName(p)).Inc()
 	ev := s.baseEvent(p)
 	ev.Decision, ev.Reason = "deny", string(policy.BadRequest)
-	ev.Msg = "connection closed before a complete request (malformed, headers too large, or too slow)"
+	ev.Msg = why
 	s.recordDenial(ev)
 }
 
