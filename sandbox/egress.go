@@ -78,7 +78,11 @@ const (
 	protoTCP      = 6
 	protoUDP      = 17
 	protoUDPLite  = 136 // UDP's header, its own protocol number
-	protoFragment = 44  // IPv6's fragment header
+	protoHopByHop = 0   // IPv6 extension headers the kernel lets a program add
+	protoRouting  = 43  // (IPV6_HOPOPTS, IPV6_RTHDR, IPV6_DSTOPTS, fragmentation)
+	protoFragment = 44
+	protoAuth     = 51
+	protoDstOpts  = 60
 
 	tcpFIN = 0x01
 	tcpSYN = 0x02
@@ -119,12 +123,9 @@ func parsePacket(p []byte) (Attempt, []byte, bool) {
 		if 40+n > len(p) {
 			return Attempt{}, nil, false
 		}
-		payload = p[40 : 40+n]
-		if proto == protoFragment { // a datagram larger than the MTU
-			if len(payload) < 8 || binary.BigEndian.Uint16(payload[2:4])>>3 != 0 {
-				return Attempt{}, nil, false // a later fragment: its first one was seen
-			}
-			proto, payload = payload[0], payload[8:]
+		var ok bool
+		if proto, dst, payload, ok = walkIPv6Extensions(proto, dst, p[40:40+n]); !ok {
+			return Attempt{}, nil, false
 		}
 	default:
 		return Attempt{}, nil, false
@@ -167,6 +168,50 @@ func parsePacket(p []byte) (Attempt, []byte, bool) {
 		return Attempt{}, nil, false
 	}
 	return Attempt{Proto: "ip" + strconv.Itoa(int(proto)), Dst: netip.AddrPortFrom(dst, 0)}, nil, true
+}
+
+// walkIPv6Extensions skips the extension headers in front of an IPv6
+// packet's transport header. A routing header names the packet's real
+// destination: the kernel sends a socket's packets to the header's next
+// segment and carries the socket's own peer as the final one (segment 0
+// of a type 4 segment routing header, the last address of types 0 and 2).
+// Without this a program setting IPV6_RTHDR was audited as protocol 43 to
+// a decoy first hop, and its connect got no reset. It reports false for a
+// packet to ignore: truncated, or a later fragment (its first was seen).
+func walkIPv6Extensions(proto byte, dst netip.Addr, b []byte) (byte, netip.Addr, []byte, bool) {
+	for range 8 { // more headers than any legitimate packet carries is not an attempt
+		switch proto {
+		case protoHopByHop, protoDstOpts, protoRouting:
+			if len(b) < 8 || len(b) < 8+int(b[1])*8 {
+				return 0, dst, nil, false
+			}
+			n := 8 + int(b[1])*8
+			if proto == protoRouting && b[1] >= 2 && b[1]%2 == 0 {
+				segs := b[8:n] // whole 16-byte addresses for types 0, 2 and 4
+				final := segs[len(segs)-16:]
+				if b[2] == 4 {
+					final = segs[:16]
+				}
+				if b[2] == 0 || b[2] == 2 || b[2] == 4 {
+					dst = netip.AddrFrom16([16]byte(final))
+				}
+			}
+			proto, b = b[0], b[n:]
+		case protoFragment:
+			if len(b) < 8 || binary.BigEndian.Uint16(b[2:4])>>3 != 0 {
+				return 0, dst, nil, false
+			}
+			proto, b = b[0], b[8:]
+		case protoAuth:
+			if len(b) < 8 || len(b) < (int(b[1])+2)*4 {
+				return 0, dst, nil, false
+			}
+			proto, b = b[0], b[(int(b[1])+2)*4:]
+		default:
+			return proto, dst, b, true
+		}
+	}
+	return 0, dst, nil, false
 }
 
 // tcpReset builds the RST|ACK from "from" to "to" that refuses a SYN.

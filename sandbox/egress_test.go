@@ -48,3 +48,33 @@ func TestParsePacketReadsAFragmentedIPv6Datagram(t *testing.T) {
 		t.Fatalf("a later fragment was read as an attempt: %+v", a)
 	}
 }
+
+// TestParsePacketFindsTheFinalDestinationBehindExtensionHeaders: a SYN
+// behind hop-by-hop options and a segment routing header whose first
+// segment is a decoy is an attempt on the final segment, with its reset
+// from there; every truncation of it is ignored, never a panic.
+func TestParsePacketFindsTheFinalDestinationBehindExtensionHeaders(t *testing.T) {
+	from := netip.MustParseAddrPort("[100::8]:40000")
+	final, decoy := netip.MustParseAddr("2001:db8::bad:f1a1").As16(), netip.MustParseAddr("2001:db8::dec0").As16()
+	syn := tcpReset(from, netip.AddrPortFrom(netip.AddrFrom16(decoy), 443), 0)
+	syn[len(syn)-20+13] = tcpSYN
+	hop := []byte{protoRouting, 0, 1, 4, 0, 0, 0, 0}
+	srh := append([]byte{protoTCP, 4, 4, 1, 1, 0, 0, 0}, final[:]...)
+	srh = append(srh, decoy[:]...)
+	pkt := append(append(append(append([]byte{}, syn[:40]...), hop...), srh...), syn[40:]...)
+	pkt[6] = protoHopByHop
+	pkt[4], pkt[5] = 0, byte(len(pkt)-40)
+	a, reset, ok := parsePacket(pkt)
+	if want := netip.AddrPortFrom(netip.AddrFrom16(final), 443); !ok || a.Proto != "tcp" || a.Dst != want || reset == nil {
+		t.Fatalf("got %+v %v, want tcp to %s", a, ok, want)
+	}
+	if back, _, _ := parsePacket(reset); back.Dst.IsValid() {
+		t.Fatalf("the reset was read as an attempt: %+v", back)
+	}
+	if got := netip.AddrFrom16([16]byte(reset[8:24])); got != netip.AddrFrom16(final) {
+		t.Fatalf("the reset comes from %s, not the final destination the socket is connected to", got)
+	}
+	for n := range pkt {
+		parsePacket(pkt[:n])
+	}
+}

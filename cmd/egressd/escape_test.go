@@ -321,6 +321,33 @@ func TestRunEveryDirectAttemptIsAudited(t *testing.T) {
 	}
 }
 
+// TestRunSegmentRoutingHeaderCannotHideTheDestination is issue 18's fifth
+// attacker, finding 4: an IPv6 segment routing header (IPV6_RTHDR, no
+// privilege needed) sends the packet to a decoy first hop and names the
+// real destination only inside the header. The TUN reader saw protocol 43
+// to the decoy, portless, and sent no reset (the connect hung). Now the
+// attempt is audited with its final destination, protocol and port, and
+// the connect is refused at once.
+func TestRunSegmentRoutingHeaderCannotHideTheDestination(t *testing.T) {
+	e := newSandboxEnv(t)
+	out := e.runProbe(egressdBinary(t), "srh", "2001:db8::bad:f1a1", "2001:db8::dec0")
+	if !strings.Contains(out, "srh 1: connection refused") {
+		t.Errorf("the connect with a routing header was not refused at once:\n%s", out)
+	}
+	if !strings.Contains(out, "srh 2: <nil>") && !strings.Contains(out, "srh 2: operation not permitted") {
+		t.Errorf("the datagram with a routing header: %s", out)
+	}
+	log := e.auditLog()
+	for _, want := range []string{`"host_raw":"[2001:db8::bad:f1a1]:443","port":443`, `"method":"tcp"`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the audit log does not name the final destination (%s):\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, "dec0") || strings.Contains(log, `"ip43`) {
+		t.Errorf("the audit log names the decoy or a bare routing header:\n%s", log)
+	}
+}
+
 // TestRunHostAbstractSocketIsUnreachable: abstract unix sockets have no
 // path for the mount namespace to hide; the network namespace keeps the
 // host's apart.

@@ -60,6 +60,33 @@ func main() {
 			unix.Close(fd)
 		}
 		fmt.Println("udplite:", err)
+	case "srh":
+		// A TCP connect and a UDP datagram to TARGET with an IPv6 segment
+		// routing header (type 4, no privilege needed) whose first segment
+		// is DECOY: the packet leaves addressed to DECOY and names TARGET
+		// only inside the header.
+		target, decoy := netip.MustParseAddr(os.Args[2]), netip.MustParseAddr(os.Args[3])
+		srh := []byte{0, 4, 4, 1, 1, 0, 0, 0} // next, length 4 (2 segments), type 4, segments left 1, last entry 1
+		t16, d16 := target.As16(), decoy.As16()
+		srh = append(append(srh, t16[:]...), d16[:]...)
+		for _, typ := range []int{unix.SOCK_STREAM, unix.SOCK_DGRAM} {
+			fd, err := unix.Socket(unix.AF_INET6, typ, 0)
+			if err == nil {
+				err = unix.SetsockoptString(fd, unix.IPPROTO_IPV6, unix.IPV6_RTHDR, string(srh))
+				// A connect nobody refuses would wait minutes; 20 s says so.
+				unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &unix.Timeval{Sec: 20})
+				if err == nil {
+					to := &unix.SockaddrInet6{Port: 443, Addr: t16}
+					if typ == unix.SOCK_STREAM {
+						err = unix.Connect(fd, to)
+					} else {
+						err = unix.Sendto(fd, []byte("probe"), 0, to)
+					}
+				}
+				unix.Close(fd)
+			}
+			fmt.Printf("srh %d: %v\n", typ, err)
+		}
 	case "udpburst":
 		// Datagrams to ports 20000.. of one address, then exit at once.
 		n, _ := strconv.Atoi(os.Args[3])
