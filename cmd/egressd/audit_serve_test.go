@@ -461,3 +461,35 @@ func TestVerifyAfterAKilledServeStillCatchesAnEditToTheNextRun(t *testing.T) {
 		t.Fatalf("a line of run 2 deleted: exit %d\n%s", code, out)
 	}
 }
+
+// TestServeAuditOnStdoutWhoseReaderWentAwayRefusesAndStaysUp is issue 17's
+// fifth attacker, finding 3: with the audit log on stdout (audit.path "-",
+// the Kubernetes example's) read through a pipe, a reader that went away
+// made the next audit line a SIGPIPE, and egressd died with every
+// integration and its admin endpoint. Now the write fails like any other
+// audit failure: serve stays up, and refuses what it cannot record (503
+// audit_unavailable), allowed hosts included.
+func TestServeAuditOnStdoutWhoseReaderWentAwayRefusesAndStaysUp(t *testing.T) {
+	dir := t.TempDir()
+	cfg := serveDir(t, dir, "")
+	body, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, []byte(strings.Replace(string(body), "path: "+filepath.Join(dir, "audit.log"), "path: \"-\"", 1)), 0o600)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := startServeProcessTo(t, cfg, w)
+	w.Close()
+	r.Close() // the log shipper is gone
+	if got := connectReason(t, sp.listen, "evil.example"); got == "" {
+		t.Fatalf("a CONNECT with the audit reader gone was not refused\n%s", sp.stderr.String())
+	}
+	select {
+	case err := <-sp.done:
+		t.Fatalf("serve died when its audit reader went away: %v\n%s", err, sp.stderr.String())
+	default:
+	}
+	if got := connectReason(t, sp.listen, "api.weather.example"); got != "audit_unavailable" {
+		t.Fatalf("the next CONNECT: reason %q, want audit_unavailable", got)
+	}
+}

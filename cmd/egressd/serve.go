@@ -39,6 +39,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
 	defer signal.Stop(sig)
+	// A write to stdout or stderr whose reader went away (a log shipper
+	// restarting) must fail like any other audit write, refusing with
+	// audit_unavailable, not kill every integration with SIGPIPE, Go's
+	// default for fds 1 and 2.
+	signal.Ignore(syscall.SIGPIPE)
 	return serve(context.Background(), args, stdout, stderr, sig)
 }
 
