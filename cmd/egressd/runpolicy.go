@@ -7,7 +7,6 @@ import (
 
 	"github.com/egressd/egressd/audit"
 	"github.com/egressd/egressd/policy"
-	"github.com/egressd/egressd/proxy"
 )
 
 // announcePolicy writes the policy event "serve" writes for a load, and
@@ -18,7 +17,7 @@ func (r *runSetup) announcePolicy(stderr io.Writer) {
 	ev := audit.Event{Kind: audit.Policy, Integration: o.ID, IntegrationVersion: o.Version, Generation: o.Generation,
 		Action: string(o.Result), Pending: o.Pending, Manifest: o.Key}
 	if o.Result == policy.Pending {
-		ev.Claim = proxy.ClaimOf(r.policy)
+		ev.Claim = r.policy.Claim()
 	}
 	notes := o.Warnings
 	if o.Notice != "" {
