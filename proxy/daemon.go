@@ -395,9 +395,7 @@ func (d *Daemon) auditOutcomes(outs []policy.Outcome) {
 	for _, o := range outs {
 		ev := audit.Event{Kind: audit.Policy, Integration: o.ID, IntegrationVersion: o.Version, Generation: o.Generation,
 			Action: string(o.Result), Pending: o.Pending, Manifest: o.Key, Msg: audit.Cap(strings.Join(o.Warnings, "; "), 1000)}
-		if o.Result == policy.Pending {
-			ev.Claim = d.Registry.Policy(o.Key).Claim()
-		}
+		ev.Claim = d.Registry.Policy(o.Key).Claim() // the policy in force: a claim kept last good is still the claim
 		if o.Err != nil {
 			ev.Err = audit.Cap(o.Err.Error(), 1000)
 		}

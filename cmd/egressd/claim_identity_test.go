@@ -80,7 +80,8 @@ func TestRunOfAFolderClaimingAnApprovedIDWritesEveryEventAsTheClaim(t *testing.T
 
 // TestServeOfAFolderClaimingAnApprovedIDWritesItsListeningEventAsTheClaim
 // is the same finding under serve: the claim's listening event (and its
-// exemption announcement) was the owner's, with the claim's version.
+// exemption announcement, and the record of a reload that kept it) was
+// the owner's, with the claim's version.
 func TestServeOfAFolderClaimingAnApprovedIDWritesItsListeningEventAsTheClaim(t *testing.T) {
 	dir := t.TempDir()
 	for folder, doc := range map[string]string{
@@ -92,7 +93,7 @@ func TestServeOfAFolderClaimingAnApprovedIDWritesItsListeningEventAsTheClaim(t *
 	}
 	state, sockets := filepath.Join(dir, "state"), t.TempDir()
 	sock := filepath.Join(sockets, "evil.sock")
-	serveOnce := func(folder, exemptions string, during func(logPath string)) string {
+	serveOnce := func(folder, exemptions string, during func(logPath string, sig chan<- os.Signal)) string {
 		cfg, logPath, sock := filepath.Join(dir, folder+".yaml"), filepath.Join(dir, folder+".log"), filepath.Join(sockets, folder+".sock")
 		writeFile(t, cfg, "state_dir: "+state+"\nresolvers: [\"127.0.0.1:9\"]\naudit: {path: "+logPath+", checkpoints: none}\nintegrations:\n  - manifest: "+folder+"\n    listen: unix:"+sock+"\n"+exemptions)
 		var stdout, stderr lockedBuffer
@@ -100,16 +101,20 @@ func TestServeOfAFolderClaimingAnApprovedIDWritesItsListeningEventAsTheClaim(t *
 		done := make(chan int, 1)
 		go func() { done <- serve(context.Background(), []string{"--config", cfg}, &stdout, &stderr, sig) }()
 		waitFor(t, &stderr, `serving com.test.victim on unix:`)
-		during(logPath)
+		during(logPath, sig)
 		sig <- syscall.SIGTERM
 		<-done
 		return logPath
 	}
-	serveOnce("victim", "", func(string) {}) // binds the id to the victim's folder (on its own listener: a listener is bound too)
-	logPath := serveOnce("evil", "    allow_ports: [8443]\n", func(string) {
+	serveOnce("victim", "", func(string, chan<- os.Signal) {}) // binds the id to the victim's folder (on its own listener: a listener is bound too)
+	logPath := serveOnce("evil", "    allow_ports: [8443]\n", func(logPath string, sig chan<- os.Signal) {
 		if r := unixConnectReason(t, sock, "evil.example"); r != "pending_approval" && r != "not_allowlisted" {
 			t.Errorf("the claim's CONNECT: %s", r)
 		}
+		// A reload the claim's broken manifest fails keeps the claim in force.
+		writeFile(t, filepath.Join(dir, "evil", "manifest.json"), `{"manifest_version":1,"id":"com.test.victim"`)
+		sig <- syscall.SIGHUP
+		waitFor(t, &lockedFile{path: logPath}, `"action":"kept_last_good"`)
 	})
-	everyEventIsTheClaims(t, logPath, filepath.Join(dir, "evil"), "com.test.victim", "pending", "listening", "exemption")
+	everyEventIsTheClaims(t, logPath, filepath.Join(dir, "evil"), "com.test.victim", "pending", "listening", "exemption", "kept_last_good")
 }
