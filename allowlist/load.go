@@ -1,11 +1,11 @@
 package allowlist
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/egressd/egressd/internal/safefile"
 	"golang.org/x/sys/unix"
@@ -16,8 +16,7 @@ import (
 const maxManifestBytes = 1 << 20
 
 // Locate returns the manifest file for path: path itself if it is a file, or
-// the one manifest file inside it if it is a folder. A folder holding both
-// formats is refused, since which list applies would be a guess.
+// the one manifest file inside it if it is a folder (see pickManifest).
 func Locate(path string) (string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -26,13 +25,34 @@ func Locate(path string) (string, error) {
 	if !st.IsDir() {
 		return path, nil
 	}
+	entries, err := safefile.ReadDir(path)
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	return pickManifest(path, names)
+}
+
+// pickManifest is the one manifest file among names, the entries of the
+// folder at path. A folder holding both formats is refused, since which
+// list applies would be a guess; so is a name that is a manifest's only
+// under case folding (Voiceos.integration.json, MANIFEST.JSON): on a
+// case-insensitive file system (macOS, Windows, a reviewer's checkout) it
+// is that manifest, so the folder would hold a second list egressd never
+// read, or hold egressd's under a name it does not look for.
+func pickManifest(path string, names []string) (string, error) {
 	var found []string
-	for _, name := range []string{VoiceOSFile, SollarFile} {
-		p := filepath.Join(path, name)
-		if _, err := os.Stat(p); err == nil {
-			found = append(found, p)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
+	for _, name := range names {
+		for _, want := range []string{VoiceOSFile, SollarFile} {
+			switch {
+			case name == want:
+				found = append(found, filepath.Join(path, name))
+			case strings.EqualFold(name, want):
+				return "", fmt.Errorf("%s: %q is a manifest file name in another case (a case-insensitive file system reads it as %s); a manifest file must be named exactly %q", path, name, want, want)
+			}
 		}
 	}
 	switch len(found) {
@@ -86,21 +106,15 @@ func LoadIn(folder *os.File, path string, rules *Rules) (m *Manifest, file strin
 
 // locateIn is Locate in the folder held open as folder, at path.
 func locateIn(folder *os.File, path string) (string, error) {
-	var found []string
-	for _, name := range []string{VoiceOSFile, SollarFile} {
-		var st unix.Stat_t
-		err := unix.Fstatat(int(folder.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW)
-		if err == nil {
-			found = append(found, filepath.Join(path, name))
-		} else if !errors.Is(err, unix.ENOENT) {
-			return "", &fs.PathError{Op: "stat", Path: filepath.Join(path, name), Err: err}
-		}
+	fd, err := unix.Openat(int(folder.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	switch len(found) {
-	case 0:
-		return "", fmt.Errorf("%s: no %s or %s in this folder", path, VoiceOSFile, SollarFile)
-	case 1:
-		return found[0], nil
+	dir := os.NewFile(uintptr(fd), path)
+	defer dir.Close()
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return "", err
 	}
-	return "", fmt.Errorf("%s: holds both %s and %s; keep one", path, VoiceOSFile, SollarFile)
+	return pickManifest(path, names)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/audit"
 )
 
 // setPending records that version (the manifest's own) waits for the
@@ -27,6 +28,32 @@ func (p *Policy) InForce() (id, version string) {
 		return p.PendingIDFrom, p.PendingIDFromVersion
 	}
 	return p.Manifest.ID, p.Manifest.Version
+}
+
+// Claim is the folder of p's manifest while it claims another folder's
+// id and the claim waits for the operator (PendingClaimOf), "" otherwise,
+// and "" while the folder's id change waits: its events are then the old
+// id's, which it holds (InForce). Until approved the folder is not that
+// integration: what it does is logged under the id it claims, marked as
+// the claim's, so no report counts it as the owner's.
+func (p *Policy) Claim() string {
+	if p == nil || p.Pending == "" || len(p.PendingClaimOf) == 0 || p.PendingIDFrom != "" {
+		return ""
+	}
+	return FolderOf(p.ManifestAt)
+}
+
+// Identify is ev written for p's integration: the id and version in force
+// (InForce) and, for an unapproved claim, the claiming folder (Claim).
+// Every event written for an integration takes its identity here, so none
+// of a claim's is filed as the owner's. A nil p leaves ev as it is.
+func (p *Policy) Identify(ev audit.Event) audit.Event {
+	if p == nil {
+		return ev
+	}
+	ev.Integration, ev.IntegrationVersion = p.InForce()
+	ev.Claim = p.Claim()
+	return ev
 }
 
 // PendingChange is "ID VERSION" of the id change that waits for the

@@ -1,6 +1,10 @@
 package policy
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/egressd/egressd/allowlist"
+)
 
 // DecideTarget judges a raw CONNECT request target, exactly as the client
 // sent it on the request line ("host:port"). It is the one entry point for
@@ -14,6 +18,22 @@ func (p *Policy) DecideTarget(raw string) Decision {
 		return Decision{Reason: BadRequest}
 	}
 	return p.Decide(host, port)
+}
+
+// ParseTarget is the canonical host and the port of raw ("host:port"),
+// read as DecideTarget reads them, or ok false when they do not parse. It
+// names, in the audit log, a target refused before any decision on it (a
+// request whose headers egressd cannot parse).
+func ParseTarget(raw string) (host allowlist.Name, port uint16, ok bool) {
+	h, port, ok := splitTarget(raw)
+	if !ok {
+		return allowlist.Name{}, 0, false
+	}
+	host, err := allowlist.ParseWireHost(h, allowlist.HostForm)
+	if err != nil {
+		return allowlist.Name{}, 0, false
+	}
+	return host, port, true
 }
 
 // splitTarget splits "host:port" strictly. It refuses what no honest client

@@ -214,7 +214,7 @@ func TestSlowlorisHeadersAreCutOffAndCounted(t *testing.T) {
 			break
 		}
 	}
-	e.log.waitEvent(t, map[string]any{"event": "connect", "reason": "bad_request", "msg": "connection closed before a complete request (malformed, headers too large, or too slow)"})
+	e.log.waitEvent(t, map[string]any{"event": "connect", "reason": "bad_request", "host": "api.allowed.example", "msg": "connection closed before a complete request (malformed, headers too large, or too slow)"})
 }
 
 func TestHugeHeadersAreRefused(t *testing.T) {
@@ -230,10 +230,10 @@ func TestHugeHeadersAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != 431 {
-		t.Fatalf("status %d", resp.StatusCode)
+	if resp.StatusCode != 431 || resp.Header.Get(ReasonHeader) != "bad_request" {
+		t.Fatalf("status %d %v", resp.StatusCode, resp.Header)
 	}
-	e.log.waitEvent(t, map[string]any{"reason": "bad_request", "msg": "connection closed before a complete request (malformed, headers too large, or too slow)"})
+	e.log.waitEvent(t, map[string]any{"reason": "bad_request", "host": "api.allowed.example", "msg": "request headers over egressd's limit"})
 }
 
 func TestMalformedTargetsAre400WithoutEcho(t *testing.T) {

@@ -298,29 +298,14 @@ func (s *Server) refusedAfterAllow(ev *audit.Event, reason policy.Reason, msg st
 // baseEvent starts an event with the integration's identity: the id in
 // force (policy.Policy.InForce: the old id while an id change waits, with
 // the change in pending), the id a manifest claims marked as a claim while
-// the claim waits (ClaimOf).
+// the claim waits (policy.Policy.Identify).
 func (s *Server) baseEvent(p *policy.Policy) audit.Event {
-	ev := audit.Event{Kind: audit.Connect}
+	ev := p.Identify(audit.Event{Kind: audit.Connect})
 	if p != nil {
-		ev.Integration, ev.IntegrationVersion = p.InForce()
 		ev.Generation = p.Generation
-		ev.Claim = ClaimOf(p)
 		ev.Pending = p.PendingChange()
 	}
 	return ev
-}
-
-// ClaimOf is the folder of p's manifest while it claims another folder's
-// id and the claim waits for the operator (policy.Policy.PendingClaimOf),
-// "" otherwise, and "" while the folder's id change waits: its events are
-// then the old id's, which it holds (policy.Policy.InForce). Until approved the folder is not that integration: what it
-// does is logged under the id it claims, marked as the claim's, so no
-// report counts it as the owner's.
-func ClaimOf(p *policy.Policy) string {
-	if p == nil || p.Pending == "" || len(p.PendingClaimOf) == 0 || p.PendingIDFrom != "" {
-		return ""
-	}
-	return policy.FolderOf(p.ManifestAt)
 }
 
 // record writes an allow or would_deny connect event.

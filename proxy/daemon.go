@@ -44,7 +44,7 @@ type Daemon struct {
 	// (the config, every manifest, the state), which a third party may
 	// make slow or block; nothing but another reload ever waits on it.
 	reloadMu  sync.Mutex
-	announced map[[2]string]bool // {id, exemption} in force, as last announced; under reloadMu
+	announced map[exemptionKey]bool // in force, as last announced; under reloadMu
 	// mu guards the fields below. It is never held across file I/O or a
 	// drain, so Ready, Listeners and Shutdown never wait behind a reload.
 	mu        sync.Mutex
@@ -128,7 +128,7 @@ func (d *Daemon) warnWritableManifests(cfg policy.Config) {
 			if d.Warn != nil {
 				d.Warn(msg)
 			}
-			d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "writable_manifest", Integration: p.Manifest.ID, Msg: msg})
+			d.Audit.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "writable_manifest", Msg: msg}))
 		}
 	}
 }
@@ -171,9 +171,8 @@ func (d *Daemon) open(ctx context.Context, in policy.Integration) error {
 		}
 	}()
 	p := d.Registry.Policy(in.Manifest)
-	id, version := p.InForce()
-	d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "listening", Listener: l.real,
-		Integration: id, IntegrationVersion: version, Generation: p.Generation, Exemption: strings.Join(in.Exemptions.Names(), ",")})
+	d.Audit.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "listening", Listener: l.real,
+		Generation: p.Generation, Exemption: strings.Join(in.Exemptions.Names(), ",")}))
 	return nil
 }
 
@@ -183,7 +182,7 @@ func (d *Daemon) peerRefused(in policy.Integration, uid, gid uint32) {
 	ev := audit.Event{Kind: audit.Connect, Decision: "deny", Reason: string(policy.OperatorDenied), Listener: in.Listen,
 		Rule: "allowed_peers", Msg: fmt.Sprintf("peer uid %d gid %d is not in allowed_peers", uid, gid)}
 	if p := d.Registry.Policy(in.Manifest); p != nil {
-		ev.Integration, ev.IntegrationVersion = p.InForce()
+		ev = p.Identify(ev)
 		ev.Generation = p.Generation
 	}
 	if d.Suppress != nil {
@@ -396,9 +395,7 @@ func (d *Daemon) auditOutcomes(outs []policy.Outcome) {
 	for _, o := range outs {
 		ev := audit.Event{Kind: audit.Policy, Integration: o.ID, IntegrationVersion: o.Version, Generation: o.Generation,
 			Action: string(o.Result), Pending: o.Pending, Manifest: o.Key, Msg: audit.Cap(strings.Join(o.Warnings, "; "), 1000)}
-		if o.Result == policy.Pending {
-			ev.Claim = ClaimOf(d.Registry.Policy(o.Key))
-		}
+		ev.Claim = d.Registry.Policy(o.Key).Claim() // the policy in force: a claim kept last good is still the claim
 		if o.Err != nil {
 			ev.Err = audit.Cap(o.Err.Error(), 1000)
 		}
@@ -424,23 +421,36 @@ func (d *Daemon) auditOutcomes(outs []policy.Outcome) {
 // silently. It reads the policies in force, not the config, so a refused
 // entry's exemptions are never announced. d.mu is held.
 func (d *Daemon) announceExemptions() {
-	now := map[[2]string]bool{} // {id, exemption}
+	now := map[exemptionKey]bool{}
 	for _, p := range d.Registry.Snapshot().Policies {
+		who := p.Identify(audit.Event{})
 		for _, name := range p.Loosenings() {
-			now[[2]string{p.Manifest.ID, name}] = true
+			now[exemptionKey{who.Integration, who.Claim, name}] = true
 		}
 	}
-	for _, k := range sortedPairs(now) {
+	for _, k := range sortedKeys(now) {
 		if !d.announced[k] {
-			d.exemptionEvent(k, "exemption", "exemption in force for %s: %s", 1)
+			d.exemptionEvent(k, "exemption", "exemption in force for %s: %s", now)
 		}
 	}
-	for _, k := range sortedPairs(d.announced) {
+	for _, k := range sortedKeys(d.announced) {
 		if !now[k] {
-			d.exemptionEvent(k, "exemption_withdrawn", "exemption withdrawn for %s: %s", 0)
+			d.exemptionEvent(k, "exemption_withdrawn", "exemption withdrawn for %s: %s", now)
 		}
 	}
 	d.announced = now
+}
+
+// exemptionKey is one exemption in force for one integration; an
+// unapproved claim of its id (policy.Policy.Claim) is apart from it.
+type exemptionKey struct{ id, claim, name string }
+
+// who names k's integration for a person.
+func (k exemptionKey) who() string {
+	if k.claim != "" {
+		return k.id + " (unapproved claim from " + k.claim + ")"
+	}
+	return k.id
 }
 
 // announceDenyWithdrawn warns about each operator denial a reload removed,
@@ -454,21 +464,32 @@ func (d *Daemon) announceDenyWithdrawn(sentences []string) {
 	}
 }
 
-func (d *Daemon) exemptionEvent(k [2]string, action, format string, gauge float64) {
-	msg := fmt.Sprintf(format, k[0], k[1])
-	d.Metrics.Exemptions.WithLabelValues(k[0], k[1]).Set(gauge)
-	d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: action, Integration: k[0], Exemption: k[1], Msg: msg})
+// exemptionEvent announces k coming into force or going; the metric,
+// labelled by id, is 1 while any of the id's folders has the exemption.
+func (d *Daemon) exemptionEvent(k exemptionKey, action, format string, now map[exemptionKey]bool) {
+	msg := fmt.Sprintf(format, termsafe.OneLine(k.who()), k.name)
+	gauge := 0.0
+	for o := range now {
+		if o.id == k.id && o.name == k.name {
+			gauge = 1
+		}
+	}
+	d.Metrics.Exemptions.WithLabelValues(k.id, k.name).Set(gauge)
+	d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: action, Integration: k.id, Claim: k.claim, Exemption: k.name, Msg: msg})
 	if d.Warn != nil {
 		d.Warn(msg)
 	}
 }
 
-func sortedPairs(m map[[2]string]bool) [][2]string {
-	out := make([][2]string, 0, len(m))
+func sortedKeys(m map[exemptionKey]bool) []exemptionKey {
+	out := make([]exemptionKey, 0, len(m))
 	for k := range m {
 		out = append(out, k)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i][0]+"\x00"+out[i][1] < out[j][0]+"\x00"+out[j][1] })
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		return a.id+"\x00"+a.claim+"\x00"+a.name < b.id+"\x00"+b.claim+"\x00"+b.name
+	})
 	return out
 }
 

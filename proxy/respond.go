@@ -33,7 +33,11 @@ const ReasonHeader = "X-Egress-Reason"
 // refusal renders the response for a refused CONNECT: the status, the reason
 // header and one sentence for the author. It never contains the raw target.
 func refusal(reason policy.Reason, sentence string) []byte {
-	code := statusFor(reason)
+	return answer(statusFor(reason), reason, sentence)
+}
+
+// answer renders a refusal with an explicit status.
+func answer(code int, reason policy.Reason, sentence string) []byte {
 	body := sentence + "\n"
 	return []byte("HTTP/1.1 " + strconv.Itoa(code) + " " + http.StatusText(code) + "\r\n" +
 		ReasonHeader + ": " + string(reason) + "\r\n" +

@@ -279,7 +279,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := r.Context().Value(connKey{})
 	s.requestArrived(c)
 	if g, ok := c.(*headGuard); ok {
-		g.handed.Store(true) // from here on, every answer is egressd's own
+		g.hand() // from here on, every answer is egressd's own
 	}
 	if r.Method != http.MethodConnect && hasBody(r) {
 		resp := s.methodResponse(r)
@@ -328,17 +328,24 @@ func (s *Server) connState(c net.Conn, state http.ConnState) {
 	case http.StateClosed:
 		s.opts.Gate.leave()
 		if s.releaseSlot(c) {
-			s.preHandlerRejected("connection closed before a complete request (malformed, headers too large, or too slow)")
+			var t requestTarget
+			if g, ok := c.(*headGuard); ok {
+				t = g.line.target()
+			}
+			s.preHandlerRejected("connection closed before a complete request (malformed, headers too large, or too slow)", t)
 		}
 	}
 }
 
-func (s *Server) preHandlerRejected(why string) {
+// preHandlerRejected records a connection refused before egressd's
+// handler had its request, naming what its request line asked for.
+func (s *Server) preHandlerRejected(why string, t requestTarget) {
 	p := s.opts.Registry.Policy(s.opts.Key)
 	s.metrics.PreHandler.WithLabelValues(integrationName(p)).Inc()
 	ev := s.baseEvent(p)
 	ev.Decision, ev.Reason = "deny", string(policy.BadRequest)
 	ev.Msg = why
+	t.name(&ev)
 	s.recordDenial(ev)
 }
 

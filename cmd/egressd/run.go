@@ -36,7 +36,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", "usage: egressd run [--manifest PATH | DIR] [flags] [-- COMMAND ARGS...]\n\nRuns the integration's program (the manifest's local-mcp runtime, or COMMAND) in\nits own namespaces, where the egress proxy is its only way out. stdin, stdout and\nstderr pass through; its exit status becomes egressd's.", stderr)
 	fs.StringVar(&f.manifest, "manifest", "", "the integration's manifest file or folder")
 	fs.StringVar(&f.config, "config", "", "operator config: its limits, timeouts, denials, resolvers, audit key and env_passthrough apply (its integrations do not)")
-	fs.StringVar(&f.auditLog, "audit-log", "", "audit log file (default STATE/audit/ID.PID.log; never stdout, which is the program's)")
+	fs.StringVar(&f.auditLog, "audit-log", "", "audit log file (default STATE/audit/ID.PID.log, ID.claim.PID.log for an unapproved claim of another folder's id; never stdout, which is the program's)")
 	fs.StringVar(&f.auditKey, "audit-key", "", "HMAC key file for the audit chain (e.g. $CREDENTIALS_DIRECTORY/audit-key)")
 	fs.StringVar(&f.state, "state", "", "version memory and the integration's writable folder (default "+policy.DefaultStateDir()+")")
 	fs.StringVar(&f.mode, "mode", "", "enforce or audit")
@@ -269,7 +269,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 	if f.auditKey == "" {
 		f.auditKey = cfg.Audit.KeyFile
 	}
-	if err := r.openAudit(f, stateDir, p.Manifest.ID); err != nil {
+	if err := r.openAudit(f, stateDir, logName(p)); err != nil {
 		return nil, err
 	}
 	resolvers := cfg.Resolvers
@@ -341,13 +341,24 @@ func (f runFlags) loadForRun() (policy.Config, error) {
 	return g.apply(cfg)
 }
 
-func (r *runSetup) openAudit(f runFlags, stateDir, id string) error {
+// logName is the name a run's audit log file begins with: the id in force,
+// and for an unapproved claim of another folder's id "ID.claim", so a
+// claim's runs are never listed as the owner's.
+func logName(p *policy.Policy) string {
+	id, _ := p.InForce()
+	if p.Claim() != "" {
+		return id + ".claim"
+	}
+	return id
+}
+
+func (r *runSetup) openAudit(f runFlags, stateDir, name string) error {
 	path := f.auditLog
 	if path == "" || path == "-" {
 		if err := os.MkdirAll(filepath.Join(stateDir, "audit"), 0o700); err != nil {
 			return err
 		}
-		path = filepath.Join(stateDir, "audit", id+"."+strconv.Itoa(os.Getpid())+".log")
+		path = filepath.Join(stateDir, "audit", name+"."+strconv.Itoa(os.Getpid())+".log")
 	}
 	file, err := audit.OpenFile(path, int64(r.cfg.Audit.MaxSizeMB)<<20)
 	if err != nil {
@@ -392,7 +403,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd run:", err)
-		r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "sandbox_refused", Integration: p.Manifest.ID, Err: audit.Cap(err.Error(), 1000)})
+		r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "sandbox_refused", Err: audit.Cap(err.Error(), 1000)}))
 		return exitFail
 	}
 	defer sb.Close()
@@ -427,20 +438,19 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	}
 	for _, name := range r.cfg.Integrations[0].Exemptions.Names() {
 		fmt.Fprintf(stderr, "egressd: warning: exemption in force for %s: %s\n", p.Manifest.ID, name)
-		r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "exemption", Integration: p.Manifest.ID, Exemption: name})
+		r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "exemption", Exemption: name}))
 	}
-	r.env.report(stderr, r.log, p.Manifest.ID)
-	announceSecrets(r.log, p.Manifest.ID, p.Secrets())
+	r.env.report(stderr, r.log, p)
+	announceSecrets(r.log, p)
 	if err := sb.Run(); err != nil {
 		sb.Kill()
 		fmt.Fprintln(stderr, "egressd run:", err)
-		r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "sandbox_refused", Integration: p.Manifest.ID, Err: audit.Cap(err.Error(), 1000)})
+		r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "sandbox_refused", Err: audit.Cap(err.Error(), 1000)}))
 		return exitFail
 	}
-	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "start", Integration: p.Manifest.ID, IntegrationVersion: p.Manifest.Version,
-		Msg: "sandboxed: " + r.spec.Command})
-	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "limits", Integration: p.Manifest.ID, Msg: limitsMessage(r.spec.Limits, r.opts.StateMount != nil)})
-	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "limits", Integration: p.Manifest.ID, Msg: kernelLimitsMessage})
+	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "start", Msg: "sandboxed: " + r.spec.Command}))
+	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "limits", Msg: limitsMessage(r.spec.Limits, r.opts.StateMount != nil)}))
+	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "limits", Msg: kernelLimitsMessage}))
 	code := sb.Wait()
 	term.Restore() // before egressd writes to a terminal whose output the program may have stopped
 	stop()
@@ -460,7 +470,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	defer cancel()
 	r.server.Shutdown(ctx)
 	r.suppress.Flush(true)
-	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "stop", Integration: p.Manifest.ID, Msg: exitMessage(sb, code, grace)})
+	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "stop", Msg: exitMessage(sb, code, grace)}))
 	return code
 }
 
@@ -470,7 +480,7 @@ func (r *runSetup) envOnly(stderr io.Writer) int {
 	p := r.policy
 	const warning = "--insecure-env-only: no sandbox; the program is only asked to use the proxy and can ignore it"
 	fmt.Fprintln(stderr, "egressd: WARNING:", warning)
-	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "insecure_env_only", Integration: p.Manifest.ID, Exemption: "insecure_env_only", Msg: warning})
+	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "insecure_env_only", Exemption: "insecure_env_only", Msg: warning}))
 	ln, err := proxy.Listen(context.Background(), "127.0.0.1:0", policy.Peers{}, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd run:", err)

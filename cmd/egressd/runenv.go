@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/policy"
 	"github.com/egressd/egressd/sandbox"
 )
 
@@ -37,19 +38,19 @@ func newEnvReport(launcher, declared, passthrough []string) envReport {
 
 // report warns about each held-back key on stderr and in the audit log, and
 // records the crossed names at start.
-func (r envReport) report(stderr io.Writer, log *audit.Log, id string) {
+func (r envReport) report(stderr io.Writer, log *audit.Log, p *policy.Policy) {
 	held := r.heldBack
 	if len(held) > maxHeldBackLines { // the manifest chooses how many keys it declares
 		rest := fmt.Sprintf("and %d more declared keys held back", len(held)-maxHeldBackLines)
 		fmt.Fprintln(stderr, "egressd: warning:", rest)
-		log.Write(audit.Event{Kind: audit.Lifecycle, Action: "env_held_back", Integration: id, Msg: rest})
+		log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "env_held_back", Msg: rest}))
 		held = held[:maxHeldBackLines]
 	}
 	for _, h := range held {
 		name, _, _ := strings.Cut(h, ":")
 		msg := fmt.Sprintf("the manifest declares %s; not passed (pass --env %s or list it in env_passthrough to allow it)", h, name)
 		fmt.Fprintln(stderr, "egressd: warning:", msg)
-		log.Write(audit.Event{Kind: audit.Lifecycle, Action: "env_held_back", Integration: id, Msg: msg})
+		log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "env_held_back", Msg: msg}))
 	}
-	log.Write(audit.Event{Kind: audit.Lifecycle, Action: "env", Integration: id, Msg: "crossed: " + strings.Join(r.crossed, ",")})
+	log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "env", Msg: "crossed: " + strings.Join(r.crossed, ",")}))
 }

@@ -67,11 +67,11 @@ func (r *runSetup) reportState(stderr io.Writer) {
 	if r.opts.StateMount != nil {
 		return // root: the state is an image of state_mb, bounded by the kernel
 	}
-	id := r.policy.Manifest.ID
+	p := r.policy
 	use, err := sandbox.TidyStateFolder(r.spec.StateDir, -1, -1)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd run: state folder:", err)
-		r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "state", Integration: id, Err: audit.Cap(err.Error(), 1000)})
+		r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "state", Err: audit.Cap(err.Error(), 1000)}))
 		return
 	}
 	msg := fmt.Sprintf("state folder holds %d KB in %d files", use.Bytes>>10, use.Files)
@@ -79,7 +79,7 @@ func (r *runSetup) reportState(stderr io.Writer) {
 		msg = err.Error()
 		fmt.Fprintln(stderr, "egressd: warning:", msg)
 	}
-	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "state", Integration: id, Msg: msg})
+	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "state", Msg: msg}))
 }
 
 // limitsMessage states the bounds in force, for the audit log at start.

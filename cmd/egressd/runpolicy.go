@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"github.com/egressd/egressd/audit"
-	"github.com/egressd/egressd/policy"
-	"github.com/egressd/egressd/proxy"
 )
 
 // announcePolicy writes the policy event "serve" writes for a load, and
@@ -17,9 +15,7 @@ func (r *runSetup) announcePolicy(stderr io.Writer) {
 	o := r.loaded
 	ev := audit.Event{Kind: audit.Policy, Integration: o.ID, IntegrationVersion: o.Version, Generation: o.Generation,
 		Action: string(o.Result), Pending: o.Pending, Manifest: o.Key}
-	if o.Result == policy.Pending {
-		ev.Claim = proxy.ClaimOf(r.policy)
-	}
+	ev.Claim = r.policy.Claim()
 	notes := o.Warnings
 	if o.Notice != "" {
 		fmt.Fprintln(stderr, "egressd: warning:", o.Notice)

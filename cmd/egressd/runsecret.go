@@ -115,12 +115,12 @@ func placeholderEnv(secrets []policy.Secret) (names, env []string) {
 
 // announceSecrets records each binding at start, by NAME and hosts: the
 // value is never written anywhere, the placeholder only in the sandbox.
-func announceSecrets(log *audit.Log, id string, secrets []policy.Secret) {
-	for _, s := range secrets {
+func announceSecrets(log *audit.Log, p *policy.Policy) {
+	for _, s := range p.Secrets() {
 		var hosts []string
 		for _, h := range s.Hosts {
 			hosts = append(hosts, h.String())
 		}
-		log.Write(audit.Event{Kind: audit.Lifecycle, Action: "secret_bound", Integration: id, Msg: s.Name + ": " + strings.Join(hosts, ",")})
+		log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "secret_bound", Msg: s.Name + ": " + strings.Join(hosts, ",")}))
 	}
 }
