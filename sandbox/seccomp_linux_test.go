@@ -154,6 +154,12 @@ func TestSeccompNamedAttacksAreRefused(t *testing.T) {
 		{"ioctl(VT_LOCKSWITCH|1<<32)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{1, 0x560B | 1<<32}}, eperm},
 		{"ioctl(VT_SETMODE)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{1, 0x5602}}, eperm},
 		{"ioctl(VIDIOC_QUERYCAP), V4L2's 'V'", call{nativeArch, unix.SYS_IOCTL, [6]uint64{3, 0x80685600}}, retAllow},
+		// A serial line the program is handed (the attacker's repro_tiocsserial.sh).
+		{"ioctl(TIOCSSERIAL|1<<32)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCSSERIAL | 1<<32}}, eperm},
+		{"ioctl(TIOCSRS485)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCSRS485}}, eperm},
+		{"ioctl(TIOCSISO7816|1<<63)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCSISO7816 | 1<<63}}, eperm},
+		{"ioctl(TIOCSLCKTRMIOS)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCSLCKTRMIOS}}, eperm},
+		{"ioctl(TIOCGSERIAL)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCGSERIAL}}, retAllow},
 		{"ioctl(TIOCNOTTY)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCNOTTY}}, retAllow},
 		{"ioctl(TIOCGPGRP)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCGPGRP}}, retAllow},
 		{"ioctl(FIONBIO)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, 0x5421 /* FIONBIO */}}, retAllow},

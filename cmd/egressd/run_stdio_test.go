@@ -160,3 +160,26 @@ func TestRunSocketpairAsStdioShowsNoHostInterfaces(t *testing.T) {
 		t.Fatalf("read: %v, egressd: %v\nstderr:\n%s", readErr, runErr, stderr.String())
 	}
 }
+
+// TestRunSerialLineSettersAreRefused: a program handed a host serial line
+// could change its speed flags and custom divisor (TIOCSSERIAL), its RS485
+// or ISO7816 mode, or lock its modes (TIOCSLCKTRMIOS), and egressd does not
+// restore them. Sent to a pipe, each must get the filter's EPERM, not the
+// kernel's ENOTTY, which shows the call never reached a driver.
+func TestRunSerialLineSettersAreRefused(t *testing.T) {
+	e := newSandboxEnv(t)
+	out := e.runProbe(egressdBinary(t), "ioctls")
+	n := 0
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "ioctl(") {
+			continue
+		}
+		n++
+		if !strings.HasSuffix(line, ": EPERM") {
+			t.Errorf("not refused by the filter: %s", line)
+		}
+	}
+	if n != 13 || !strings.Contains(out, "rc=0") {
+		t.Fatalf("the probe reported %d ioctls:\n%s", n, out)
+	}
+}
