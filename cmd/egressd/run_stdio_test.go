@@ -2,15 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/egressd/egressd/proxy/proxytest"
 	"golang.org/x/sys/unix"
 )
 
@@ -181,5 +185,112 @@ func TestRunSerialLineSettersAreRefused(t *testing.T) {
 	}
 	if n != 13 || !strings.Contains(out, "rc=0") {
 		t.Fatalf("the probe reported %d ioctls:\n%s", n, out)
+	}
+}
+
+// nodeLauncher sends each request after the answer to the one before over
+// the socketpairs Node's spawn makes, then ends stdin and prints the
+// answers and egressd's exit status once stdout closed.
+const nodeLauncher = `
+import { spawn } from "node:child_process";
+const [egressd, ...args] = process.argv.slice(2);
+const p = spawn(egressd, args, { stdio: ["pipe", "pipe", "inherit"] });
+const reqs = [
+  '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}',
+  '{"jsonrpc":"2.0","id":2,"method":"tools/list"}',
+];
+const got = [];
+let buf = "";
+const next = () => (got.length < reqs.length ? p.stdin.write(reqs[got.length] + "\n") : p.stdin.end());
+p.stdout.on("data", (d) => {
+  buf += d;
+  for (let i; (i = buf.indexOf("\n")) >= 0; buf = buf.slice(i + 1)) {
+    got.push(buf.slice(0, i));
+    next();
+  }
+});
+p.on("close", (code) => console.log(JSON.stringify({ code, got })));
+next();
+`
+
+// TestRunMCPOverNodeSocketpairsStillWorks: an MCP host in Node spawns
+// egressd run with stdio "pipe" (socketpairs, now relayed): each answer
+// comes back before the next request goes, and ending stdin ends the run.
+func TestRunMCPOverNodeSocketpairsStillWorks(t *testing.T) {
+	requireSandbox(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("node is required in CI")
+		}
+		t.Skip("node not installed")
+	}
+	script := filepath.Join(t.TempDir(), "host.mjs")
+	if err := os.WriteFile(script, []byte(nodeLauncher), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dns := proxytest.StartDNS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound on a hang
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script, egressdBinary(t), "run", "--state", t.TempDir(), "--resolver", dns.Addr,
+		"../../configs/examples/coffee-tracker")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var r struct {
+		Code int
+		Got  []string
+	}
+	if err != nil || json.Unmarshal(out, &r) != nil {
+		t.Fatalf("%v: %s\n%s", err, out, stderr.String())
+	}
+	if r.Code != 0 || len(r.Got) != 2 || !strings.Contains(r.Got[0], `"serverInfo":{"name":"coffee-tracker"`) || !strings.Contains(r.Got[1], `"name":"coffee_stats"`) {
+		t.Fatalf("egressd exit %d, answers %q\n%s", r.Code, r.Got, stderr.String())
+	}
+}
+
+// TestRunPeerThatStopsReadingDoesNotHoldEgressdPastTheGrace: stdout is a
+// socket whose peer stopped reading, so egressd's relay is stuck writing
+// the program's last output. SIGTERM ends the program; egressd must then
+// exit within the stop grace rather than wait on the peer for ever (before
+// the relay, the program itself was the one stuck, and died of the signal).
+func TestRunPeerThatStopsReadingDoesNotHoldEgressdPastTheGrace(t *testing.T) {
+	e := newSandboxEnv(t)
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.SetsockoptInt(pair[1], unix.SOL_SOCKET, unix.SO_SNDBUF, 4096) // full after a few KiB
+	peer, child := os.NewFile(uintptr(pair[0]), "peer"), os.NewFile(uintptr(pair[1]), "child")
+	defer peer.Close() // never read
+	defer child.Close()
+	cmd := e.configured("timeouts:\n  stop_grace: 200ms\n", "exec head -c 20000000 /dev/zero")
+	cmd.Stdout = child
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// The socket's send queue fills: the program runs (egressd forwards
+	// signals from before that) and the relay is stuck on the peer.
+	sndbuf, _ := unix.GetsockoptInt(pair[1], unix.SOL_SOCKET, unix.SO_SNDBUF)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if q, err := unix.IoctlGetInt(pair[1], unix.SIOCOUTQ); err == nil && q >= sndbuf/2 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the send queue never filled (%d of %d, %v)\n%s", q, sndbuf, err, stderr.String())
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 128+int(syscall.SIGTERM) {
+			t.Fatalf("egressd: %v, want exit 143\n%s", err, stderr.String())
+		}
+	case <-time.After(time.Minute): // a bound on the hang this test is about
+		t.Fatalf("egressd still waits on a peer that stopped reading, a minute after SIGTERM\n%s", stderr.String())
 	}
 }
