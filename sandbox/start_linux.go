@@ -101,19 +101,21 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 	if err := markInheritedCloexec(); err != nil {
 		return nil, fmt.Errorf("sandbox: close_range: %w", err)
 	}
+	std, err := newStdio() // a socket, a file or a device is relayed through a pipe
+	if err != nil {
+		return nil, err
+	}
 	var pair [2]int
 	pair, err = unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
+		std.closeAll()
 		return nil, fmt.Errorf("sandbox: socketpair: %w", err)
 	}
 	parentCtl, childCtl := os.NewFile(uintptr(pair[0]), "control"), os.NewFile(uintptr(pair[1]), "control")
 	liveR, liveW, err := os.Pipe()
 	if err != nil {
+		std.closeAll()
 		return nil, fmt.Errorf("sandbox: liveness pipe: %w", err)
-	}
-	std, err := newStdio() // a socket, a file or a device is relayed through a pipe
-	if err != nil {
-		return nil, err
 	}
 	cmd := &exec.Cmd{
 		// /proc/self/exe is a magic link to this very binary: the init runs
