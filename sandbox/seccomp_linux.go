@@ -121,6 +121,11 @@ var deniedIoctls = map[string]uint32{
 	"TIOCSSERIAL": unix.TIOCSSERIAL, "TIOCSRS485": unix.TIOCSRS485, "TIOCSISO7816": unix.TIOCSISO7816,
 	"TIOCSLCKTRMIOS": unix.TIOCSLCKTRMIOS, "TCSETX": unix.TCSETX, "TCSETXF": unix.TCSETXF, "TCSETXW": unix.TCSETXW,
 	"TIOCSERSETMULTI": unix.TIOCSERSETMULTI, "TIOCSERCONFIG": unix.TIOCSERCONFIG,
+	// A pty master is a terminal too, so one handed to the program reaches
+	// it as it is: TIOCSIG would send SIGINT, SIGQUIT or SIGTSTP to the
+	// slave's foreground job, a host process, with no permission check,
+	// and TIOCPKT would change what the host's reader of the master gets.
+	"TIOCSIG": unix.TIOCSIG, "TIOCPKT": unix.TIOCPKT,
 }
 
 // deniedIoctlRanges are whole families of ioctls, by the request's low 32

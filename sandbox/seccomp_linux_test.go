@@ -159,6 +159,8 @@ func TestSeccompNamedAttacksAreRefused(t *testing.T) {
 		{"ioctl(TIOCSRS485)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCSRS485}}, eperm},
 		{"ioctl(TIOCSISO7816|1<<63)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCSISO7816 | 1<<63}}, eperm},
 		{"ioctl(TIOCSLCKTRMIOS)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCSLCKTRMIOS}}, eperm},
+		{"ioctl(TIOCSIG|1<<32, SIGINT)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCSIG | 1<<32, 2}}, eperm},
+		{"ioctl(TIOCPKT)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCPKT}}, eperm},
 		{"ioctl(TIOCGSERIAL)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCGSERIAL}}, retAllow},
 		{"ioctl(TIOCNOTTY)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCNOTTY}}, retAllow},
 		{"ioctl(TIOCGPGRP)", call{nativeArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCGPGRP}}, retAllow},

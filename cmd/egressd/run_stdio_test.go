@@ -183,7 +183,7 @@ func TestRunSerialLineSettersAreRefused(t *testing.T) {
 			t.Errorf("not refused by the filter: %s", line)
 		}
 	}
-	if n != 13 || !strings.Contains(out, "rc=0") {
+	if n != 15 || !strings.Contains(out, "rc=0") {
 		t.Fatalf("the probe reported %d ioctls:\n%s", n, out)
 	}
 }
@@ -292,5 +292,34 @@ func TestRunPeerThatStopsReadingDoesNotHoldEgressdPastTheGrace(t *testing.T) {
 		}
 	case <-time.After(time.Minute): // a bound on the hang this test is about
 		t.Fatalf("egressd still waits on a peer that stopped reading, a minute after SIGTERM\n%s", stderr.String())
+	}
+}
+
+// TestRunProgramHandedAPTYMasterCannotSignalTheHostsJob: a pty master is a
+// terminal, so it reaches the program as it is. TIOCSIG on it signals the
+// foreground job of its slave, a host process, with no permission check.
+func TestRunProgramHandedAPTYMasterCannotSignalTheHostsJob(t *testing.T) {
+	e := newSandboxEnv(t)
+	master, slave := openPTY(t)
+	defer master.Close()
+	victim := exec.Command("sleep", "1000")
+	victim.Stdin, victim.Stdout, victim.Stderr = slave, slave, slave
+	victim.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0} // the slave's foreground job
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	defer victim.Process.Kill()
+	cmd := e.probeCommand("tiocsig")
+	cmd.Stdin = master
+	out, err := cmd.CombinedOutput()
+	victim.Process.Signal(syscall.SIGTERM)
+	werr := victim.Wait()
+	ws, _ := victim.ProcessState.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Fatalf("the host's job on the pty ended with %v (%v), not the test's SIGTERM\negressd: %v\n%s", ws, werr, err, out)
+	}
+	if err != nil || !strings.Contains(string(out), "TIOCSIG SIGINT: EPERM") {
+		t.Fatalf("egressd: %v\n%s", err, out)
 	}
 }

@@ -127,6 +127,10 @@ func main() {
 		stdio(os.Args[2])
 	case "ioctls":
 		ioctls()
+	case "tiocsig":
+		// A pty master as stdin: signal the foreground job of its slave.
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCSIG, uintptr(unix.SIGINT))
+		fmt.Println("TIOCSIG SIGINT:", errnoOrOK(e)) // the kernel sends only SIGINT, SIGQUIT or SIGTSTP
 	case "x32":
 		r, _, errno := unix.RawSyscall(0x40000000|unix.SYS_GETPID, 0, 0, 0)
 		fmt.Println("x32 getpid returned", int(r), int(errno))
@@ -307,6 +311,7 @@ func ioctls() {
 		{"TCSETX", unix.TCSETX}, {"TCSETXF", unix.TCSETXF}, {"TCSETXW", unix.TCSETXW},
 		{"TIOCMSET", unix.TIOCMSET}, {"TIOCMBIS", unix.TIOCMBIS}, {"TIOCMBIC", unix.TIOCMBIC},
 		{"TIOCSSERIAL|1<<32", unix.TIOCSSERIAL | 1<<32},
+		{"TIOCSIG", unix.TIOCSIG}, {"TIOCPKT", unix.TIOCPKT},
 	} {
 		var arg [256]byte
 		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(null), c.req, uintptr(unsafe.Pointer(&arg[0])))
