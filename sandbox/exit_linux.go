@@ -48,6 +48,13 @@ func (sb *Sandbox) Stop(sig os.Signal, grace time.Duration) {
 		defer t.Stop()
 		select {
 		case <-sb.exit.gone:
+			// The program is gone; its last output may wait on a peer
+			// that no longer reads, which grace bounds too.
+			select {
+			case <-sb.outputDrained:
+			case <-t.C:
+				sb.killOnce.Do(func() { close(sb.killed) })
+			}
 		case <-t.C:
 			sb.exit.escalated.Store(true)
 			sb.Kill()

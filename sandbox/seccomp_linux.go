@@ -112,6 +112,20 @@ var deniedIoctls = map[string]uint32{
 	// controlling terminal, and the program is started with none.
 	"TIOCSCTTY": unix.TIOCSCTTY, "TIOCSPGRP": unix.TIOCSPGRP, "TIOCSSOFTCAR": unix.TIOCSSOFTCAR,
 	"TIOCCONS": unix.TIOCCONS, "TIOCVHANGUP": unix.TIOCVHANGUP,
+	// A serial line handed to the program keeps what it is set to after
+	// egressd exits, and Restore does not know these: its port settings,
+	// speed flags and custom divisor (TIOCSSERIAL), RS485 and ISO7816 modes,
+	// locked modes (TIOCSLCKTRMIOS), and the termiox and multiport setters
+	// (TCSETX*, TIOCSERSETMULTI, TIOCSERCONFIG), which newer kernels no
+	// longer implement. Every setter in include/uapi/asm-generic/ioctls.h.
+	"TIOCSSERIAL": unix.TIOCSSERIAL, "TIOCSRS485": unix.TIOCSRS485, "TIOCSISO7816": unix.TIOCSISO7816,
+	"TIOCSLCKTRMIOS": unix.TIOCSLCKTRMIOS, "TCSETX": unix.TCSETX, "TCSETXF": unix.TCSETXF, "TCSETXW": unix.TCSETXW,
+	"TIOCSERSETMULTI": unix.TIOCSERSETMULTI, "TIOCSERCONFIG": unix.TIOCSERCONFIG,
+	// A pty master is a terminal too, so one handed to the program reaches
+	// it as it is: TIOCSIG would send SIGINT, SIGQUIT or SIGTSTP to the
+	// slave's foreground job, a host process, with no permission check,
+	// and TIOCPKT would change what the host's reader of the master gets.
+	"TIOCSIG": unix.TIOCSIG, "TIOCPKT": unix.TIOCPKT,
 }
 
 // deniedIoctlRanges are whole families of ioctls, by the request's low 32

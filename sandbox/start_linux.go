@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -46,13 +47,19 @@ type Sandbox struct {
 	Egress *os.File
 
 	egressStats *os.File // the sandbox's /proc/net/dev, see EgressDropped
-	cmd         *exec.Cmd
-	ctl         control
-	live        *os.File
-	done        chan int
-	exit        exitReport
-	setup       *time.Timer // SetupTimeout, stopped once the target runs
-	stalled     atomic.Bool // the timer fired and killed the init
+	// outputDrained is closed once the program's relayed stdout and
+	// stderr are written out; killed, once Kill was called, after which
+	// Wait no longer waits for them (a peer that stopped reading).
+	outputDrained <-chan struct{}
+	killed        chan struct{}
+	killOnce      sync.Once
+	cmd           *exec.Cmd
+	ctl           control
+	live          *os.File
+	done          chan int
+	exit          exitReport
+	setup         *time.Timer // SetupTimeout, stopped once the target runs
+	stalled       atomic.Bool // the timer fired and killed the init
 }
 
 // SetupTimeout bounds the init's setup, from its start to the target's:
@@ -94,14 +101,20 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 	if err := markInheritedCloexec(); err != nil {
 		return nil, fmt.Errorf("sandbox: close_range: %w", err)
 	}
+	std, err := newStdio() // a socket, a file or a device is relayed through a pipe
+	if err != nil {
+		return nil, err
+	}
 	var pair [2]int
 	pair, err = unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
+		std.closeAll()
 		return nil, fmt.Errorf("sandbox: socketpair: %w", err)
 	}
 	parentCtl, childCtl := os.NewFile(uintptr(pair[0]), "control"), os.NewFile(uintptr(pair[1]), "control")
 	liveR, liveW, err := os.Pipe()
 	if err != nil {
+		std.closeAll()
 		return nil, fmt.Errorf("sandbox: liveness pipe: %w", err)
 	}
 	cmd := &exec.Cmd{
@@ -111,9 +124,9 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 		Path:       "/proc/self/exe",
 		Args:       []string{"egressd-init", InitArg},
 		Env:        initEnv(),
-		Stdin:      os.Stdin,
-		Stdout:     stdioWriter(os.Stdout), // a regular file is relayed through a pipe
-		Stderr:     stdioWriter(os.Stderr),
+		Stdin:      std.files[0],
+		Stdout:     std.files[1],
+		Stderr:     std.files[2],
 		ExtraFiles: []*os.File{childCtl, liveR}, // fds 3 and 4
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWNS |
@@ -129,7 +142,8 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
 		cmd.SysProcAttr.GidMappingsEnableSetgroups = true
 	}
-	sb := &Sandbox{cmd: cmd, ctl: control{f: parentCtl}, live: liveW, done: make(chan int, 1), exit: newExitReport()}
+	sb := &Sandbox{cmd: cmd, ctl: control{f: parentCtl}, live: liveW, done: make(chan int, 1), exit: newExitReport(),
+		killed: make(chan struct{})}
 	started := make(chan error, 1)
 	// Pdeathsig fires when the thread that forked the child exits
 	// (golang/go#27505), so that thread stays locked for the child's life.
@@ -147,8 +161,11 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 	childCtl.Close()
 	liveR.Close()
 	if err != nil {
+		std.closeAll()
 		return nil, namespaceError(err)
 	}
+	std.started()
+	sb.outputDrained = std.drained()
 	sb.setup = time.AfterFunc(SetupTimeout, func() {
 		sb.stalled.Store(true)
 		sb.Kill()
@@ -293,6 +310,10 @@ func (sb *Sandbox) setupError(err error) error {
 func (sb *Sandbox) Wait() int {
 	code := <-sb.done
 	sb.readExit()
+	select {
+	case <-sb.outputDrained:
+	case <-sb.killed:
+	}
 	return code
 }
 
@@ -303,6 +324,7 @@ func (sb *Sandbox) Signal(sig os.Signal) error { return sb.cmd.Process.Signal(si
 func (sb *Sandbox) Kill() {
 	sb.live.Close()
 	sb.cmd.Process.Kill()
+	sb.killOnce.Do(func() { close(sb.killed) })
 }
 
 // Close releases the supervisor's ends once the sandbox has exited.

@@ -4,15 +4,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
-// checkStdio refuses a folder as stdin, stdout or stderr. The program gets
-// these three descriptors as they are, and one that is a folder is a door
-// into the host's tree: "/proc/self/fd/0/.." walks the host past the mount
-// namespace, and Landlock does not cover unix connect or every path walk.
-// Pipes, sockets, terminals and plain files lead nowhere.
+// checkStdio refuses a folder as stdin, stdout or stderr: relayed or not,
+// a launcher that hands egressd a folder has made a mistake worth saying.
 func checkStdio() error {
 	for fd, name := range []string{"stdin", "stdout", "stderr"} {
 		var st unix.Stat_t
@@ -26,26 +24,163 @@ func checkStdio() error {
 	return nil
 }
 
-// stdioWriter is what the sandbox gets as stdout or stderr for egressd's
-// own f: f itself, unless f is a regular file. A program handed a file
-// descriptor could clear O_APPEND (fcntl), seek to 0 and rewrite or
-// truncate (ftruncate needs only a writable descriptor, so no seccomp rule
-// on F_SETFL would stop it) what the file held before it started: another
-// service's log, or egressd's own lines. So it gets a pipe, and egressd
-// writes what comes out of it into the file, at egressd's own offset (the
-// end, for ">>"). exec.Cmd makes the pipe and its copy, and its Wait
-// returns once the copy has drained, which it does when the sandbox's init
-// dies: every holder of the pipe is in its pid namespace.
-func stdioWriter(f *os.File) io.Writer {
+// passedAsIs says whether the program may hold egressd's own descriptor
+// fd: only a pipe or a terminal. Anything else is relayed through a pipe
+// (stdio). A socket (inetd, systemd's Accept=yes, Node's spawn) belongs to
+// the host's network namespace: the program would disconnect it (connect
+// AF_UNSPEC) and connect it anywhere past the proxy, or list the host's
+// interfaces with an ioctl on it. A regular file could be rewritten (clear
+// O_APPEND, seek, ftruncate) or reopened writable through /proc/self/fd. A
+// device is the launcher's, not the program's. A closed fd passes nothing.
+func passedAsIs(fd int) bool {
 	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-		return relayTo{f}
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT == unix.S_IFIFO {
+		return true
 	}
-	return f
+	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	return err == nil
 }
 
-// relayTo hides f's type from exec.Cmd, which would otherwise hand the
-// descriptor itself to the child.
-type relayTo struct{ f *os.File }
+// stdio is what the init gets as fds 0, 1 and 2, and the relays behind
+// them. egressd copies a relayed stdin into a pipe, and a relayed stdout
+// or stderr out of one, through its own duplicate of the descriptor: a
+// write that fails with EPIPE there is an error, not the SIGPIPE Go raises
+// for fds 1 and 2. The pipes' other ends stay in the sandbox's pid
+// namespace, so they close when its init dies.
+type stdio struct {
+	files     [3]*os.File // for the init
+	childEnds []*os.File  // the pipe ends the init gets, closed here once it has them
+	ownEnds   []*os.File  // the relays' own ends, closed by the relays
+	relays    []func()    // started once the init runs
+	outputs   sync.WaitGroup
+}
 
-func (r relayTo) Write(p []byte) (int, error) { return r.f.Write(p) }
+// newStdio relays each of fds 0-2 that passedAsIs refuses. A stdout and
+// stderr that are the same file share one relay, in order, as 2>&1 does.
+func newStdio() (*stdio, error) {
+	s := &stdio{files: [3]*os.File{os.Stdin, os.Stdout, os.Stderr}}
+	if !passedAsIs(0) {
+		if err := s.relayIn(); err != nil {
+			s.closeAll()
+			return nil, err
+		}
+	}
+	for fd := 1; fd <= 2; fd++ {
+		if fd == 2 && sameFile(1, 2) && s.files[1] != os.Stdout {
+			s.files[2] = s.files[1]
+			continue
+		}
+		if !passedAsIs(fd) {
+			if err := s.relayOut(fd); err != nil {
+				s.closeAll()
+				return nil, err
+			}
+		}
+	}
+	return s, nil
+}
+
+// relayIn gives the init a pipe's read end for stdin; the copy ends at the
+// source's EOF, which closes the pipe, or when the program no longer reads.
+// Nothing waits for it: a socket that never sends EOF must not hold
+// egressd once the program has exited.
+func (s *stdio) relayIn() error {
+	src, err := dupFile(0, "stdin")
+	if err != nil {
+		return err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		src.Close()
+		return fmt.Errorf("sandbox: stdin pipe: %w", err)
+	}
+	s.files[0], s.childEnds, s.ownEnds = r, append(s.childEnds, r), append(s.ownEnds, w, src)
+	s.relays = append(s.relays, func() {
+		go func() {
+			io.Copy(writerOnly{w}, readerOnly{src})
+			w.Close()
+			src.Close()
+		}()
+	})
+	return nil
+}
+
+// relayOut gives the init a pipe's write end for fd (1 or 2). Once the
+// program's output ends, a stdout socket's sending side is shut down, so
+// the peer sees EOF even where the launcher keeps a copy of it; not when it
+// is also egressd's stderr, which egressd still writes to.
+func (s *stdio) relayOut(fd int) error {
+	dst, err := dupFile(fd, []string{1: "stdout", 2: "stderr"}[fd])
+	if err != nil {
+		return err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		dst.Close()
+		return fmt.Errorf("sandbox: stdio pipe: %w", err)
+	}
+	var st unix.Stat_t
+	shut := fd == 1 && unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK && !sameFile(1, 2)
+	s.files[fd], s.childEnds, s.ownEnds = w, append(s.childEnds, w), append(s.ownEnds, r, dst)
+	s.outputs.Add(1)
+	s.relays = append(s.relays, func() {
+		go func() {
+			defer s.outputs.Done()
+			io.Copy(writerOnly{dst}, readerOnly{r})
+			r.Close() // the program's next write fails, as on a closed socket
+			if shut {
+				unix.Shutdown(int(dst.Fd()), unix.SHUT_WR)
+			}
+			dst.Close()
+		}()
+	})
+	return nil
+}
+
+// started closes this process's copies of the init's pipe ends and starts
+// the copies.
+func (s *stdio) started() {
+	for _, f := range s.childEnds {
+		f.Close()
+	}
+	for _, relay := range s.relays {
+		relay()
+	}
+}
+
+// drained is closed once every relayed output has been written out.
+func (s *stdio) drained() <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		s.outputs.Wait()
+		close(c)
+	}()
+	return c
+}
+
+// closeAll undoes newStdio when the init never started.
+func (s *stdio) closeAll() {
+	for _, f := range append(s.childEnds, s.ownEnds...) {
+		f.Close()
+	}
+}
+
+func dupFile(fd int, name string) (*os.File, error) {
+	d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: dup %s: %w", name, err)
+	}
+	return os.NewFile(uintptr(d), name), nil
+}
+
+// sameFile says whether fds a and b are the same file (device and inode).
+func sameFile(a, b int) bool {
+	var sa, sb unix.Stat_t
+	return unix.Fstat(a, &sa) == nil && unix.Fstat(b, &sb) == nil && sa.Dev == sb.Dev && sa.Ino == sb.Ino
+}
+
+// readerOnly and writerOnly hide the *os.File from io.Copy, whose fast
+// paths (copy_file_range, splice, sendfile) would be tried on descriptors
+// the launcher shares with others.
+type readerOnly struct{ io.Reader }
+type writerOnly struct{ io.Writer }

@@ -113,7 +113,7 @@ var allProbes = []string{"tcp-ip-literal-443", "tcp-ip-literal-other-port", "ipv
 	"read-other-integration-state", "read-outside-landlock-list", "environment-secret", "proc-other-fd",
 	"proc-other-cwd-root", "proc-other-environ", "proc-other-mem", "inherited-descriptor", "capabilities",
 	"no-new-privs", "nested-user-namespace", "mount", "ptrace", "io_uring", "bpf", "perf_event_open", "keyctl",
-	"userfaultfd", "tiocsti", "tiocsti-high-bit", "tiocsctty", "socket-vsock-high-bit", "socket-netlink-uevent-high-bit",
+	"userfaultfd", "tiocsti", "tiocsti-high-bit", "tiocsctty", "tiocsserial", "socket-vsock-high-bit", "socket-netlink-uevent-high-bit",
 	"socket-packet", "foreign-abi", "x32-abi", "pidfd-getfd-parent", "process-vm-readv-parent", "signal-supervisor", "terminal",
 	"signal-init-sigquit", "attempts-audited"}
 
@@ -164,7 +164,7 @@ func TestSelftestInsecureEnvOnlyReportsTheHolesOpen(t *testing.T) {
 		"write-integration-folder", "write-manifest", "read-audit-log", "read-other-integration-state",
 		"read-outside-landlock-list", "proc-other-fd", "proc-other-cwd-root", "proc-other-environ", "proc-other-mem",
 		"inherited-descriptor", "no-new-privs", "nested-user-namespace", "ptrace", "io_uring", "bpf", "perf_event_open",
-		"keyctl", "userfaultfd", "tiocsti", "tiocsctty", "pidfd-getfd-parent", "process-vm-readv-parent", "signal-supervisor", "terminal", "attempts-audited"}
+		"keyctl", "userfaultfd", "tiocsti", "tiocsctty", "tiocsserial", "pidfd-getfd-parent", "process-vm-readv-parent", "signal-supervisor", "terminal", "attempts-audited"}
 	if os.Geteuid() == 0 {
 		mustOpen = append(mustOpen, "write-host-home", "write-system-folders", "capabilities", "mount", "socket-packet")
 	}
@@ -196,7 +196,7 @@ func TestSelftestEachLayerSwitchedOffTurnsItsProbesOpen(t *testing.T) {
 	}{
 		// The terminal ioctls are the filter's too: with it off the
 		// program reconfigures the terminal it shares while it runs.
-		{"seccomp", []string{"ptrace", "io_uring", "bpf", "perf_event_open", "keyctl", "userfaultfd", "tiocsti", "tiocsctty", "process-vm-readv-parent",
+		{"seccomp", []string{"ptrace", "io_uring", "bpf", "perf_event_open", "keyctl", "userfaultfd", "tiocsti", "tiocsctty", "tiocsserial", "process-vm-readv-parent",
 			"tiocsti-high-bit", "socket-netlink-uevent-high-bit", "terminal"}},
 		// max_user_namespaces=0 inside backs the filter up.
 		{"seccomp,userns-limit", []string{"nested-user-namespace"}},

@@ -41,6 +41,10 @@ func kernelProbes() []probe {
 		{"tiocsctty", LayerSeccomp, func(context.Context, *Config) (string, string) {
 			return probeIoctlOnPipe("ioctl(TIOCSCTTY)", unix.TIOCSCTTY, 0)
 		}},
+		{"tiocsserial", LayerSeccomp, func(context.Context, *Config) (string, string) {
+			var serial [128]byte // struct serial_struct, and room to spare
+			return probeIoctlOnPipe("ioctl(TIOCSSERIAL|1<<32)", unix.TIOCSSERIAL|highBit, uintptr(unsafe.Pointer(&serial[0])))
+		}},
 		{"socket-vsock-high-bit", LayerSeccomp, func(context.Context, *Config) (string, string) {
 			return socketReach("socket(AF_VSOCK|1<<32)", unix.AF_VSOCK|highBit, unix.SOCK_STREAM, 0)
 		}},

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -122,6 +123,14 @@ func main() {
 		}
 		wg.Wait()
 		fmt.Println("sent", sent.Load())
+	case "stdio":
+		stdio(os.Args[2])
+	case "ioctls":
+		ioctls()
+	case "tiocsig":
+		// A pty master as stdin: signal the foreground job of its slave.
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCSIG, uintptr(unix.SIGINT))
+		fmt.Println("TIOCSIG SIGINT:", errnoOrOK(e)) // the kernel sends only SIGINT, SIGQUIT or SIGTSTP
 	case "x32":
 		r, _, errno := unix.RawSyscall(0x40000000|unix.SYS_GETPID, 0, 0, 0)
 		fmt.Println("x32 getpid returned", int(r), int(errno))
@@ -238,4 +247,74 @@ func errnoName(e syscall.Errno) string {
 		return n
 	}
 	return strconv.Itoa(int(e))
+}
+
+// stdio reads a line from stdin, then tries what a program handed a host
+// socket as fd 0 could do with it: ask its network namespace for the
+// interfaces (SIOCGIFCONF), disconnect it (connect AF_UNSPEC) and connect
+// it to TO, a host service. It reports on stdout, and on stderr.
+func stdio(to string) {
+	var line [64]byte
+	n, err := unix.Read(0, line[:])
+	report := fmt.Sprintf("read %q %v\n", line[:max(n, 0)], err)
+	for fd := 0; fd <= 2; fd++ {
+		var st unix.Stat_t
+		kind := "closed"
+		if unix.Fstat(fd, &st) == nil {
+			kind = map[uint32]string{unix.S_IFIFO: "pipe", unix.S_IFSOCK: "socket", unix.S_IFREG: "file", unix.S_IFCHR: "chardev"}[st.Mode&unix.S_IFMT]
+		}
+		report += fmt.Sprintf("fd%d: %s\n", fd, kind)
+	}
+	var ifs [40 * 16]byte
+	conf := struct {
+		len int32
+		_   int32
+		buf uintptr
+	}{len: int32(len(ifs)), buf: uintptr(unsafePointer(&ifs[0]))}
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, 0, unix.SIOCGIFCONF, uintptr(unsafe.Pointer(&conf)))
+	report += fmt.Sprintf("SIOCGIFCONF fd0: %s\n", errnoOrOK(e))
+	var unspec [16]byte // a sockaddr whose family is AF_UNSPEC: disconnect
+	_, _, e = unix.Syscall(unix.SYS_CONNECT, 0, uintptr(unsafe.Pointer(&unspec[0])), uintptr(len(unspec)))
+	report += fmt.Sprintf("connect fd0 AF_UNSPEC: %s\n", errnoOrOK(e))
+	ap := netip.MustParseAddrPort(to)
+	err = unix.Connect(0, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()})
+	report += fmt.Sprintf("connect fd0 %s: %v\n", to, err)
+	os.Stderr.WriteString(report)
+	os.Stdout.WriteString(report)
+}
+
+func errnoOrOK(e syscall.Errno) string {
+	if e == 0 {
+		return "ok"
+	}
+	return errnoName(e)
+}
+
+// ioctls sends each serial line setter to a pipe of its own, a zeroed
+// argument each: the kernel answers ENOTTY (and Landlock's device ioctl
+// rule does not apply to a pipe), so EPERM can only be the filter's.
+func ioctls() {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		fmt.Println("pipe:", err)
+		return
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	null := p[0]
+	for _, c := range []struct {
+		name string
+		req  uintptr
+	}{
+		{"TIOCSSERIAL", unix.TIOCSSERIAL}, {"TIOCSRS485", unix.TIOCSRS485}, {"TIOCSISO7816", unix.TIOCSISO7816},
+		{"TIOCSLCKTRMIOS", unix.TIOCSLCKTRMIOS}, {"TIOCSERCONFIG", unix.TIOCSERCONFIG}, {"TIOCSERSETMULTI", unix.TIOCSERSETMULTI},
+		{"TCSETX", unix.TCSETX}, {"TCSETXF", unix.TCSETXF}, {"TCSETXW", unix.TCSETXW},
+		{"TIOCMSET", unix.TIOCMSET}, {"TIOCMBIS", unix.TIOCMBIS}, {"TIOCMBIC", unix.TIOCMBIC},
+		{"TIOCSSERIAL|1<<32", unix.TIOCSSERIAL | 1<<32},
+		{"TIOCSIG", unix.TIOCSIG}, {"TIOCPKT", unix.TIOCPKT},
+	} {
+		var arg [256]byte
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(null), c.req, uintptr(unsafe.Pointer(&arg[0])))
+		fmt.Printf("ioctl(%s): %s\n", c.name, errnoOrOK(e))
+	}
 }
