@@ -86,7 +86,7 @@ func TestBrokerRequestWaitingForABusyOriginIsRefusedInTime(t *testing.T) {
 			<-release
 		}
 		io.WriteString(w, "ok")
-	}, withConfig(func(c *policy.Config) { c.Timeouts.Dial = 2 * time.Second }))
+	}, withConfig(func(c *policy.Config) { c.Timeouts.Dial = 3 * time.Second }))
 	defer close(release)
 	c := b.client(true)
 	for range 2 {
