@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/egressd/egressd/policy"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // Bounds on what one brokered client connection can make egressd hold
@@ -220,5 +223,47 @@ func TestBrokerStoredBasicTokenIsScrubbedFromLaterAnswers(t *testing.T) {
 		if got != "previous Authorization: "+written {
 			t.Fatalf("%s: /last answered %q, want the token the integration wrote", name, got)
 		}
+	}
+}
+
+// TestBrokerUnfinishedHTTP2HeaderBlockIsCutOff: over HTTP/2 a header is
+// a HEADERS frame and CONTINUATION frames; one never finished (no
+// END_HEADERS) holds a stream that net/http's ReadHeaderTimeout does not
+// see. The connection is closed once timeouts.idle passes with no
+// request, and the unfinished block stays under the 64 KiB header bound.
+func TestBrokerUnfinishedHTTP2HeaderBlockIsCutOff(t *testing.T) {
+	b := newBrokerEnv(t, false, nil, withConfig(func(c *policy.Config) {
+		c.Timeouts.Idle = time.Second
+		c.Timeouts.ClientHello = time.Minute
+	}))
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.bca.CertPEM())
+	target := net.JoinHostPort("api.allowed.example", itoa(b.origin.addr.Port()))
+	raw, _, resp := b.rawConnect("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n")
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %d", resp.StatusCode)
+	}
+	tc := tls.Client(raw, &tls.Config{ServerName: "api.allowed.example", RootCAs: pool, NextProtos: []string{"h2"}})
+	if err := tc.Handshake(); err != nil || tc.ConnectionState().NegotiatedProtocol != "h2" {
+		t.Fatalf("handshake: %v, protocol %q", err, tc.ConnectionState().NegotiatedProtocol)
+	}
+	io.WriteString(tc, http2.ClientPreface)
+	fr := http2.NewFramer(tc, tc)
+	fr.WriteSettings()
+	var block bytes.Buffer
+	enc := hpack.NewEncoder(&block)
+	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", target}, {":path", "/"}, {"x-slow", "a"}} {
+		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block.Bytes(), EndStream: true}); err != nil { // no EndHeaders
+		t.Fatal(err)
+	}
+	tc.SetReadDeadline(time.Now().Add(20 * time.Second)) // a failsafe, not a measure
+	_, err := io.Copy(io.Discard, tc)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("the unfinished HTTP/2 header block was still held after 20 s")
+	}
+	if n := len(b.origin.requests()); n != 0 {
+		t.Fatalf("the origin received %d requests", n)
 	}
 }
