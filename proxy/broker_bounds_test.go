@@ -230,7 +230,8 @@ func TestBrokerStoredBasicTokenIsScrubbedFromLaterAnswers(t *testing.T) {
 // a HEADERS frame and CONTINUATION frames; one never finished (no
 // END_HEADERS) holds a stream that net/http's ReadHeaderTimeout does not
 // see. The connection is closed once timeouts.idle passes with no
-// request, and the unfinished block stays under the 64 KiB header bound.
+// request, and the unfinished block stays under the 64 KiB header bound;
+// the server's SETTINGS say so, and that it takes 8 streams at once.
 func TestBrokerUnfinishedHTTP2HeaderBlockIsCutOff(t *testing.T) {
 	b := newBrokerEnv(t, false, nil, withConfig(func(c *policy.Config) {
 		c.Timeouts.Idle = time.Second
@@ -250,6 +251,21 @@ func TestBrokerUnfinishedHTTP2HeaderBlockIsCutOff(t *testing.T) {
 	io.WriteString(tc, http2.ClientPreface)
 	fr := http2.NewFramer(tc, tc)
 	fr.WriteSettings()
+	// The server's SETTINGS bound what one connection may ask at once.
+	f, err := fr.ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings, ok := f.(*http2.SettingsFrame)
+	if !ok {
+		t.Fatalf("first frame %v, want SETTINGS", f)
+	}
+	if v, ok := settings.Value(http2.SettingMaxConcurrentStreams); !ok || v != 8 {
+		t.Fatalf("MAX_CONCURRENT_STREAMS %d (%v), want 8", v, ok)
+	}
+	if v, ok := settings.Value(http2.SettingMaxHeaderListSize); !ok || v > 64<<10+4096 {
+		t.Fatalf("MAX_HEADER_LIST_SIZE %d (%v), want about 64 KiB", v, ok)
+	}
 	var block bytes.Buffer
 	enc := hpack.NewEncoder(&block)
 	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", target}, {":path", "/"}, {"x-slow", "a"}} {
@@ -259,7 +275,7 @@ func TestBrokerUnfinishedHTTP2HeaderBlockIsCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc.SetReadDeadline(time.Now().Add(20 * time.Second)) // a failsafe, not a measure
-	_, err := io.Copy(io.Discard, tc)
+	_, err = io.Copy(io.Discard, tc)
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		t.Fatal("the unfinished HTTP/2 header block was still held after 20 s")
 	}
