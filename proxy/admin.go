@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"sync"
@@ -69,6 +71,7 @@ func serveAdmin(ln net.Listener, h http.Handler, onState func(net.Conn, http.Con
 		ReadTimeout:       adminHeaderTimeout,
 		WriteTimeout:      10 * time.Second,
 		MaxHeaderBytes:    adminMaxHeader,
+		ErrorLog:          log.New(io.Discard, "", 0), // as every server of egressd's: nothing to the standard logger
 		ConnState: func(c net.Conn, st http.ConnState) {
 			q.track(c, st)
 			if onState != nil {

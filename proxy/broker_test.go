@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,6 +93,8 @@ type recOrigin struct {
 	reqs []*http.Request
 	// remotes are the client addresses of the connections it accepted.
 	remotes map[string]bool
+	// accepted counts every TCP connection accepted, requests or not.
+	accepted atomic.Int32
 }
 
 func startRecOrigin(t *testing.T, ca *proxytest.CA, h2 bool, handle http.HandlerFunc) *recOrigin {
@@ -118,9 +121,23 @@ func startRecOrigin(t *testing.T, ca *proxytest.CA, h2 bool, handle http.Handler
 	if !h2 {
 		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){} // HTTP/1.1 only
 	}
-	go srv.ServeTLS(ln, "", "")
+	go srv.ServeTLS(countingListener{Listener: ln, n: &o.accepted}, "", "")
 	t.Cleanup(func() { srv.Close() })
 	return o
+}
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int32
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
 }
 
 // conns is how many connections the origin accepted requests on.
@@ -857,8 +874,13 @@ func TestBrokerLongBasicTokenTheScrubberWouldSearchForIsRefused(t *testing.T) {
 		req := b.credentialRequest(t, "api.allowed.example")
 		set(req)
 		resp, body := do(t, c, req)
-		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || resp.Header.Get(ReasonHeader) != string(policy.BadRequest) {
-			t.Fatalf("%s: %d %q %q, want 431 bad_request", name, resp.StatusCode, resp.Header.Get(ReasonHeader), body)
+		// Past 64 KiB net/http's own 431 answers, before egressd reads it.
+		wantReason := string(policy.BadRequest)
+		if len(req.Header.Get("Authorization")) > 64<<10 {
+			wantReason = ""
+		}
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || resp.Header.Get(ReasonHeader) != wantReason {
+			t.Fatalf("%s: %d %q %q, want 431 %s", name, resp.StatusCode, resp.Header.Get(ReasonHeader), body, wantReason)
 		}
 	}
 	if n := len(b.origin.requests()); n != 0 {

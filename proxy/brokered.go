@@ -74,7 +74,10 @@ func (s *Server) serveBrokered(p *policy.Policy, t *tunnel, connect audit.Event,
 		Admit:            s.admitBrokered,
 		Sentence:         func(r policy.Reason) string { return brokeredSentence(r, t, p) },
 		HandshakeTimeout: set.timeouts.ClientHello,
+		HeaderTimeout:    set.timeouts.RequestHeader,
 		IdleTimeout:      set.timeouts.Idle,
+		WaitTimeout:      set.timeouts.Dial,
+		Built:            s.builtTokens(integrationName(p)),
 	}
 	client := &replayConn{Conn: t.client, r: io.MultiReader(bytes.NewReader(replay), t.client)}
 	return broker.Serve(s.baseCtx, client, c)
@@ -88,9 +91,29 @@ func brokeredSentence(r policy.Reason, t *tunnel, p *policy.Policy) string {
 	case policy.LimitExceeded:
 		return "egressd: too many requests on connections egressd adds a secret to (limits.requests_per_second); retry later"
 	case policy.BadRequest:
-		return "egressd: with the secrets' values in place this request's header would be too large (at most 16 KiB around the placeholders in a header value, 3 KiB in a Basic credential, 64 KiB added by the values in all); send each placeholder once, in a short value"
+		return "egressd: with the secrets' values in place this request's header would be too large (at most 16 KiB around the placeholders in a header value, 3 KiB in a Basic credential, 4 Basic credentials carrying one, 64 KiB added by the values in all); send each placeholder once, in a short value"
+	case policy.Timeout:
+		return "egressd: the requests of one connection egressd adds a secret to reach the origin over at most 2 connections, and none became free in time (timeouts.dial); retry, or send fewer requests at once"
 	}
 	return policy.Sentence(policy.Decision{Reason: r, Host: t.host, Port: t.port}, p)
+}
+
+// builtTokens is the store of Basic tokens built for an integration's
+// brokered connections: an origin that stored one on one connection may
+// show it back on another. One store per integration name, bounded
+// (broker.BuiltTokens), kept in memory for the process's life.
+func (s *Server) builtTokens(integration string) *broker.BuiltTokens {
+	s.builtMu.Lock()
+	defer s.builtMu.Unlock()
+	if s.built == nil {
+		s.built = map[string]*broker.BuiltTokens{}
+	}
+	t := s.built[integration]
+	if t == nil {
+		t = broker.NewBuiltTokens()
+		s.built[integration] = t
+	}
+	return t
 }
 
 // redial opens another connection to the brokered tunnel's address, by the

@@ -1,14 +1,24 @@
 package proxy
 
-import "syscall"
+import (
+	"syscall"
+
+	"github.com/egressd/egressd/proxy/broker"
+)
 
 // How egressd spends RLIMIT_NOFILE: fdReserve descriptors for what is not
 // a connection (listeners, the admin endpoint's 32, DNS queries' sockets
 // beyond those counted below, the audit log, netlink), a bounded number of
 // splice pipes (pipesFor, two descriptors each, shared by every tunnel),
-// and two per connection under the Gate: the client's socket and, once
-// dialled, the upstream one. A connection resolves before it dials, so its
-// DNS socket and its upstream socket are never open together.
+// and fdsPerConn per connection under the Gate: the client's socket and,
+// once dialled, the upstream one; a brokered connection (issue 15) may
+// hold one more, since its requests reach the origin over up to two
+// connections of its own. A connection resolves before it dials, and a
+// brokered one redials the address it resolved, so a DNS socket and an
+// upstream socket are never open together. Counting two for a brokered
+// connection that opened eight upstream let 30 of them take egressd to
+// its limit (nofile 256): every connection is counted at the most a
+// connection can hold.
 //
 // A tunnel whose peers do not read holds its two sockets only: each
 // direction waits with either one pipe of the budget or, once the budget
@@ -16,8 +26,9 @@ import "syscall"
 // tunnel held 6 descriptors against a cap that counted 2, and one
 // integration within its own limits ran egressd out of descriptors.
 const (
-	fdReserve = 64
-	maxPipes  = 128 // at most 128 MiB of pipe memory pinned by stuck tunnels
+	fdsPerConn = broker.MaxDescriptors
+	fdReserve  = 64
+	maxPipes   = 128 // at most 128 MiB of pipe memory pinned by stuck tunnels
 )
 
 // pipesFor is the splice pipe budget for a descriptor limit: a sixteenth
@@ -30,11 +41,11 @@ func pipesFor(nofile uint64) int {
 }
 
 // DefaultMaxConnections derives the global cap from the descriptor limit:
-// what is left after the reserve and the pipes, two per connection.
+// what is left after the reserve and the pipes, fdsPerConn per connection.
 func DefaultMaxConnections(nofile uint64) int {
 	const least = 16
 	spare := int64(nofile) - fdReserve - 2*int64(pipesFor(nofile))
-	return int(max(spare/2, least))
+	return int(max(spare/fdsPerConn, least))
 }
 
 // NofileLimit is this process's RLIMIT_NOFILE (the Go runtime raises the

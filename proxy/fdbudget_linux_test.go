@@ -94,8 +94,8 @@ func TestStuckTunnelsOfOneIntegrationStayWithinTheDescriptorBudget(t *testing.T)
 	}
 
 	pipeFDs := openPipes(t) - inherited
-	room := nofile - fdReserve - 2*DefaultMaxConnections(nofile)
-	t.Logf("%d stuck tunnels: egressd holds %d pipe descriptors; the limit leaves %d beside the reserve and %d connections x 2 (budget %d pipes)", stuck, pipeFDs, room, DefaultMaxConnections(nofile), pipesFor(nofile))
+	room := nofile - fdReserve - fdsPerConn*DefaultMaxConnections(nofile)
+	t.Logf("%d stuck tunnels: egressd holds %d pipe descriptors; the limit leaves %d beside the reserve and %d connections x fdsPerConn (budget %d pipes)", stuck, pipeFDs, room, DefaultMaxConnections(nofile), pipesFor(nofile))
 	if pipeFDs > room {
 		t.Fatalf("%d stuck tunnels hold %d pipe descriptors, more than the %d the cap leaves for them: a neighbour can be starved of descriptors", stuck, pipeFDs, room)
 	}

@@ -66,6 +66,10 @@ type Server struct {
 	gp      *goproxy.ProxyHttpServer
 	metrics *Metrics
 	leaves  *broker.Leaves // nil without a broker
+	// built holds each integration's Basic tokens the broker built
+	// (builtTokens); by integration name.
+	builtMu sync.Mutex
+	built   map[string]*broker.BuiltTokens
 
 	connPrefix string
 	connSeq    atomic.Uint64

@@ -41,9 +41,16 @@ type Conn struct {
 	Admit func() policy.Reason
 	// Sentence is the line a refusal answers with.
 	Sentence func(policy.Reason) string
-	// HandshakeTimeout bounds each TLS handshake and a request's header;
-	// IdleTimeout a connection waiting for its next request.
-	HandshakeTimeout, IdleTimeout time.Duration
+	// HandshakeTimeout bounds each TLS handshake; HeaderTimeout a
+	// request's header; IdleTimeout a connection waiting for its next
+	// request; WaitTimeout a request waiting for a connection to the
+	// origin (all maxUpstreamConns busy).
+	HandshakeTimeout, HeaderTimeout, IdleTimeout, WaitTimeout time.Duration
+	// Built remembers the Basic tokens egressd built, so that every later
+	// answer is scrubbed of them (an origin may store a credential and
+	// show it back); shared by the connections of one integration. Nil
+	// means one store for this connection alone.
+	Built *BuiltTokens
 }
 
 // Request is one request's outcome, for the audit log.
@@ -61,9 +68,26 @@ type Request struct {
 const ReasonHeader = "X-Egress-Reason"
 
 // maxUpstreamConns bounds the connections one brokered client connection
-// may open to its origin (an HTTP/2 client multiplexing onto an HTTP/1.1
-// origin needs several).
-const maxUpstreamConns = 8
+// holds to its origin at once, upgrades included: with its own it is
+// MaxDescriptors, what the descriptor budget counts for a brokered
+// connection. An HTTP/2 client multiplexing onto an HTTP/1.1 origin gets
+// two requests through at a time; the others wait (WaitTimeout), a bound
+// on what one client connection costs egressd and the origin.
+const maxUpstreamConns = 2
+
+// MaxDescriptors is what one brokered client connection may hold: its own
+// socket and maxUpstreamConns to the origin.
+const MaxDescriptors = 1 + maxUpstreamConns
+
+// Bounds on what one brokered client connection may make egressd keep: a
+// request header of at most maxHeaderBytes (HTTP/1.1 and HTTP/2's header
+// list alike; net/http answers 431 past it), at most maxStreams HTTP/2
+// requests at once, each waiting for an upstream connection at most
+// WaitTimeout.
+const (
+	maxHeaderBytes = 64 << 10
+	maxStreams     = 8
+)
 
 var discard = log.New(io.Discard, "", 0)
 
@@ -75,7 +99,10 @@ var discard = log.New(io.Discard, "", 0)
 func Serve(ctx context.Context, client net.Conn, c *Conn) (up, down int64) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	b := &broker{c: c, first: c.Upstream, conns: map[net.Conn]bool{}}
+	b := &broker{c: c, first: c.Upstream, conns: map[net.Conn]bool{}, slots: make(chan struct{}, maxUpstreamConns), built: c.Built}
+	if b.built == nil {
+		b.built = NewBuiltTokens()
+	}
 	defer b.closeUpstreams()
 
 	tc := tls.Server(client, &tls.Config{
@@ -98,6 +125,7 @@ func Serve(ctx context.Context, client net.Conn, c *Conn) (up, down int64) {
 		MaxIdleConnsPerHost: maxUpstreamConns,
 		IdleConnTimeout:     c.IdleTimeout,
 	}
+	b.idle = append(b.idle, tr)
 	defer tr.CloseIdleConnections()
 	// An upgrade (WebSocket) exists in HTTP/1.1 only: its origin is asked
 	// over a connection that offers nothing else, or an origin that
@@ -108,6 +136,7 @@ func Serve(ctx context.Context, client net.Conn, c *Conn) (up, down int64) {
 		MaxIdleConnsPerHost: maxUpstreamConns,
 		IdleConnTimeout:     c.IdleTimeout,
 	}
+	b.idle = append(b.idle, upgrades)
 	defer upgrades.CloseIdleConnections()
 	b.proxy = &httputil.ReverseProxy{
 		Rewrite:        b.rewrite,
@@ -122,8 +151,10 @@ func Serve(ctx context.Context, client net.Conn, c *Conn) (up, down int64) {
 	var doneOnce sync.Once
 	srv := &http.Server{
 		Handler:           b,
-		ReadHeaderTimeout: c.HandshakeTimeout,
+		ReadHeaderTimeout: c.HeaderTimeout,
 		IdleTimeout:       c.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxStreams},
 		ErrorLog:          discard,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ConnState: func(_ net.Conn, st http.ConnState) {
@@ -158,6 +189,13 @@ type broker struct {
 	c        *Conn
 	proxy    *httputil.ReverseProxy
 	handlers sync.WaitGroup
+
+	built *BuiltTokens
+	// slots holds one token per upstream connection open, from either
+	// transport; idle are the transports, whose idle connections give
+	// their slots up when the other transport needs one.
+	slots chan struct{}
+	idle  []interface{ CloseIdleConnections() }
 
 	mu       sync.Mutex
 	first    net.Conn // the pinned connection, until the transport takes it
@@ -207,19 +245,26 @@ func (b *broker) dialer(protos ...string) func(ctx context.Context, _, _ string)
 // from Redial, each with a TLS handshake that verifies the origin's chain
 // and name. A handshake that fails has written no request, so no secret.
 func (b *broker) dialTLS(ctx context.Context, protos []string) (net.Conn, error) {
+	release, err := b.takeSlot(ctx)
+	if err != nil {
+		return nil, err
+	}
 	b.mu.Lock()
-	raw, closed := b.first, b.closed
+	first, closed := b.first, b.closed
 	b.first = nil
 	b.mu.Unlock()
 	if closed {
+		release()
 		return nil, net.ErrClosed
 	}
-	if raw == nil {
-		var err error
-		if raw, err = b.c.Redial(ctx); err != nil {
+	if first == nil {
+		if first, err = b.c.Redial(ctx); err != nil {
+			release()
 			return nil, &dialError{err}
 		}
 	}
+	// The slot is given back when the connection closes, whoever closes it.
+	raw := &slotConn{Conn: first, release: release}
 	tc := tls.Client(raw, &tls.Config{
 		ServerName: b.c.Host,
 		RootCAs:    b.c.Roots,
@@ -240,6 +285,38 @@ func (b *broker) dialTLS(ctx context.Context, protos []string) (net.Conn, error)
 	}
 	b.conns[tc] = true
 	return tc, nil
+}
+
+// takeSlot waits for one of the maxUpstreamConns slots, first asking both
+// transports to close their idle connections if none is free (an idle
+// HTTP/1.1 connection must not keep an upgrade waiting, nor the reverse).
+func (b *broker) takeSlot(ctx context.Context) (release func(), err error) {
+	select {
+	case b.slots <- struct{}{}:
+	default:
+		for _, t := range b.idle {
+			t.CloseIdleConnections()
+		}
+		select {
+		case b.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	var once sync.Once
+	return func() { once.Do(func() { <-b.slots }) }, nil
+}
+
+// slotConn gives its upstream slot back on its first Close.
+type slotConn struct {
+	net.Conn
+	release func()
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.release()
+	return err
 }
 
 type dialError struct{ err error }

@@ -8,10 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/egressd/egressd/policy"
 )
@@ -26,12 +28,14 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := &reqState{}
 	body := &countingReader{ReadCloser: r.Body}
 	r.Body = &trailerCheck{ReadCloser: body, trailer: r, unbound: b.c.Unbound, st: st}
-	cw := &countingWriter{ResponseWriter: w, scrub: func(h http.Header) { scrubHeader(h, scrubPairs(b.every(), st.echoes)) }}
+	cw := &countingWriter{ResponseWriter: w, scrub: func(h http.Header) { scrubHeader(h, b.pairs(st)) }}
 	if reason := b.check(r); reason != "" {
 		st.reason = reason
 		b.refuse(cw, reason)
 	} else {
-		b.proxy.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+		ctx, stop := b.waitBounded(context.WithValue(r.Context(), stateKey{}, st))
+		b.proxy.ServeHTTP(cw, r.WithContext(ctx))
+		stop()
 	}
 	if st.trailerMisdirected.Load() {
 		st.reason = policy.SecretMisdirected
@@ -48,6 +52,25 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Method: r.Method, Path: r.URL.Path, Status: status, Up: body.n, Down: cw.n,
 		Secrets: st.used, Reason: st.reason, Err: st.err,
 	})
+}
+
+// errUpstreamBusy cancels a request that waited WaitTimeout for one of
+// the connection's maxUpstreamConns connections to the origin.
+var errUpstreamBusy = errors.New("every connection to the origin stayed busy")
+
+// waitBounded gives a request WaitTimeout to be given a connection to the
+// origin (the transport's GotConn); past it the request is cancelled with
+// errUpstreamBusy, so no request waits, holding its header, for ever.
+func (b *broker) waitBounded(parent context.Context) (ctx context.Context, stop func()) {
+	if b.c.WaitTimeout <= 0 {
+		return parent, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	timer := time.AfterFunc(b.c.WaitTimeout, func() { cancel(errUpstreamBusy) })
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { timer.Stop() },
+	})
+	return ctx, func() { timer.Stop(); cancel(nil) }
 }
 
 // enter counts a request in, unless the connection is already done.
@@ -83,7 +106,8 @@ func (b *broker) check(r *http.Request) policy.Reason {
 	if misdirected(r.RequestURI, r.Header, b.c.Unbound) {
 		return policy.SecretMisdirected
 	}
-	if headerGrowth(r.Header, b.c.Bound) > maxHeaderGrowth || oversized(r.Header, b.c.Bound) {
+	if headerGrowth(r.Header, b.c.Bound) > maxHeaderGrowth || oversized(r.Header, b.c.Bound) ||
+		basicCarrying(r.Header, b.c.Bound) > maxBasicPerRequest {
 		return policy.BadRequest
 	}
 	return ""
@@ -116,6 +140,7 @@ func (b *broker) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.Header.Del("If-Range")
 	st := stateOf(pr.Out.Context())
 	st.used, st.echoes = substituteHeaders(pr.Out.Header, b.c.Bound)
+	b.built.remember(st.echoes)
 }
 
 // every is each secret egressd knows, bound here or not: responses are
@@ -137,7 +162,7 @@ func (b *broker) modifyResponse(resp *http.Response) error {
 		return errPartial
 	}
 	resp.Header.Del("Accept-Ranges") // ranges are dropped on the way out: none is on offer
-	pairs := scrubPairs(b.every(), st.echoes)
+	pairs := b.pairs(st)
 	scrubHeader(resp.Header, pairs)
 	if resp.StatusCode == http.StatusSwitchingProtocols || resp.Body == nil || resp.Body == http.NoBody {
 		return nil
@@ -175,14 +200,22 @@ func partial(resp *http.Response) bool {
 	return false
 }
 
-// redact applies to s what responses get (scrubPairs): every secret's
-// value by its placeholder, and each Basic token egressd built by the one
-// the integration wrote. An error from the transport or the reverse proxy
-// may quote a request header after substitution (a mismatched Upgrade did,
-// raw and as a Basic token): it goes to the audit log, which names secrets
-// only by NAME.
-func (b *broker) redact(s string, echoes []pair) string {
-	for _, p := range scrubPairs(b.every(), echoes) {
+// pairs are what a response to the request of st is scrubbed of: every
+// secret's value, each Basic token egressd built for the integration
+// lately (an origin may show a stored one back on a later request) and
+// those of this request (never forgotten before its answer). There are at
+// most len(secrets) + maxBuiltTokens + maxBasicPerRequest: the scrubber's
+// work is linear in the body with that constant.
+func (b *broker) pairs(st *reqState) []pair {
+	return scrubPairs(b.every(), append(b.built.all(), st.echoes...))
+}
+
+// redact applies to s what responses get (pairs). An error from the
+// transport or the reverse proxy may quote a request header after
+// substitution (a mismatched Upgrade did, raw and as a Basic token): it
+// goes to the audit log, which names secrets only by NAME.
+func (b *broker) redact(s string, st *reqState) string {
+	for _, p := range b.pairs(st) {
 		s = strings.ReplaceAll(s, string(p.from), string(p.to))
 	}
 	return s
@@ -193,7 +226,12 @@ func (b *broker) redact(s string, echoes []pair) string {
 // certificate did not verify, response_refused for a partial answer.
 func (b *broker) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	st := stateOf(r.Context())
-	st.reason, st.err = policy.DialError, b.redact(err.Error(), st.echoes)
+	st.reason, st.err = policy.DialError, b.redact(err.Error(), st)
+	if errors.Is(context.Cause(r.Context()), errUpstreamBusy) {
+		st.reason = policy.Timeout
+		b.refuse(w, st.reason)
+		return
+	}
 	switch {
 	case st.trailerMisdirected.Load():
 		st.reason = policy.SecretMisdirected
@@ -235,6 +273,8 @@ func (b *broker) refuse(w http.ResponseWriter, reason policy.Reason) {
 		code = http.StatusServiceUnavailable
 	case policy.LimitExceeded:
 		code = http.StatusTooManyRequests
+	case policy.Timeout: // no connection to the origin became free in time
+		code = http.StatusServiceUnavailable
 	}
 	h := w.Header()
 	h.Set(ReasonHeader, string(reason))

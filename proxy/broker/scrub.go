@@ -20,8 +20,10 @@ import (
 // echo of a piece of a value therefore passes as it is: a residual risk
 // the README names, and why ranges are never asked for.
 //
-// The work is linear in the body: whole values are found with bytes.Index
-// over what one read added plus the bytes held back.
+// The work is linear in the body, times the number of pairs (bounded:
+// see broker.pairs): whole values are found with bytes.Index over what one
+// read added plus the bytes held back, each pair searched again only past
+// a replacement that overtook its next match.
 type scrubReader struct {
 	src     io.ReadCloser
 	pairs   []pair
@@ -67,28 +69,45 @@ func (s *scrubReader) Read(p []byte) (int, error) {
 // error other than EOF nothing more is released (the held bytes may be a
 // value's first ones).
 func (s *scrubReader) scan(final bool) {
+	// next[i] is where pairs[i] next matches in what is left, or -1: each
+	// pair is searched again only once a replacement passed its match, so
+	// a body full of values costs len(pairs) searches, not one per match.
+	next := make([]int, len(s.pairs))
+	for i, p := range s.pairs {
+		next[i] = bytes.Index(s.pending, p.from)
+	}
+	done := 0 // pending[:done] is in out
 	for {
 		at, which := -1, -1
-		for i, p := range s.pairs {
-			j := bytes.Index(s.pending, p.from)
-			if j >= 0 && (at < 0 || j < at || (j == at && len(p.from) > len(s.pairs[which].from))) {
+		for i, j := range next {
+			if j >= 0 && (at < 0 || j < at || (j == at && len(s.pairs[i].from) > len(s.pairs[which].from))) {
 				at, which = j, i
 			}
 		}
 		if at < 0 {
 			break
 		}
-		s.out = append(s.out, s.pending[:at]...)
+		s.out = append(s.out, s.pending[done:at]...)
 		s.out = append(s.out, s.pairs[which].to...)
-		s.pending = s.pending[at+len(s.pairs[which].from):]
+		done = at + len(s.pairs[which].from)
+		for i, j := range next {
+			if j >= 0 && j < done {
+				if k := bytes.Index(s.pending[done:], s.pairs[i].from); k >= 0 {
+					next[i] = done + k
+				} else {
+					next[i] = -1
+				}
+			}
+		}
 	}
-	keep := min(s.hold, len(s.pending))
+	rest := s.pending[done:]
+	keep := min(s.hold, len(rest))
 	if final {
 		keep = 0
 	}
-	cut := len(s.pending) - keep
-	s.out = append(s.out, s.pending[:cut]...)
-	s.pending = append([]byte(nil), s.pending[cut:]...)
+	cut := len(rest) - keep
+	s.out = append(s.out, rest[:cut]...)
+	s.pending = append([]byte(nil), rest[cut:]...)
 }
 
 func (s *scrubReader) Close() error { return s.src.Close() }

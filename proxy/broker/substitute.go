@@ -188,9 +188,27 @@ func ownBytes(v string, bound []policy.Secret) (n int, carries bool) {
 	return max(n, 0), carries
 }
 
+// basicCarrying counts the Basic credentials in h that carry a bound
+// placeholder: each is a token egressd would build.
+func basicCarrying(h http.Header, bound []policy.Secret) int {
+	n := 0
+	for _, values := range h {
+		for _, v := range values {
+			if decoded, _, ok := basicCredential(v); ok {
+				if _, carries := ownBytes(decoded, bound); carries {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
 // substituteHeaders puts, in every value of h, each bound secret's value in
 // place of its placeholder, every time it appears, and inside a Basic
-// credential (decoded, replaced, encoded again). It returns the names of
+// credential (decoded, replaced, encoded again; at most maxBasicPerRequest
+// of them, which check enforces: past it a placeholder in Basic stays as
+// it is). It returns the names of
 // the secrets substituted, and for each Basic credential rewritten the
 // pair (sent, as the integration wrote it): an origin that echoes the
 // credential must not hand the encoded value back.
@@ -205,7 +223,7 @@ func substituteHeaders(h http.Header, bound []policy.Secret) (used []string, ech
 					seen[sec.Name] = true
 				}
 			}
-			if decoded, prefix, ok := basicCredential(out); ok {
+			if decoded, prefix, ok := basicCredential(out); ok && len(echoes) < maxBasicPerRequest {
 				replaced := decoded
 				for _, sec := range bound {
 					if sec.Placeholder != "" && strings.Contains(replaced, sec.Placeholder) {

@@ -222,7 +222,7 @@ func TestPlaceholderPercentEncodedInTheTargetOrInATrailerIsMisdirected(t *testin
 // the audit log; every value is replaced by its placeholder first.
 func TestRedactedErrorsNameNoValue(t *testing.T) {
 	b := &broker{c: &Conn{Bound: []policy.Secret{secret(t, "A", "a.example", phA, valA)}, Unbound: []policy.Secret{secret(t, "B", "b.example", phB, valB)}}}
-	got := b.redact(`backend tried to switch protocol "websocket" when "websocket, `+valA+`" was requested; `+valB, nil)
+	got := b.redact(`backend tried to switch protocol "websocket" when "websocket, `+valA+`" was requested; `+valB, &reqState{})
 	if strings.Contains(got, valA) || strings.Contains(got, valB) || !strings.Contains(got, phA) || !strings.Contains(got, phB) {
 		t.Fatalf("redacted: %q", got)
 	}
@@ -241,7 +241,7 @@ func TestRedactedErrorsNameNoBasicTokenEgressdBuilt(t *testing.T) {
 	h := http.Header{"Upgrade": {"Basic " + base64.StdEncoding.EncodeToString([]byte(phA))}}
 	_, echoes := substituteHeaders(h, []policy.Secret{a})
 	built := strings.TrimPrefix(h.Get("Upgrade"), "Basic ")
-	got := b.redact(`backend tried to switch protocol "websocket" when "Basic `+built+`" was requested`, echoes)
+	got := b.redact(`backend tried to switch protocol "websocket" when "Basic `+built+`" was requested`, &reqState{echoes: echoes})
 	if strings.Contains(got, built) || strings.Contains(got, valA) {
 		t.Fatalf("redacted: %q", got)
 	}
