@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/egressd/egressd/internal/termsafe"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,20 +26,19 @@ func checkStdio() error {
 }
 
 // passedAsIs says whether the program may hold egressd's own descriptor
-// fd: only a pipe or a terminal. Anything else is relayed through a pipe
-// (stdio). A socket (inetd, systemd's Accept=yes, Node's spawn) belongs to
-// the host's network namespace: the program would disconnect it (connect
-// AF_UNSPEC) and connect it anywhere past the proxy, or list the host's
-// interfaces with an ioctl on it. A regular file could be rewritten (clear
-// O_APPEND, seek, ftruncate) or reopened writable through /proc/self/fd. A
-// device is the launcher's, not the program's. A closed fd passes nothing.
+// fd: only a pipe. Anything else is relayed through a pipe (stdio). A
+// socket (inetd, systemd's Accept=yes, Node's spawn) belongs to the host's
+// network namespace: the program would disconnect it (connect AF_UNSPEC)
+// and connect it anywhere past the proxy, or list the host's interfaces
+// with an ioctl on it. A regular file could be rewritten (clear O_APPEND,
+// seek, ftruncate) or reopened writable through /proc/self/fd. A device is
+// the launcher's, not the program's. A terminal is the user's: in a session
+// of its own the program is outside the terminal's job control, so it read
+// what the user typed to the shell after Ctrl-Z or behind "&", and what it
+// wrote could leave the terminal in any mode. A closed fd passes nothing.
 func passedAsIs(fd int) bool {
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT == unix.S_IFIFO {
-		return true
-	}
-	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
-	return err == nil
+	return unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT == unix.S_IFIFO
 }
 
 // stdio is what the init gets as fds 0, 1 and 2, and the relays behind
@@ -95,9 +95,13 @@ func (s *stdio) relayIn() error {
 		return fmt.Errorf("sandbox: stdin pipe: %w", err)
 	}
 	s.files[0], s.childEnds, s.ownEnds = r, append(s.childEnds, r), append(s.ownEnds, w, src)
+	var in io.Reader = readerOnly{src}
+	if isTerminal(0) {
+		in = foregroundReader(src)
+	}
 	s.relays = append(s.relays, func() {
 		go func() {
-			io.Copy(writerOnly{w}, readerOnly{src})
+			io.Copy(writerOnly{w}, in)
 			w.Close()
 			src.Close()
 		}()
@@ -123,10 +127,19 @@ func (s *stdio) relayOut(fd int) error {
 	shut := fd == 1 && unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK && !sameFile(1, 2)
 	s.files[fd], s.childEnds, s.ownEnds = w, append(s.childEnds, w), append(s.ownEnds, r, dst)
 	s.outputs.Add(1)
+	var out io.Writer = writerOnly{dst}
+	var text *termsafe.TextWriter
+	if isTerminal(fd) {
+		text = termsafe.Text(dst)
+		out = text
+	}
 	s.relays = append(s.relays, func() {
 		go func() {
 			defer s.outputs.Done()
-			io.Copy(writerOnly{dst}, readerOnly{r})
+			io.Copy(out, readerOnly{r})
+			if text != nil {
+				text.Flush()
+			}
 			r.Close() // the program's next write fails, as on a closed socket
 			if shut {
 				unix.Shutdown(int(dst.Fd()), unix.SHUT_WR)

@@ -9,8 +9,12 @@ import (
 // nTTY is the normal line discipline (N_TTY in linux/tty.h).
 const nTTY = 0
 
-// Terminal is the launcher's terminal as it was before the program ran. The
-// program shares it (stdin, stdout and stderr pass through) and can change
+// Terminal is the launcher's terminal as it was before the program ran. A
+// sandboxed program never holds it (the sandbox relays a terminal through
+// pipes, see passedAsIs), so there only the file status flags of the
+// pipes it does share are saved (SaveStdioFlags): restoring modes on a
+// terminal nobody else touched would only stop a background egressd with
+// SIGTTOU. Under --insecure-env-only the program shares it and can change
 // its line discipline (TIOCSETD n_null leaves it dead), stop its output
 // (TCXONC), turn echo off, resize it, or make it exclusive (TIOCEXCL: every
 // further open(2) of it but root's fails with EBUSY). The seccomp filter
@@ -28,9 +32,8 @@ type Terminal struct {
 	flags   [3]int // F_GETFL of fds 0-2; -1 when closed
 }
 
-// SaveTerminal saves the file status flags of stdin, stdout and stderr and
-// the state of the first of them that is a terminal.
-func SaveTerminal() *Terminal {
+// SaveStdioFlags saves the file status flags of stdin, stdout and stderr.
+func SaveStdioFlags() *Terminal {
 	t := &Terminal{fd: -1, ldisc: nTTY}
 	for fd := 0; fd <= 2; fd++ {
 		fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
@@ -39,6 +42,13 @@ func SaveTerminal() *Terminal {
 		}
 		t.flags[fd] = fl
 	}
+	return t
+}
+
+// SaveTerminal saves the file status flags of stdin, stdout and stderr and
+// the state of the first of them that is a terminal.
+func SaveTerminal() *Terminal {
+	t := SaveStdioFlags()
 	for fd := 0; fd <= 2; fd++ {
 		termios, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 		if err != nil {

@@ -78,6 +78,9 @@ type Terminal struct{}
 // SaveTerminal returns nil here.
 func SaveTerminal() *Terminal { return nil }
 
+// SaveStdioFlags returns nil here.
+func SaveStdioFlags() *Terminal { return nil }
+
 // Restore does nothing here.
 func (*Terminal) Restore() error { return nil }
 

@@ -395,7 +395,7 @@ func (r *runSetup) close() {
 // sandboxed runs the program in the sandbox and returns its exit status.
 func (r *runSetup) sandboxed(stderr io.Writer) int {
 	p := r.policy
-	term := sandbox.SaveTerminal() // the program shares it and may leave it broken
+	term := sandbox.SaveStdioFlags() // a pipe it shares may be left non-blocking; a terminal is relayed
 	defer term.Restore()
 	sb, err := sandbox.Start(r.spec, r.opts)
 	if r.opts.StateMount != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -129,8 +130,10 @@ func TestRunProgramCannotLeaveTheTerminalExclusive(t *testing.T) {
 		name, want string
 		command    func() *exec.Cmd
 	}{
+		// The filter refuses the call; without it, it finds a pipe: the
+		// program never holds the terminal (egressd relays it).
 		{"sandboxed", "excl: Operation not permitted", func() *exec.Cmd { return e.command(script) }},
-		{"seccomp_off", "exclusive set", func() *exec.Cmd {
+		{"seccomp_off", "excl: Inappropriate ioctl for device", func() *exec.Cmd {
 			cmd := e.command(script)
 			cmd.Path, cmd.Args[0] = hookedBinary(t), hookedBinary(t)
 			cmd.Env = append(cmd.Env, "EGRESSD_TESTHOOK_LAYERS_OFF=seccomp")
@@ -200,5 +203,81 @@ func TestRunProgramCannotClearTheUsersExclusiveTerminal(t *testing.T) {
 				t.Fatalf("the terminal is not exclusive (%d) after egressd exited (%v)", excl, err)
 			}
 		})
+	}
+}
+
+// TestRunBackgroundProgramCannotReadWhatTheUserTypesToTheShell is issue
+// 19's fifth attacker, finding 1: the program runs in a session of its own,
+// outside the terminal's job control, so behind "&" or after Ctrl-Z it
+// read every line the user typed to the shell (a sudo password included).
+// Now the terminal is relayed by egressd, which stays in the user's job:
+// from the background nothing is read for the program, the shell gets the
+// line, and once "fg" brings egressd back the next line reaches the
+// program.
+func TestRunBackgroundProgramCannotReadWhatTheUserTypesToTheShell(t *testing.T) {
+	e := newSandboxEnv(t)
+	master, slave := openPTY(t)
+	var shown lockedBuffer
+	go io.Copy(&shown, master)
+	var quoted []string
+	for _, a := range e.command(`echo ready; read x; echo "program:$x"`).Args {
+		quoted = append(quoted, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
+	}
+	// The shell reads nothing until the test has typed its line (it waits
+	// on a FIFO first), so a program that can read the terminal from the
+	// background takes the line before the shell asks for it.
+	turn := filepath.Join(t.TempDir(), "turn")
+	if err := unix.Mkfifo(turn, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shell := exec.Command("/bin/bash", "--norc", "-m", "-c", strings.Join(quoted, " ")+` &
+read go <`+turn+`; read line; echo "shell:$line"; fg %1 >/dev/null; echo "egressd:$?"`)
+	shell.Stdin, shell.Stdout, shell.Stderr = slave, slave, slave
+	shell.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := shell.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- shell.Wait() }()
+	t.Cleanup(func() {
+		if shell.ProcessState == nil {
+			syscall.Kill(-shell.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	})
+	waitFor(t, &shown, `ready`)
+	io.WriteString(master, "typed-to-the-shell\n")
+	if err := os.WriteFile(turn, []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, &shown, `shell:typed-to-the-shell`)
+	io.WriteString(master, "typed-to-the-program\n")
+	waitFor(t, &shown, `egressd:0`)
+	out := shown.String()
+	if strings.Contains(out, "program:typed-to-the-shell") || !strings.Contains(out, "program:typed-to-the-program") {
+		t.Fatalf("the background program read the shell's line, or the foreground one missed its own:\n%s", out)
+	}
+}
+
+// TestRunProgramCannotLeaveTheTerminalInAnotherMode is issue 19's fifth
+// attacker, finding 8: the escape sequences a program wrote (alternate
+// screen, hidden cursor, mouse tracking, application cursor keys) left the
+// user's terminal emulator in those modes after it exited. The relay
+// shows them as text instead; lines pass unchanged.
+func TestRunProgramCannotLeaveTheTerminalInAnotherMode(t *testing.T) {
+	e := newSandboxEnv(t)
+	master, slave := openPTY(t)
+	var shown bytes.Buffer
+	drained := make(chan struct{})
+	go func() { io.Copy(&shown, master); close(drained) }()
+	cmd := e.command(`printf 'line one\n\033[?1049h\033[?25l\033[?1000h\033[?1h\033]52;c;c2VjcmV0\007done\n'`)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	err := cmd.Run()
+	slave.Close()
+	<-drained
+	out := shown.String()
+	if err != nil || strings.Contains(out, "\x1b[?") || strings.Contains(out, "\x1b]52") ||
+		!strings.Contains(out, `line one`) || !strings.Contains(out, `\x1b[?1049h\x1b[?25l\x1b[?1000h\x1b[?1h\x1b]52;c;c2VjcmV0\x07done`) {
+		t.Fatalf("egressd: %v; the program's escape sequences reached the terminal, or its text did not:\n%q", err, out)
 	}
 }

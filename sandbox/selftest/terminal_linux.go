@@ -22,7 +22,7 @@ func probeTerminal(_ context.Context, c *Config) (string, string) {
 	}
 	t, err := unix.IoctlGetTermios(0, unix.TCGETS)
 	if err != nil {
-		return skipped("standard input is not a terminal (%s)", short(err))
+		return closed("the lent terminal reached the program as a pipe: egressd relays it (%s)", short(err))
 	}
 	var done, refused []string
 	try := func(what string, err error) {
