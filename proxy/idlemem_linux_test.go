@@ -1,0 +1,279 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/egressd/egressd/policy"
+)
+
+// What an idle tunnel costs egressd in memory, and what one connection
+// costs it in allocations, measured in process against real sockets: the
+// figures bench/ reads from RSS (idle tunnel memory) and strace, here
+// deterministic enough to guard.
+
+// idleTunnels is how many tunnels one measurement holds open.
+const idleTunnels = 500
+
+// BenchmarkIdleTunnelMemory opens idleTunnels real CONNECT tunnels through
+// the Server to a loopback origin, completes each ClientHello exchange,
+// waits until every direction has parked in splice, collects garbage, and
+// reports egressd's heap and stacks per tunnel (B/tunnel) and goroutines
+// per tunnel. The test side's own sockets are measured with the same
+// number of direct connections and left out.
+//
+//	go test -run XXX -bench BenchmarkIdleTunnelMemory -benchtime=3x ./proxy/
+func BenchmarkIdleTunnelMemory(b *testing.B) {
+	l := newIdleLab(b)
+	var bytes, goroutines float64
+	for b.Loop() {
+		m := l.measure(idleTunnels)
+		bytes += m.bytes
+		goroutines += m.goroutines
+	}
+	b.ReportMetric(bytes/float64(b.N), "B/tunnel")
+	b.ReportMetric(goroutines/float64(b.N), "goroutines/tunnel")
+}
+
+// BenchmarkTunnelLifecycle is one whole connection through egressd:
+// CONNECT, decision, cached DNS, dial, 200, ClientHello check, the
+// origin's answer, splice, the client's close, and the close record. Its
+// allocs/op and B/op (-benchmem) are the process's, the test's dial and
+// origin included: compare them with the direct sub-benchmark.
+//
+//	go test -run XXX -bench BenchmarkTunnelLifecycle -benchmem -benchtime=2000x ./proxy/
+func BenchmarkTunnelLifecycle(b *testing.B) {
+	for _, via := range []string{"direct", "egressd"} {
+		b.Run(via, func(b *testing.B) {
+			l := newIdleLab(b)
+			open, records := l.direct, 0
+			if via == "egressd" {
+				open, records = l.throughEgressd, 2
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				l.lifecycle(open, records)
+			}
+		})
+	}
+}
+
+// idleLab is an egressd whose audit lines are counted and dropped, and an
+// origin that answers each ClientHello and then either holds the
+// connection without a goroutine (idle) or closes it when the client does.
+type idleLab struct {
+	tb     testing.TB
+	e      *env
+	lines  *lineCounter
+	origin *net.TCPListener
+	target string // CONNECT's target
+	hello  []byte
+
+	mu   sync.Mutex
+	held []net.Conn // origin ends of idle connections
+	hold bool       // hold the next connections instead of closing at EOF
+}
+
+func newIdleLab(tb testing.TB) *idleLab {
+	lines := &lineCounter{}
+	lines.cond.L = &lines.mu
+	e := newEnv(tb, withConfig(func(c *policy.Config) {
+		c.Limits.ConnectionsPerSecond, c.Limits.Burst = 1e9, 1<<30
+		c.Limits.MaxTunnels = 4 * idleTunnels
+	}), func(e *env) { e.auditTo = lines })
+	e.resolveToOrigin("api.allowed.example")
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	p := uint16(ln.Addr().(*net.TCPAddr).Port)
+	e.cfg.Integrations[0].Exemptions.AllowPorts = append(e.cfg.Integrations[0].Exemptions.AllowPorts, p)
+	e.registry.Load(e.cfg)
+	l := &idleLab{tb: tb, e: e, lines: lines, origin: ln.(*net.TCPListener),
+		target: "api.allowed.example:" + itoa(p),
+		hello:  buildHello(helloSpec{names: []string{"api.allowed.example"}})}
+	go l.serve()
+	tb.Cleanup(l.closeHeld)
+	return l
+}
+
+// serve answers each connection's ClientHello on the accept goroutine (the
+// lab opens one connection at a time), then holds it or sinks it to EOF.
+func (l *idleLab) serve() {
+	for {
+		c, err := l.origin.Accept()
+		if err != nil {
+			return
+		}
+		hdr := make([]byte, 5)
+		if _, err := io.ReadFull(c, hdr); err != nil {
+			c.Close()
+			continue
+		}
+		io.CopyN(io.Discard, c, int64(hdr[3])<<8|int64(hdr[4]))
+		c.Write(benchServerHello)
+		l.mu.Lock()
+		if l.hold {
+			l.held = append(l.held, c)
+			c = nil
+		}
+		l.mu.Unlock()
+		if c != nil {
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}
+}
+
+func (l *idleLab) closeHeld() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.held {
+		c.Close()
+	}
+	l.held = l.held[:0]
+}
+
+// direct opens a connection straight to the origin and exchanges hellos.
+func (l *idleLab) direct() net.Conn {
+	c, err := net.Dial("tcp", l.origin.Addr().String())
+	if err != nil {
+		l.tb.Fatal(err)
+	}
+	l.exchangeHellos(c)
+	return c
+}
+
+var connectEstablished = []byte("HTTP/1.1 200 Connection established\r\n\r\n")
+
+// throughEgressd opens a tunnel and exchanges hellos through it. egressd's
+// answer is read to its exact length, so no reader outlives the call.
+func (l *idleLab) throughEgressd() net.Conn {
+	c, err := net.Dial("tcp", l.e.addr)
+	if err != nil {
+		l.tb.Fatal(err)
+	}
+	if _, err := io.WriteString(c, "CONNECT "+l.target+" HTTP/1.1\r\nHost: "+l.target+"\r\n\r\n"); err != nil {
+		l.tb.Fatal(err)
+	}
+	got := make([]byte, len(connectEstablished))
+	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, connectEstablished) {
+		l.tb.Fatalf("CONNECT answered %q, %v", got, err)
+	}
+	l.exchangeHellos(c)
+	return c
+}
+
+func (l *idleLab) exchangeHellos(c net.Conn) {
+	if _, err := c.Write(l.hello); err != nil {
+		l.tb.Fatal(err)
+	}
+	got := make([]byte, len(benchServerHello))
+	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, benchServerHello) {
+		l.tb.Fatalf("origin answered %q, %v", got, err)
+	}
+}
+
+// lifecycle runs one connection from dial until it has written its
+// records (egressd's connect and close) and the client has closed.
+func (l *idleLab) lifecycle(open func() net.Conn, records int) {
+	lines := l.lines.count()
+	c := open()
+	c.Close()
+	l.lines.waitFor(lines + records)
+}
+
+// idleCost is egressd's cost per idle tunnel.
+type idleCost struct{ bytes, goroutines float64 }
+
+// measure opens n idle connections directly and then n tunnels, and
+// returns what the tunnels cost beyond the direct connections. Each
+// reading is taken once every tunnel direction has parked in splice.
+func (l *idleLab) measure(n int) idleCost {
+	parked := make(chan struct{}, 2*n)
+	hook := func() {
+		select {
+		case parked <- struct{}{}:
+		default: // more than the tunnels' directions: not ours to count
+		}
+	}
+	idleOn.Store(&hook)
+	defer idleOn.Store(nil)
+
+	open := func(dial func() net.Conn, directions int) (bytes uint64, goroutines int) {
+		l.mu.Lock()
+		l.hold = true
+		l.held = make([]net.Conn, 0, n)
+		l.mu.Unlock()
+		conns := make([]net.Conn, 0, n)
+		mem0, g0 := memoryInUse()
+		for range n {
+			conns = append(conns, dial())
+		}
+		for range directions {
+			<-parked
+		}
+		mem, g := memoryInUse()
+		l.mu.Lock()
+		l.hold = false
+		l.mu.Unlock()
+		lines := l.lines.count()
+		for _, c := range conns {
+			c.Close()
+		}
+		l.closeHeld()
+		if directions > 0 {
+			l.lines.waitFor(lines + n) // every tunnel's close record
+		}
+		return mem - min(mem, mem0), g - g0
+	}
+	directMem, directG := open(l.direct, 0)
+	tunnelMem, tunnelG := open(l.throughEgressd, 2*n)
+	return idleCost{
+		bytes:      float64(int64(tunnelMem)-int64(directMem)) / float64(n),
+		goroutines: float64(tunnelG-directG) / float64(n),
+	}
+}
+
+// memoryInUse is the heap and goroutine stacks in use after a full
+// collection (which also shrinks idle stacks), and the goroutine count.
+func memoryInUse() (uint64, int) {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse + ms.StackInuse, runtime.NumGoroutine()
+}
+
+// lineCounter is an audit sink that keeps no line, only their number.
+type lineCounter struct {
+	mu   sync.Mutex
+	cond sync.Cond
+	n    int
+}
+
+func (w *lineCounter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	w.n += bytes.Count(p, []byte{'\n'})
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	return len(p), nil
+}
+
+func (w *lineCounter) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n
+}
+
+func (w *lineCounter) waitFor(n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.n < n {
+		w.cond.Wait()
+	}
+}
