@@ -150,22 +150,72 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	// What the client sent behind the hello stays in br: guardHandshake
 	// checks it before it goes upstream.
 	handedOff = true
-	s.goTunnel(p, release, func() {
-		up0, down0, no := t.guardHandshake(raw, br, set.timeouts.ClientHello)
-		if no.reason != "" {
-			t.closeWith(no.reason)
-			refused := ev
-			if !no.sni.IsZero() {
-				refused.SNI = no.sni.String() // where the client really meant to go
-			}
-			refused.SNIRaw = no.sniRaw
-			s.refusedAfterAllow(&refused, no.reason, no.msg)
-			s.recordClose(p, t, ev, up0, down0, int64(len(raw)))
-			return
-		}
-		up, down := t.run(drain(br))
-		s.recordClose(p, t, ev, up0+up, down0+down, 0)
-	})
+	wait := set.timeouts.ClientHello
+	s.goTunnel(p, release, func() { s.splice(p, t, &ev, raw, br, wait) })
+}
+
+// splice checks the rest of the client's handshake, then splices until
+// both sides are done, and records the close. An idle tunnel parks here
+// for as long as it lives, so what stays reachable from this frame is
+// what each idle tunnel costs: the connect event is dropped for the few
+// fields the close record needs, and the refusal, with its copy of the
+// event, is another function's frame.
+func (s *Server) splice(p *policy.Policy, t *tunnel, ev *audit.Event, raw []byte, br *bufio.Reader, wait time.Duration) {
+	up0, down0, ok := s.guardHandshake(p, t, ev, raw, br, wait)
+	if !ok {
+		return
+	}
+	t.closing = closingOf(ev)
+	up, down := t.run(drain(br))
+	s.recordClosing(p, t, up0+up, down0+down)
+}
+
+// guardHandshake runs the tunnel's handshake guard and, if it refuses,
+// records the refusal and the close. Not inlined: the refusal and its
+// copy of the event would sit in splice's frame.
+//
+//go:noinline
+func (s *Server) guardHandshake(p *policy.Policy, t *tunnel, ev *audit.Event, raw []byte, br *bufio.Reader, wait time.Duration) (up, down int64, ok bool) {
+	up, down, no := t.guardHandshake(raw, br, wait)
+	if no.reason == "" {
+		return up, down, true
+	}
+	s.refuseHandshake(p, t, ev, no, up, down, int64(len(raw)))
+	return up, down, false
+}
+
+// refuseHandshake records a tunnel the handshake guard refused, and its
+// close.
+func (s *Server) refuseHandshake(p *policy.Policy, t *tunnel, ev *audit.Event, no handshakeRefusal, up, down, hello int64) {
+	t.closeWith(no.reason)
+	refused := *ev
+	if !no.sni.IsZero() {
+		refused.SNI = no.sni.String() // where the client really meant to go
+	}
+	refused.SNIRaw = no.sniRaw
+	s.refusedAfterAllow(&refused, no.reason, no.msg)
+	s.recordClose(p, t, *ev, up, down, hello)
+}
+
+// closing is what a spliced tunnel's close record takes from its connect
+// event. It is kept on the tunnel, not in splice's frame, which is under
+// the idle splice for as long as the tunnel lives.
+type closing struct {
+	host, addr, decision, exemption string
+	port                            uint16
+}
+
+func closingOf(ev *audit.Event) closing {
+	return closing{host: ev.Host, addr: ev.Addr, decision: ev.Decision, exemption: ev.Exemption, port: ev.Port}
+}
+
+// recordClosing writes the close record of a tunnel that spliced. Not
+// inlined: the event it builds would sit in splice's frame.
+//
+//go:noinline
+func (s *Server) recordClosing(p *policy.Policy, t *tunnel, up, down int64) {
+	c := &t.closing
+	s.recordClose(p, t, audit.Event{Host: c.host, Port: c.port, Addr: c.addr, Decision: c.decision, Exemption: c.exemption}, up, down, 0)
 }
 
 // admission applies the checks that come before looking at the target:

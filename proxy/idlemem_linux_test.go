@@ -2,9 +2,12 @@ package proxy
 
 import (
 	"bytes"
+	"flag"
 	"io"
 	"net"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"testing"
 
@@ -19,6 +22,11 @@ import (
 // idleTunnels is how many tunnels one measurement holds open.
 const idleTunnels = 500
 
+// idleProfile, if set, is where measure writes a heap profile while the
+// tunnels are open: what holds their memory (with -memprofilerate=1,
+// go tool pprof -sample_index=inuse_space).
+var idleProfile = flag.String("idleprofile", "", "write a heap profile of the open idle tunnels to this file")
+
 // BenchmarkIdleTunnelMemory opens idleTunnels real CONNECT tunnels through
 // the Server to a loopback origin, completes each ClientHello exchange,
 // waits until every direction has parked in splice, collects garbage, and
@@ -29,14 +37,18 @@ const idleTunnels = 500
 //	go test -run XXX -bench BenchmarkIdleTunnelMemory -benchtime=3x ./proxy/
 func BenchmarkIdleTunnelMemory(b *testing.B) {
 	l := newIdleLab(b)
-	var bytes, goroutines float64
+	var sum idleCost
 	for b.Loop() {
 		m := l.measure(idleTunnels)
-		bytes += m.bytes
-		goroutines += m.goroutines
+		sum.heap += m.heap
+		sum.stacks += m.stacks
+		sum.goroutines += m.goroutines
 	}
-	b.ReportMetric(bytes/float64(b.N), "B/tunnel")
-	b.ReportMetric(goroutines/float64(b.N), "goroutines/tunnel")
+	n := float64(b.N)
+	b.ReportMetric((sum.heap+sum.stacks)/n, "B/tunnel")
+	b.ReportMetric(sum.heap/n, "heap-B/tunnel")
+	b.ReportMetric(sum.stacks/n, "stack-B/tunnel")
+	b.ReportMetric(sum.goroutines/n, "goroutines/tunnel")
 }
 
 // BenchmarkTunnelLifecycle is one whole connection through egressd:
@@ -187,8 +199,11 @@ func (l *idleLab) lifecycle(open func() net.Conn, records int) {
 	l.lines.waitFor(lines + records)
 }
 
-// idleCost is egressd's cost per idle tunnel.
-type idleCost struct{ bytes, goroutines float64 }
+// idleCost is egressd's cost per idle tunnel: heap (HeapInuse) and
+// goroutine stacks (StackInuse) in bytes, and goroutines.
+type idleCost struct{ heap, stacks, goroutines float64 }
+
+func (c idleCost) bytes() float64 { return c.heap + c.stacks }
 
 // measure opens n idle connections directly and then n tunnels, and
 // returns what the tunnels cost beyond the direct connections. Each
@@ -204,7 +219,7 @@ func (l *idleLab) measure(n int) idleCost {
 	idleOn.Store(&hook)
 	defer idleOn.Store(nil)
 
-	open := func(dial func() net.Conn, directions int) (bytes uint64, goroutines int) {
+	open := func(dial func() net.Conn, directions int) (heap, stacks, goroutines int) {
 		l.mu.Lock()
 		l.hold = true
 		l.held = make([]net.Conn, 0, n)
@@ -218,6 +233,9 @@ func (l *idleLab) measure(n int) idleCost {
 			<-parked
 		}
 		mem, g := memoryInUse()
+		if directions > 0 && *idleProfile != "" {
+			writeHeapProfile(l.tb, *idleProfile)
+		}
 		l.mu.Lock()
 		l.hold = false
 		l.mu.Unlock()
@@ -229,24 +247,36 @@ func (l *idleLab) measure(n int) idleCost {
 		if directions > 0 {
 			l.lines.waitFor(lines + n) // every tunnel's close record
 		}
-		return mem - min(mem, mem0), g - g0
+		return mem.heap - mem0.heap, mem.stacks - mem0.stacks, g - g0
 	}
-	directMem, directG := open(l.direct, 0)
-	tunnelMem, tunnelG := open(l.throughEgressd, 2*n)
-	return idleCost{
-		bytes:      float64(int64(tunnelMem)-int64(directMem)) / float64(n),
-		goroutines: float64(tunnelG-directG) / float64(n),
-	}
+	directHeap, directStacks, directG := open(l.direct, 0)
+	heap, stacks, g := open(l.throughEgressd, 2*n)
+	per := func(tunnels, direct int) float64 { return float64(tunnels-direct) / float64(n) }
+	return idleCost{heap: per(heap, directHeap), stacks: per(stacks, directStacks), goroutines: per(g, directG)}
 }
+
+// inUse is the heap and the goroutine stacks in use, in bytes.
+type inUse struct{ heap, stacks int }
 
 // memoryInUse is the heap and goroutine stacks in use after a full
 // collection (which also shrinks idle stacks), and the goroutine count.
-func memoryInUse() (uint64, int) {
+func memoryInUse() (inUse, int) {
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return ms.HeapInuse + ms.StackInuse, runtime.NumGoroutine()
+	return inUse{heap: int(ms.HeapInuse), stacks: int(ms.StackInuse)}, runtime.NumGoroutine()
+}
+
+func writeHeapProfile(tb testing.TB, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // lineCounter is an audit sink that keeps no line, only their number.

@@ -22,7 +22,8 @@ type tunnel struct {
 	port     uint16
 	addr     netip.AddrPort
 	started  time.Time
-	secrets  string // secretsPrint of the secrets bound to host when it opened
+	secrets  string  // secretsPrint of the secrets bound to host when it opened
+	closing  closing // what its close record needs of the connect event (spliced tunnels)
 
 	// Watched by the sweeper only.
 	lastSent, lastRecv uint64
