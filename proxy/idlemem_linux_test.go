@@ -307,3 +307,60 @@ func (w *lineCounter) waitFor(n int) {
 		w.cond.Wait()
 	}
 }
+
+// Bounds of the guards below, with headroom over what the cuts of issue 16
+// measured (go test -bench 'BenchmarkIdleTunnelMemory|BenchmarkTunnelLifecycle'):
+// about 7.9 KiB per idle tunnel (2 KiB heap, two stacks of 2 and 4 KiB),
+// and 195 allocations, 19.8 KB per connection. Stacks move in whole
+// stacks, so a frame grown back under the splice shows as 2 KiB more.
+const (
+	maxIdleTunnelBytes     = 9 << 10
+	maxIdleTunnelGoroutine = 2
+	maxConnectionAllocs    = 215
+	maxConnectionBytes     = 22_000
+)
+
+func TestAnIdleTunnelHoldsTwoGoroutinesAndUnderNineKiB(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector grows frames and moves values to the heap: the bound is for the build that ships")
+	}
+	l := newIdleLab(t)
+	l.measure(idleTunnels) // warm up: the tunnel set, the pools and the lab grow to their size once
+	m := l.measure(idleTunnels)
+	t.Logf("per idle tunnel: %.0f bytes (%.0f heap, %.0f stacks), %.2f goroutines", m.bytes(), m.heap, m.stacks, m.goroutines)
+	if m.goroutines > maxIdleTunnelGoroutine {
+		t.Errorf("%.2f goroutines per idle tunnel, want at most %d", m.goroutines, maxIdleTunnelGoroutine)
+	}
+	if m.bytes() > maxIdleTunnelBytes {
+		t.Errorf("%.0f bytes per idle tunnel (heap %.0f, stacks %.0f), want at most %d", m.bytes(), m.heap, m.stacks, maxIdleTunnelBytes)
+	}
+}
+
+func TestAConnectionThroughEgressdAllocatesUnderItsBound(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector moves values to the heap: the bound is for the build that ships")
+	}
+	l := newIdleLab(t)
+	const runs = 200
+	perConnection := func(open func() net.Conn, records int) (allocs, bytes float64) {
+		for range 10 { // warm the resolver cache, the pools, the stacks
+			l.lifecycle(open, records)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range runs {
+			l.lifecycle(open, records)
+		}
+		runtime.ReadMemStats(&after)
+		return float64(after.Mallocs-before.Mallocs) / runs, float64(after.TotalAlloc-before.TotalAlloc) / runs
+	}
+	directAllocs, directBytes := perConnection(l.direct, 0)
+	allocs, bytes := perConnection(l.throughEgressd, 2)
+	t.Logf("per connection: %.0f allocations, %.0f bytes (direct: %.0f, %.0f)", allocs, bytes, directAllocs, directBytes)
+	if allocs > maxConnectionAllocs {
+		t.Errorf("%.0f allocations per connection through egressd (the test's own %.0f included), want at most %d", allocs, directAllocs, maxConnectionAllocs)
+	}
+	if bytes > maxConnectionBytes {
+		t.Errorf("%.0f bytes allocated per connection through egressd (the test's own %.0f included), want at most %d", bytes, directBytes, maxConnectionBytes)
+	}
+}
