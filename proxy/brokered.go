@@ -32,22 +32,36 @@ func (s *Server) goBrokered(p *policy.Policy, t *tunnel, ev audit.Event, bound [
 // gauge) until it returns; then the tunnel's slot is released. Spliced and
 // brokered tunnels both start here.
 func (s *Server) goTunnel(p *policy.Policy, release func(), body func()) {
+	life := s.beginTunnel(p, release)
+	go func() {
+		body()
+		life.end()
+	}()
+}
+
+// tunnelLife is a live tunnel's share of the server's accounting: the
+// handlers shutdown waits for, the global gate, the active-tunnels gauge,
+// and the tunnel's slot. end gives it back, once, when the tunnel is
+// done, on whichever goroutine finishes it.
+type tunnelLife struct {
+	s       *Server
+	active  prometheus.Gauge
+	release func()
+}
+
+func (s *Server) beginTunnel(p *policy.Policy, release func()) *tunnelLife {
 	s.handlers.Add(1)
 	s.opts.Gate.enter()
 	active := s.metrics.ActiveTunnels.WithLabelValues(integrationName(p))
 	active.Inc()
-	go s.runTunnel(active, release, body)
+	return &tunnelLife{s: s, active: active, release: release}
 }
 
-// runTunnel is the bottom of every tunnel's goroutine, under the idle
-// splice for as long as the tunnel lives: it keeps a small frame, so an
-// idle tunnel's stack can shrink to the smallest (BenchmarkIdleTunnelMemory).
-func (s *Server) runTunnel(active prometheus.Gauge, release, body func()) {
-	defer s.handlers.Done()
-	defer s.opts.Gate.leave()
-	defer release()
-	defer active.Dec()
-	body()
+func (l *tunnelLife) end() {
+	l.active.Dec()
+	l.release()
+	l.s.opts.Gate.leave()
+	l.s.handlers.Done()
 }
 
 // serveBrokered runs a tunnel to a host a secret is bound to (issue 15):

@@ -150,38 +150,66 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	// What the client sent behind the hello stays in br: guardHandshake
 	// checks it before it goes upstream.
 	handedOff = true
-	wait := set.timeouts.ClientHello
-	s.goTunnel(p, release, func() { s.splice(p, t, &ev, raw, br, wait) })
+	job := &splicing{s: s, p: p, t: t, ev: &ev, raw: raw, br: br, wait: set.timeouts.ClientHello, life: s.beginTunnel(p, release)}
+	go job.run()
 }
 
-// splice checks the rest of the client's handshake, then splices until
-// both sides are done, and records the close. An idle tunnel parks here
-// for as long as it lives, so what stays reachable from this frame is
-// what each idle tunnel costs: the connect event is dropped for the few
-// fields the close record needs, and the refusal, with its copy of the
-// event, is another function's frame.
-func (s *Server) splice(p *policy.Policy, t *tunnel, ev *audit.Event, raw []byte, br *bufio.Reader, wait time.Duration) {
-	up0, down0, ok := s.guardHandshake(p, t, ev, raw, br, wait)
-	if !ok {
+// splicing is a spliced tunnel's work after its connect record: check the
+// rest of the client's handshake on the goroutine the handler handed it
+// to, then splice each direction on a fresh goroutine (tunnel.start) and
+// let this one go, and record the close when both directions are done.
+// An idle tunnel is then two goroutines parked in splice with nothing
+// under them: the runtime never shrinks a stack below four times what it
+// holds plus 800 bytes, so the goroutine whose stack the handshake grew
+// would stay at 4 KiB or more for the tunnel's whole life. What stays
+// reachable from splicing is dropped once checked, keeping only the few
+// fields of the connect event the close record needs (tunnel.closing).
+type splicing struct {
+	s          *Server
+	p          *policy.Policy
+	t          *tunnel
+	ev         *audit.Event
+	raw        []byte
+	br         *bufio.Reader
+	wait       time.Duration
+	life       *tunnelLife
+	up0, down0 int64 // moved by the handshake guard
+}
+
+func (j *splicing) run() {
+	if !j.guard() {
+		j.life.end()
 		return
 	}
-	t.closing = closingOf(ev)
-	up, down := t.run(drain(br))
-	s.recordClosing(p, t, up0+up, down0+down)
+	j.t.start(j.replay(), j.ended)
 }
 
-// guardHandshake runs the tunnel's handshake guard and, if it refuses,
-// records the refusal and the close. Not inlined: the refusal and its
-// copy of the event would sit in splice's frame.
-//
-//go:noinline
-func (s *Server) guardHandshake(p *policy.Policy, t *tunnel, ev *audit.Event, raw []byte, br *bufio.Reader, wait time.Duration) (up, down int64, ok bool) {
-	up, down, no := t.guardHandshake(raw, br, wait)
-	if no.reason == "" {
-		return up, down, true
+// ended records the close of a tunnel that spliced, then ends its life.
+func (j *splicing) ended(up, down int64) {
+	j.s.recordClosing(j.p, j.t, j.up0+up, j.down0+down)
+	j.life.end()
+}
+
+// guard runs the tunnel's handshake guard and, if it refuses, records the
+// refusal and the close.
+func (j *splicing) guard() bool {
+	up, down, no := j.t.guardHandshake(j.raw, j.br, j.wait)
+	j.up0, j.down0 = up, down
+	if no.reason != "" {
+		j.s.refuseHandshake(j.p, j.t, j.ev, no, up, down, int64(len(j.raw)))
+		return false
 	}
-	s.refuseHandshake(p, t, ev, no, up, down, int64(len(raw)))
-	return up, down, false
+	j.t.closing = closingOf(j.ev)
+	j.ev, j.raw = nil, nil
+	return true
+}
+
+// replay is what the client sent behind what the guard checked, and lets
+// the reader go.
+func (j *splicing) replay() []byte {
+	b := drain(j.br)
+	j.br = nil
+	return b
 }
 
 // refuseHandshake records a tunnel the handshake guard refused, and its
@@ -198,8 +226,7 @@ func (s *Server) refuseHandshake(p *policy.Policy, t *tunnel, ev *audit.Event, n
 }
 
 // closing is what a spliced tunnel's close record takes from its connect
-// event. It is kept on the tunnel, not in splice's frame, which is under
-// the idle splice for as long as the tunnel lives.
+// event, kept on the tunnel so the event itself can go.
 type closing struct {
 	host, addr, decision, exemption string
 	port                            uint16
@@ -209,10 +236,7 @@ func closingOf(ev *audit.Event) closing {
 	return closing{host: ev.Host, addr: ev.Addr, decision: ev.Decision, exemption: ev.Exemption, port: ev.Port}
 }
 
-// recordClosing writes the close record of a tunnel that spliced. Not
-// inlined: the event it builds would sit in splice's frame.
-//
-//go:noinline
+// recordClosing writes the close record of a tunnel that spliced.
 func (s *Server) recordClosing(p *policy.Policy, t *tunnel, up, down int64) {
 	c := &t.closing
 	s.recordClose(p, t, audit.Event{Host: c.host, Port: c.port, Addr: c.addr, Decision: c.decision, Exemption: c.exemption}, up, down, 0)

@@ -39,28 +39,66 @@ type halfCloser interface{ CloseWrite() error }
 
 // run replays what was read from the client and not yet forwarded (the
 // handshake guard forwards the ClientHello and what it checked), then
-// splices both ways until both sides are done. up counts client→origin bytes, down origin→client.
+// splices both ways until both sides are done. up counts client→origin
+// bytes, down origin→client.
 func (t *tunnel) run(replay []byte) (up, down int64) {
+	done := make(chan [2]int64, 1)
+	t.start(replay, func(up, down int64) { done <- [2]int64{up, down} })
+	moved := <-done
+	return moved[0], moved[1]
+}
+
+// start is run without the wait: it replays, starts each direction on a
+// goroutine of its own and returns. The direction that ends last closes
+// both sides and calls ended with the byte counts. A fresh goroutine
+// parked in splice holds a stack of the smallest size the runtime gives
+// (BenchmarkIdleTunnelMemory).
+func (t *tunnel) start(replay []byte, ended func(up, down int64)) {
+	var replayed int64
 	if len(replay) > 0 { // usually empty: Go would still make the write(2)
 		n, err := t.upstream.Write(replay)
-		up = int64(n)
+		replayed = int64(n)
 		if err != nil {
 			t.abort()
-			return up, 0
+			ended(replayed, 0)
+			return
 		}
 	}
-	done := make(chan int64, 1)
-	go func() {
-		n, err := pump(t.client, t.upstream)
-		t.finishDirection(t.client, err)
-		done <- n
-	}()
-	copied, err := pump(t.upstream, t.client)
-	t.finishDirection(t.upstream, err)
-	up += copied
-	down = <-done
-	t.abort()
-	return up, down
+	s := &splicers{t: t, ended: ended}
+	s.up.Store(replayed)
+	s.left.Store(2)
+	go s.pumpUp()
+	go s.pumpDown()
+}
+
+// splicers are a tunnel's two directions; the one that ends last ends
+// the tunnel.
+type splicers struct {
+	t        *tunnel
+	ended    func(up, down int64)
+	up, down atomic.Int64
+	left     atomic.Int32
+}
+
+func (s *splicers) pumpUp() {
+	n, err := pump(s.t.upstream, s.t.client)
+	s.t.finishDirection(s.t.upstream, err)
+	s.up.Add(n)
+	s.directionDone()
+}
+
+func (s *splicers) pumpDown() {
+	n, err := pump(s.t.client, s.t.upstream)
+	s.t.finishDirection(s.t.client, err)
+	s.down.Add(n)
+	s.directionDone()
+}
+
+func (s *splicers) directionDone() {
+	if s.left.Add(-1) == 0 {
+		s.t.abort()
+		s.ended(s.up.Load(), s.down.Load())
+	}
 }
 
 // finishDirection passes a clean EOF on as a half-close, and tears the whole
