@@ -49,12 +49,12 @@ type tunnelLife struct {
 	release func()
 }
 
-func (s *Server) beginTunnel(p *policy.Policy, release func()) *tunnelLife {
+func (s *Server) beginTunnel(p *policy.Policy, release func()) tunnelLife {
 	s.handlers.Add(1)
 	s.opts.Gate.enter()
 	active := s.metrics.ActiveTunnels.WithLabelValues(integrationName(p))
 	active.Inc()
-	return &tunnelLife{s: s, active: active, release: release}
+	return tunnelLife{s: s, active: active, release: release}
 }
 
 func (l *tunnelLife) end() {

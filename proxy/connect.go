@@ -172,8 +172,9 @@ type splicing struct {
 	raw        []byte
 	br         *bufio.Reader
 	wait       time.Duration
-	life       *tunnelLife
-	up0, down0 int64 // moved by the handshake guard
+	life       tunnelLife
+	up0, down0 int64    // moved by the handshake guard
+	splicers   splicers // the two directions' state, here to save an allocation
 }
 
 func (j *splicing) run() {
@@ -181,11 +182,11 @@ func (j *splicing) run() {
 		j.life.end()
 		return
 	}
-	j.t.start(j.replay(), j.ended)
+	j.t.start(j.replay(), &j.splicers, j)
 }
 
-// ended records the close of a tunnel that spliced, then ends its life.
-func (j *splicing) ended(up, down int64) {
+// tunnelEnded records the close of a tunnel that spliced, then ends its life.
+func (j *splicing) tunnelEnded(up, down int64) {
 	j.s.recordClosing(j.p, j.t, j.up0+up, j.down0+down)
 	j.life.end()
 }

@@ -42,29 +42,39 @@ type halfCloser interface{ CloseWrite() error }
 // splices both ways until both sides are done. up counts client→origin
 // bytes, down origin→client.
 func (t *tunnel) run(replay []byte) (up, down int64) {
-	done := make(chan [2]int64, 1)
-	t.start(replay, func(up, down int64) { done <- [2]int64{up, down} })
+	var s splicers
+	done := endedOn(make(chan [2]int64, 1))
+	t.start(replay, &s, done)
 	moved := <-done
 	return moved[0], moved[1]
 }
 
+// endedOn is a tunnelEnder that sends the byte counts.
+type endedOn chan [2]int64
+
+func (c endedOn) tunnelEnded(up, down int64) { c <- [2]int64{up, down} }
+
+// tunnelEnder is told, once, that both directions of a tunnel are done.
+type tunnelEnder interface{ tunnelEnded(up, down int64) }
+
 // start is run without the wait: it replays, starts each direction on a
-// goroutine of its own and returns. The direction that ends last closes
-// both sides and calls ended with the byte counts. A fresh goroutine
-// parked in splice holds a stack of the smallest size the runtime gives
+// goroutine of its own, keeping their state in s (zero, and the caller's
+// to place), and returns. The direction that ends last closes both sides
+// and tells end the byte counts. A fresh goroutine parked in splice holds
+// a stack of the smallest size the runtime gives
 // (BenchmarkIdleTunnelMemory).
-func (t *tunnel) start(replay []byte, ended func(up, down int64)) {
+func (t *tunnel) start(replay []byte, s *splicers, end tunnelEnder) {
 	var replayed int64
 	if len(replay) > 0 { // usually empty: Go would still make the write(2)
 		n, err := t.upstream.Write(replay)
 		replayed = int64(n)
 		if err != nil {
 			t.abort()
-			ended(replayed, 0)
+			end.tunnelEnded(replayed, 0)
 			return
 		}
 	}
-	s := &splicers{t: t, ended: ended}
+	s.t, s.end = t, end
 	s.up.Store(replayed)
 	s.left.Store(2)
 	go s.pumpUp()
@@ -75,7 +85,7 @@ func (t *tunnel) start(replay []byte, ended func(up, down int64)) {
 // the tunnel.
 type splicers struct {
 	t        *tunnel
-	ended    func(up, down int64)
+	end      tunnelEnder
 	up, down atomic.Int64
 	left     atomic.Int32
 }
@@ -97,7 +107,7 @@ func (s *splicers) pumpDown() {
 func (s *splicers) directionDone() {
 	if s.left.Add(-1) == 0 {
 		s.t.abort()
-		s.ended(s.up.Load(), s.down.Load())
+		s.end.tunnelEnded(s.up.Load(), s.down.Load())
 	}
 }
 
