@@ -29,8 +29,9 @@ func (s *Server) goBrokered(p *policy.Policy, t *tunnel, ev audit.Event, bound [
 
 // goTunnel runs body on a goroutine of its own, counted as a live tunnel
 // (the handlers shutdown waits for, the global gate, the active-tunnels
-// gauge) until it returns; then the tunnel's slot is released. Spliced and
-// brokered tunnels both start here.
+// gauge) until it returns; then the tunnel's slot is released. Brokered
+// tunnels start here; a spliced one ends its tunnelLife when its last
+// direction does (splicing).
 func (s *Server) goTunnel(p *policy.Policy, release func(), body func()) {
 	life := s.beginTunnel(p, release)
 	go func() {
