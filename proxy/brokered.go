@@ -13,6 +13,7 @@ import (
 	"github.com/egressd/egressd/audit"
 	"github.com/egressd/egressd/policy"
 	"github.com/egressd/egressd/proxy/broker"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // goBrokered runs a brokered tunnel on a goroutine of its own, counted
@@ -28,20 +29,40 @@ func (s *Server) goBrokered(p *policy.Policy, t *tunnel, ev audit.Event, bound [
 
 // goTunnel runs body on a goroutine of its own, counted as a live tunnel
 // (the handlers shutdown waits for, the global gate, the active-tunnels
-// gauge) until it returns; then the tunnel's slot is released. Spliced and
-// brokered tunnels both start here.
+// gauge) until it returns; then the tunnel's slot is released. Brokered
+// tunnels start here; a spliced one ends its tunnelLife when its last
+// direction does (splicing).
 func (s *Server) goTunnel(p *policy.Policy, release func(), body func()) {
+	life := s.beginTunnel(p, release)
+	go func() {
+		body()
+		life.end()
+	}()
+}
+
+// tunnelLife is a live tunnel's share of the server's accounting: the
+// handlers shutdown waits for, the global gate, the active-tunnels gauge,
+// and the tunnel's slot. end gives it back, once, when the tunnel is
+// done, on whichever goroutine finishes it.
+type tunnelLife struct {
+	s       *Server
+	active  prometheus.Gauge
+	release func()
+}
+
+func (s *Server) beginTunnel(p *policy.Policy, release func()) tunnelLife {
 	s.handlers.Add(1)
 	s.opts.Gate.enter()
-	go func() {
-		defer s.handlers.Done()
-		defer s.opts.Gate.leave()
-		defer release()
-		active := s.metrics.ActiveTunnels.WithLabelValues(integrationName(p))
-		active.Inc()
-		defer active.Dec()
-		body()
-	}()
+	active := s.metrics.ActiveTunnels.WithLabelValues(integrationName(p))
+	active.Inc()
+	return tunnelLife{s: s, active: active, release: release}
+}
+
+func (l *tunnelLife) end() {
+	l.active.Dec()
+	l.release()
+	l.s.opts.Gate.leave()
+	l.s.handlers.Done()
 }
 
 // serveBrokered runs a tunnel to a host a secret is bound to (issue 15):

@@ -150,22 +150,97 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	// What the client sent behind the hello stays in br: guardHandshake
 	// checks it before it goes upstream.
 	handedOff = true
-	s.goTunnel(p, release, func() {
-		up0, down0, no := t.guardHandshake(raw, br, set.timeouts.ClientHello)
-		if no.reason != "" {
-			t.closeWith(no.reason)
-			refused := ev
-			if !no.sni.IsZero() {
-				refused.SNI = no.sni.String() // where the client really meant to go
-			}
-			refused.SNIRaw = no.sniRaw
-			s.refusedAfterAllow(&refused, no.reason, no.msg)
-			s.recordClose(p, t, ev, up0, down0, int64(len(raw)))
-			return
-		}
-		up, down := t.run(drain(br))
-		s.recordClose(p, t, ev, up0+up, down0+down, 0)
-	})
+	job := &splicing{s: s, p: p, t: t, ev: &ev, raw: raw, br: br, wait: set.timeouts.ClientHello, life: s.beginTunnel(p, release)}
+	go job.run()
+}
+
+// splicing is a spliced tunnel's work after its connect record: check the
+// rest of the client's handshake on the goroutine the handler handed it
+// to, then splice each direction on a fresh goroutine (tunnel.start) and
+// let this one go, and record the close when both directions are done.
+// An idle tunnel is then two goroutines parked in splice with nothing
+// under them: the runtime never shrinks a stack below four times what it
+// holds plus 800 bytes, so the goroutine whose stack the handshake grew
+// would stay at 4 KiB or more for the tunnel's whole life. What stays
+// reachable from splicing is dropped once checked, keeping only the few
+// fields of the connect event the close record needs (tunnel.closing).
+type splicing struct {
+	s          *Server
+	p          *policy.Policy
+	t          *tunnel
+	ev         *audit.Event
+	raw        []byte
+	br         *bufio.Reader
+	wait       time.Duration
+	life       tunnelLife
+	up0, down0 int64    // moved by the handshake guard
+	splicers   splicers // the two directions' state, here to save an allocation
+}
+
+func (j *splicing) run() {
+	if !j.guard() {
+		j.life.end()
+		return
+	}
+	j.t.start(j.replay(), &j.splicers, j)
+}
+
+// tunnelEnded records the close of a tunnel that spliced, then ends its life.
+func (j *splicing) tunnelEnded(up, down int64) {
+	j.s.recordClosing(j.p, j.t, j.up0+up, j.down0+down)
+	j.life.end()
+}
+
+// guard runs the tunnel's handshake guard and, if it refuses, records the
+// refusal and the close.
+func (j *splicing) guard() bool {
+	up, down, no := j.t.guardHandshake(j.raw, j.br, j.wait)
+	j.up0, j.down0 = up, down
+	if no.reason != "" {
+		j.s.refuseHandshake(j.p, j.t, j.ev, no, up, down, int64(len(j.raw)))
+		return false
+	}
+	j.t.closing = closingOf(j.ev)
+	j.ev, j.raw = nil, nil
+	return true
+}
+
+// replay is what the client sent behind what the guard checked, and lets
+// the reader go.
+func (j *splicing) replay() []byte {
+	b := drain(j.br)
+	j.br = nil
+	return b
+}
+
+// refuseHandshake records a tunnel the handshake guard refused, and its
+// close.
+func (s *Server) refuseHandshake(p *policy.Policy, t *tunnel, ev *audit.Event, no handshakeRefusal, up, down, hello int64) {
+	t.closeWith(no.reason)
+	refused := *ev
+	if !no.sni.IsZero() {
+		refused.SNI = no.sni.String() // where the client really meant to go
+	}
+	refused.SNIRaw = no.sniRaw
+	s.refusedAfterAllow(&refused, no.reason, no.msg)
+	s.recordClose(p, t, *ev, up, down, hello)
+}
+
+// closing is what a spliced tunnel's close record takes from its connect
+// event, kept on the tunnel so the event itself can go.
+type closing struct {
+	host, addr, decision, exemption string
+	port                            uint16
+}
+
+func closingOf(ev *audit.Event) closing {
+	return closing{host: ev.Host, addr: ev.Addr, decision: ev.Decision, exemption: ev.Exemption, port: ev.Port}
+}
+
+// recordClosing writes the close record of a tunnel that spliced.
+func (s *Server) recordClosing(p *policy.Policy, t *tunnel, up, down int64) {
+	c := &t.closing
+	s.recordClose(p, t, audit.Event{Host: c.host, Port: c.port, Addr: c.addr, Decision: c.decision, Exemption: c.exemption}, up, down, 0)
 }
 
 // admission applies the checks that come before looking at the target:

@@ -141,6 +141,7 @@ type env struct {
 	fold     time.Duration
 	broker   *BrokerOptions  // broker_test.go: withBroker
 	secrets  []policy.Secret // bound into the policy after load (broker_test.go)
+	auditTo  io.Writer       // where the audit log goes instead of log (idlemem_test.go: withAuditTo)
 }
 
 // foldWindow is newEnv's denial folding window, as serve's.
@@ -179,7 +180,11 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	}
 	e.writeManifest("1.0.0", e.hosts...)
 	var err error
-	e.audit, err = audit.New(e.log, audit.Options{})
+	var sink io.Writer = e.log
+	if e.auditTo != nil {
+		sink = e.auditTo
+	}
+	e.audit, err = audit.New(sink, audit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,6 +100,7 @@ func fill(src syscall.RawConn, cold bool) (*pipe, int, error) {
 				return true
 			}
 			if !ready {
+				parkingIdle()
 				return false
 			}
 		}
@@ -252,6 +253,16 @@ var waitingOn atomic.Pointer[func(fd int)]
 func waitingFor(fd int) {
 	if f := waitingOn.Load(); f != nil {
 		(*f)(fd)
+	}
+}
+
+// idleOn, if set, is told each time a fresh direction finds nothing queued
+// and parks: a tunnel has reached splice and waits. Tests wait on it.
+var idleOn atomic.Pointer[func()]
+
+func parkingIdle() {
+	if f := idleOn.Load(); f != nil {
+		(*f)()
 	}
 }
 

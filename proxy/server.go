@@ -302,10 +302,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) hijacked(r *http.Request, client net.Conn, _ *goproxy.ProxyCtx) {
-	st, _ := r.Context().Value(stashKey{}).(*stash)
-	br := bufio.NewReader(client)
-	if st != nil && st.br != nil {
-		br = st.br
+	var br *bufio.Reader
+	if st, _ := r.Context().Value(stashKey{}).(*stash); st != nil && st.br != nil {
+		br = st.br // net/http's reader, holding what the client pipelined
+	} else {
+		br = bufio.NewReader(client) // only when net/http's Hijack was not ours
 	}
 	defer s.opts.Gate.leave()
 	defer s.releaseSlot(client) // the slot is the accepted (guarded) connection's

@@ -22,7 +22,8 @@ type tunnel struct {
 	port     uint16
 	addr     netip.AddrPort
 	started  time.Time
-	secrets  string // secretsPrint of the secrets bound to host when it opened
+	secrets  string  // secretsPrint of the secrets bound to host when it opened
+	closing  closing // what its close record needs of the connect event (spliced tunnels)
 
 	// Watched by the sweeper only.
 	lastSent, lastRecv uint64
@@ -38,28 +39,76 @@ type halfCloser interface{ CloseWrite() error }
 
 // run replays what was read from the client and not yet forwarded (the
 // handshake guard forwards the ClientHello and what it checked), then
-// splices both ways until both sides are done. up counts client→origin bytes, down origin→client.
+// splices both ways until both sides are done. up counts client→origin
+// bytes, down origin→client.
 func (t *tunnel) run(replay []byte) (up, down int64) {
+	var s splicers
+	done := endedOn(make(chan [2]int64, 1))
+	t.start(replay, &s, done)
+	moved := <-done
+	return moved[0], moved[1]
+}
+
+// endedOn is a tunnelEnder that sends the byte counts.
+type endedOn chan [2]int64
+
+func (c endedOn) tunnelEnded(up, down int64) { c <- [2]int64{up, down} }
+
+// tunnelEnder is told, once, that both directions of a tunnel are done.
+type tunnelEnder interface{ tunnelEnded(up, down int64) }
+
+// start is run without the wait: it replays, starts each direction on a
+// goroutine of its own, keeping their state in s (zero, and the caller's
+// to place), and returns. The direction that ends last closes both sides
+// and tells end the byte counts. A fresh goroutine parked in splice holds
+// a stack of the smallest size the runtime gives
+// (BenchmarkIdleTunnelMemory).
+func (t *tunnel) start(replay []byte, s *splicers, end tunnelEnder) {
+	var replayed int64
 	if len(replay) > 0 { // usually empty: Go would still make the write(2)
 		n, err := t.upstream.Write(replay)
-		up = int64(n)
+		replayed = int64(n)
 		if err != nil {
 			t.abort()
-			return up, 0
+			end.tunnelEnded(replayed, 0)
+			return
 		}
 	}
-	done := make(chan int64, 1)
-	go func() {
-		n, err := pump(t.client, t.upstream)
-		t.finishDirection(t.client, err)
-		done <- n
-	}()
-	copied, err := pump(t.upstream, t.client)
-	t.finishDirection(t.upstream, err)
-	up += copied
-	down = <-done
-	t.abort()
-	return up, down
+	s.t, s.end = t, end
+	s.up.Store(replayed)
+	s.left.Store(2)
+	go s.pumpUp()
+	go s.pumpDown()
+}
+
+// splicers are a tunnel's two directions; the one that ends last ends
+// the tunnel.
+type splicers struct {
+	t        *tunnel
+	end      tunnelEnder
+	up, down atomic.Int64
+	left     atomic.Int32
+}
+
+func (s *splicers) pumpUp() {
+	n, err := pump(s.t.upstream, s.t.client)
+	s.t.finishDirection(s.t.upstream, err)
+	s.up.Add(n)
+	s.directionDone()
+}
+
+func (s *splicers) pumpDown() {
+	n, err := pump(s.t.client, s.t.upstream)
+	s.t.finishDirection(s.t.client, err)
+	s.down.Add(n)
+	s.directionDone()
+}
+
+func (s *splicers) directionDone() {
+	if s.left.Add(-1) == 0 {
+		s.t.abort()
+		s.end.tunnelEnded(s.up.Load(), s.down.Load())
+	}
 }
 
 // finishDirection passes a clean EOF on as a half-close, and tears the whole
