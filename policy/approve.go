@@ -15,19 +15,20 @@ type Approval struct {
 	What                string // "a widening", "the id change of FOLDER from OLD", "the claim of FOLDER to ID", "the first list"
 }
 
-// Places are where version memory binds an id: the manifest's folder and,
-// for serve, a listener with a stable name (not port 0). A new id at either
-// waits for the operator: a new install folder on the same listener is as
-// much the same integration as the same folder.
-func Places(manifestFile, listen string) []string {
-	places := []string{FolderOf(manifestFile)}
-	if listen != "sandbox" && listen != "explain" && listen != "" && !strings.HasSuffix(listen, ":0") {
-		places = append(places, listenerPlace+listen)
-	}
-	return places
+// Places are where version memory binds an id: the manifest's folder,
+// and nothing else. A listener is not a place: an address the operator
+// gives to another folder's integration (a recycled port or socket path)
+// is a new integration, never a rename of whoever used the address
+// before, and one folder's approved list is never put in force for
+// another folder's manifest. listen is kept for the callers' sake and
+// ignored.
+func Places(manifestFile, _ string) []string {
+	return []string{FolderOf(manifestFile)}
 }
 
-// listenerPlace prefixes a listener's key; a folder's key is an absolute path.
+// listenerPlace prefixes a listener's key in version memory written by an
+// egressd that bound ids to listeners too. Such records are kept and
+// shown, never judged by: see Places.
 const listenerPlace = "listener "
 
 // FolderOf is the key version memory binds an id to: the manifest file's
