@@ -27,7 +27,11 @@ func sharedListeners(ins []Integration, labels []string, ps *problems) {
 			first[key] = i
 			continue
 		}
-		ps.add(labels[i]+".listen", fmt.Sprintf("%s is %s, already the listener of %s (%s); two integrations cannot share one listener: give each its own address", in.Listen, key, labels[j], ins[j].Manifest))
+		spelled := in.Listen
+		if spelled != key {
+			spelled += " (" + key + ")"
+		}
+		ps.add(labels[i]+".listen", fmt.Sprintf("%s is already the listener of %s (%s); two integrations cannot share one listener: give each its own address", spelled, labels[j], ins[j].Manifest))
 	}
 }
 
