@@ -18,7 +18,7 @@ import (
 func sharedListeners(ins []Integration, labels []string, ps *problems) {
 	first := map[string]int{} // listener key -> index of its first entry
 	for i, in := range ins {
-		key, ok := ListenerKey(in.Listen)
+		key, ok := listenerKey(in.Listen)
 		if !ok {
 			continue
 		}
@@ -35,12 +35,12 @@ func sharedListeners(ins []Integration, labels []string, ps *problems) {
 	}
 }
 
-// ListenerKey normalises a listener so two spellings of one address compare
+// listenerKey normalises a listener so two spellings of one address compare
 // equal: a unix socket by its cleaned absolute path, a TCP listener by its
 // address (IPv4-mapped IPv6 unmapped) and port. Port 0 picks a free port
 // each time, so it never collides; ok is false for it and for what does
 // not parse (ListenProblem reports that).
-func ListenerKey(s string) (key string, ok bool) {
+func listenerKey(s string) (key string, ok bool) {
 	if path, isUnix := strings.CutPrefix(s, "unix:"); isUnix {
 		abs, err := filepath.Abs(path)
 		if err != nil {
