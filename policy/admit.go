@@ -19,11 +19,11 @@ type admission struct {
 	released string
 }
 
-// admitAt applies the version rules to m, found at places: its folder,
-// and the serve listener it is served on (see Places). A place is bound to
-// the first id loaded there; a manifest that claims another id there is
-// not a fresh start: until the operator approves the change, the list
-// approved for the old id stays in force, and the new id is pending.
+// admitAt applies the version rules to m, found at places: its folder
+// (see Places). A folder is bound to the first id loaded there; a manifest
+// that claims another id there is not a fresh start: until the operator
+// approves the change, the list approved for the folder's old id stays in
+// force for that folder, and the new id is pending.
 // Conversely an id is bound to its folders (idfolder.go): a claim of it
 // from another folder is pending too, with nothing in force. Nothing
 // pending changes the id's record.

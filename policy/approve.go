@@ -15,19 +15,20 @@ type Approval struct {
 	What                string // "a widening", "the id change of FOLDER from OLD", "the claim of FOLDER to ID", "the first list"
 }
 
-// Places are where version memory binds an id: the manifest's folder and,
-// for serve, a listener with a stable name (not port 0). A new id at either
-// waits for the operator: a new install folder on the same listener is as
-// much the same integration as the same folder.
-func Places(manifestFile, listen string) []string {
-	places := []string{FolderOf(manifestFile)}
-	if listen != "sandbox" && listen != "explain" && listen != "" && !strings.HasSuffix(listen, ":0") {
-		places = append(places, listenerPlace+listen)
-	}
-	return places
+// Places are where version memory binds an id: the manifest's folder,
+// and nothing else. A listener is not a place: an address the operator
+// gives to another folder's integration (a recycled port or socket path)
+// is a new integration, never a rename of whoever used the address
+// before, and one folder's approved list is never put in force for
+// another folder's manifest. listen is kept for the callers' sake and
+// ignored.
+func Places(manifestFile, _ string) []string {
+	return []string{FolderOf(manifestFile)}
 }
 
-// listenerPlace prefixes a listener's key; a folder's key is an absolute path.
+// listenerPlace prefixes a listener's key in version memory written by an
+// egressd that bound ids to listeners too. Such records are kept and
+// shown, never judged by: see Places.
 const listenerPlace = "listener "
 
 // FolderOf is the key version memory binds an id to: the manifest file's
@@ -47,8 +48,7 @@ func FolderOf(manifestFile string) string {
 }
 
 // ApprovePending approves what egressd saw and holds as pending for id at
-// version: a widening, or an id change in a folder (and the listener it is
-// served on). Each approval binds to the digest egressd recorded, so
+// version: a widening, or an id change in a folder. Each approval binds to the digest egressd recorded, so
 // another list at that version is not approved. When the pending records
 // hold different lists, or id changes in different folders, it approves
 // none and lists them: one command approves one list the operator saw.
@@ -187,8 +187,7 @@ func (m *Memory) notPending(s *State, id, version string) error {
 }
 
 // ApproveManifest approves the list in man, read from folder, ahead of or
-// after its load: the id change of folder, and of any listener where that
-// same list waits, or else a widening of the id. An id never loaded is
+// after its load: the id change of folder, or else a widening of the id. An id never loaded is
 // refused unless firstList is set: then its list is recorded as the id's
 // first approved list, as its first load would. It returns every binding
 // it made.
@@ -197,11 +196,6 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 	var made []Approval
 	err := m.update(func(s *State) error {
 		made = nil
-		for _, c := range pendingOf(s, man.ID, man.Version) {
-			if c.Digest == digest && strings.HasPrefix(c.Place, listenerPlace) {
-				made = append(made, c.approve(s))
-			}
-		}
 		a := Approval{ID: man.ID, Version: man.Version, Digest: digest}
 		f := s.Folders[folder]
 		owners := s.boundElsewhere(man.ID, folder)
@@ -219,8 +213,6 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 		}
 		r, known := s.IDs[man.ID]
 		switch {
-		case !known && len(made) > 0:
-			return nil // an id change on a listener, from a new folder
 		case !known && !firstList:
 			return fmt.Errorf("%s has never been loaded (%s): check the spelling, or pass --new-id to record this list as its first approved list", man.ID, m.where())
 		case !known:

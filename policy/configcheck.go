@@ -3,8 +3,6 @@ package policy
 import (
 	"fmt"
 	"net/netip"
-	"path/filepath"
-	"strings"
 )
 
 // metadataAddrs are the cloud metadata and host-agent addresses an
@@ -21,8 +19,8 @@ var metadataAddrs = []netip.Addr{
 // than a dev exemption). What the registry refuses (a manifest that does not
 // load, two integrations with one id or one manifest file) comes from the
 // registry serve starts from, so check and serve cannot disagree; two
-// integrations on one listener, which serve finds only when it binds, are
-// found here. Each line names the integration by its manifest path. host
+// integrations on one listener are a config error LoadConfig reports to
+// both (sharedListeners). Each line names the integration by its manifest path. host
 // are this machine's own addresses (nil: unknown), which an allow_private
 // range must not cover unnoticed: the exemption lifts the host-itself
 // check too, so the integration reaches services on the proxy host.
@@ -30,16 +28,8 @@ func CheckConfig(cfg Config, host []netip.Addr) (errs, warns []string) {
 	for _, err := range StartProblems(cfg) {
 		errs = append(errs, err.Error())
 	}
-	listens := map[string]string{} // normalised listener -> path
 	for _, in := range cfg.Integrations {
 		at := in.Manifest
-		if l, ok := listenKey(in.Listen); ok {
-			if other, dup := listens[l]; dup {
-				errs = append(errs, fmt.Sprintf("%s: listener %s is also %s's", at, in.Listen, other))
-			} else {
-				listens[l] = at
-			}
-		}
 		for _, p := range in.Exemptions.AllowPrivate {
 			if msg := allowPrivateWarning(p); msg != "" {
 				warns = append(warns, at+": "+msg)
@@ -70,19 +60,6 @@ func SharedCapWarning(cfg Config, maxConns int) string {
 		return ""
 	}
 	return fmt.Sprintf("%d integrations × (limits.max_handshakes %d + limits.max_tunnels %d) exceed the global cap of %d connections: one integration's flood can refuse another's connections; lower the per-integration limits", len(cfg.Integrations), cfg.Limits.MaxHandshakes, cfg.Limits.MaxTunnels, maxConns)
-}
-
-// listenKey normalises a listener so two spellings of one socket compare
-// equal. Port 0 picks a free port each time, so it never collides.
-func listenKey(s string) (string, bool) {
-	if path, ok := strings.CutPrefix(s, "unix:"); ok {
-		return "unix:" + filepath.Clean(path), true
-	}
-	ap, err := netip.ParseAddrPort(s)
-	if err != nil || ap.Port() == 0 {
-		return "", false
-	}
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String(), true
 }
 
 // allowPrivateWarning says why an allow_private range is more than a

@@ -137,14 +137,23 @@ func LoadConfig(file string) (Config, error) {
 	for i := range c.Integrations {
 		readSecretValues(fmt.Sprintf("integrations[%d].secrets", i), c.Integrations[i].Secrets, filepath.Dir(file), &ps)
 	}
+	labels := make([]string, len(c.Integrations))
+	for i := range c.Integrations {
+		labels[i] = fmt.Sprintf("integrations[%d]", i)
+	}
 	for i, md := range c.ManifestDirs {
 		dir := md.Dir
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(filepath.Dir(file), dir)
 		}
 		c.ManifestDirs[i].Dir = dir
-		c.Integrations = append(c.Integrations, expandManifestDir(fmt.Sprintf("manifests[%d]", i), dir, md.Template, &ps)...)
+		expanded := expandManifestDir(fmt.Sprintf("manifests[%d]", i), dir, md.Template, &ps)
+		for _, in := range expanded {
+			labels = append(labels, fmt.Sprintf("manifests[%d] (folder %s)", i, filepath.Base(in.Manifest)))
+		}
+		c.Integrations = append(c.Integrations, expanded...)
 	}
+	sharedListeners(c.Integrations, labels, &ps)
 	if len(ps) > 0 {
 		return Config{}, &ConfigError{Problems: ps}
 	}

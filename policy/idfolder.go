@@ -48,10 +48,12 @@ func (s State) InheritsIDState(id, folder string, after State) bool {
 	return (len(was) == 1 && was[0] == folder) || (known && !s.placed(id))
 }
 
-// placed reports whether s binds id to any place, a folder or a listener.
+// placed reports whether s binds id to a folder. A listener's binding,
+// kept from an egressd that judged ids by listener too, does not say
+// which folder owns the id (see Places), so it places nothing.
 func (s *State) placed(id string) bool {
-	for _, f := range s.Folders {
-		if f.ID == id {
+	for place, f := range s.Folders {
+		if isFolder(place) && f.ID == id {
 			return true
 		}
 	}

@@ -135,16 +135,17 @@ func TestApproveManifestOfAForeignFolderApprovesItsClaimNotAWidening(t *testing.
 	}
 }
 
-// TestNewFolderOnTheIDsListenerIsTheSameIntegration: serve binds an id to
-// a listener with a stable name as well (issue 13.1); a new install folder
-// served on it is the integration moved, not a claim.
-func TestNewFolderOnTheIDsListenerIsTheSameIntegration(t *testing.T) {
+// TestNewFolderOnTheIDsListenerIsAClaimLikeAnyOther: a listener is not a
+// place (issue 17, fifth attacker): a new folder claiming a known id waits
+// for the operator whichever listener it is served on, the id's old one
+// included.
+func TestNewFolderOnTheIDsListenerIsAClaimLikeAnyOther(t *testing.T) {
 	f := newFixture(t)
 	f.cfg.Integrations[0].Listen = "127.0.0.1:18080"
 	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
 	f.load(f.registry(), Loaded)
 	_, moved := f.second("127.0.0.1:18080", "com.acme.erp", "1.0.0", "erp.acme.example")
-	loadOne(t, f.registry(), moved, Loaded)
+	loadOne(t, f.registry(), moved, Pending)
 	_, other := f.second("127.0.0.1:18081", "com.acme.erp", "1.0.0", "erp.acme.example")
 	loadOne(t, f.registry(), other, Pending)
 }

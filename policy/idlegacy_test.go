@@ -114,10 +114,12 @@ func TestLegacyIDStateGoesOnlyToTheApprovedFolder(t *testing.T) {
 	}
 }
 
-// TestLegacyIDBoundToAListenerStillServes: memory that binds the id to a
-// serve listener says where it lives; a folder on that listener is the
-// integration and loads.
-func TestLegacyIDBoundToAListenerStillServes(t *testing.T) {
+// TestLegacyIDBoundOnlyToAListenerWaitsForTheOperator: memory from an
+// egressd that bound ids to listeners too, where only the listener's
+// binding is left, does not say which folder owns the id (a listener is
+// not a place: issue 17, fifth attacker). The folder's load waits, as for
+// any id bound to no folder, until the operator binds it.
+func TestLegacyIDBoundOnlyToAListenerWaitsForTheOperator(t *testing.T) {
 	f := newFixture(t)
 	f.cfg.Integrations[0].Listen = "127.0.0.1:18080"
 	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
@@ -125,7 +127,11 @@ func TestLegacyIDBoundToAListenerStillServes(t *testing.T) {
 	mem, _ := OpenMemory(f.state)
 	mem.update(func(s *State) error { // the folder's binding lost, the listener's kept
 		delete(s.Folders, FolderOf(filepath.Join(f.dir, "m")))
+		s.Folders[listenerPlace+"127.0.0.1:18080"] = Folder{ID: "com.acme.erp"}
 		return nil
 	})
-	f.load(f.registry(), Loaded)
+	r := f.registry()
+	if out := f.load(r, Pending); !strings.Contains(out.Notice, "does not say which folder owns com.acme.erp") || f.allows(r, "erp.acme.example") {
+		t.Fatalf("a listener's binding placed the id: %+v", out)
+	}
 }

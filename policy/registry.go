@@ -97,6 +97,19 @@ func (r *Registry) Load(cfg Config) []Outcome {
 		if out.Result != Failed {
 			p := out.policy
 			id, _ := p.InForce() // a rename that waits does not hold its new id
+			if other, dup := ids[id]; dup && other != in.Manifest {
+				// The id in force, not the manifest's: a folder whose
+				// rename waits still serves its old id, and a second
+				// entry must not serve it beside it.
+				out = r.refuseDuplicate(cfg, in, prev.Policies[in.Manifest], ids, next.Generation,
+					fmt.Errorf("id %s is in force for %s and already served from %s; ids must be unique", id, in.Manifest, other))
+				if out.Result == Failed {
+					outs = append(outs, out.Outcome)
+					continue
+				}
+				p = out.policy
+				id, _ = p.InForce()
+			}
 			ids[id] = in.Manifest
 			next.Policies[in.Manifest] = p
 			next.listen[in.Manifest] = in.Listen
@@ -110,6 +123,23 @@ func (r *Registry) Load(cfg Config) []Outcome {
 	}
 	r.current.Store(next)
 	return outs
+}
+
+// refuseDuplicate refuses a load whose id in force another entry already
+// serves: the last good policy stays if its own id in force is free, as
+// for any refused reload; otherwise the entry is left out (Failed).
+func (r *Registry) refuseDuplicate(cfg Config, in Integration, last *Policy, ids map[string]string, gen uint64, err error) loadResult {
+	out := loadResult{Outcome: Outcome{Key: in.Manifest, Generation: gen, Result: Failed, Err: err}}
+	if last == nil {
+		return out
+	}
+	id, version := last.InForce()
+	if other, dup := ids[id]; dup && other != in.Manifest {
+		return out
+	}
+	out.Result, out.ID, out.Version = KeptLastGood, id, version
+	out.policy = r.rebuild(cfg, in, last, gen)
+	return out
 }
 
 // servingEntries picks, for each manifest key in cfg, the index of the one

@@ -337,35 +337,32 @@ func TestFirstLayoutStateStillReads(t *testing.T) {
 	}
 }
 
-// TestNewFolderWithAnotherIDOnTheSameListenerWaitsForApproval is issue
-// 13.1 for serve: an install in a new folder, served on the listener the
-// old id was served on, with its id changed, is not a fresh start either.
-func TestNewFolderWithAnotherIDOnTheSameListenerWaitsForApproval(t *testing.T) {
+// TestNewFolderWithAnotherIDOnARecycledListenerIsItsOwnIntegration is
+// issue 17's fifth attacker: a folder with a never-seen id, served on the
+// listener another integration used before, is its own first load. It is
+// not a rename of the listener's previous occupant: that id's list is not
+// put in force for it, and nothing it loads is recorded as that id's.
+func TestNewFolderWithAnotherIDOnARecycledListenerIsItsOwnIntegration(t *testing.T) {
 	f := newFixture(t)
 	f.cfg.Integrations[0].Listen = "unix:/run/egressd/erp.sock"
 	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
 	f.load(f.registry(), Loaded)
 
-	f.dir = t.TempDir() // the vendor's next release, installed beside the old one
+	f.dir = t.TempDir() // another integration, given the freed socket path
 	f.cfg.Integrations[0].Manifest = f.dir
-	f.write("com.acme.erp2", "1.0.0", "erp.acme.example", "evil.example")
+	f.write("com.other.tool", "1.0.0", "tool.other.example")
 	r := f.registry()
-	out := f.load(r, Pending)
-	if f.allows(r, "evil.example") || !f.allows(r, "erp.acme.example") || !strings.Contains(out.Notice, "changed its id from com.acme.erp to com.acme.erp2") {
-		t.Fatalf("id change on the same listener applied without approval: %+v", out)
+	out := f.load(r, Loaded)
+	if id, _ := r.Policy(f.dir).InForce(); id != "com.other.tool" || out.Pending != "" {
+		t.Fatalf("the newcomer runs as %s: %+v", id, out)
+	}
+	if f.allows(r, "erp.acme.example") || !f.allows(r, "tool.other.example") {
+		t.Fatal("the listener's previous occupant's list is in force for the newcomer")
 	}
 	mem, _ := OpenMemory(f.state)
-	if a, err := mem.ApprovePending("com.acme.erp2", "1.0.0", ""); err != nil || len(a) != 1 || !strings.Contains(a[0].What, "the id change of listener unix:/run/egressd/erp.sock from com.acme.erp") {
-		t.Fatalf("%+v %v", a, err)
-	}
-	r = f.registry()
-	f.load(r, Loaded)
-	if !f.allows(r, "evil.example") {
-		t.Fatal("approved id change did not apply")
-	}
-	// Port 0 names no listener: two integrations on it are not one.
-	if got := Places(filepath.Join(f.dir, "manifest.json"), "127.0.0.1:0"); len(got) != 1 {
-		t.Fatalf("places %v", got)
+	s, _ := mem.Read()
+	if got := s.FoldersOf("com.acme.erp"); len(got) != 1 || s.IDs["com.acme.erp"].Pending != nil {
+		t.Fatalf("the newcomer's load touched com.acme.erp's record: %v %+v", got, s.IDs["com.acme.erp"])
 	}
 }
 
@@ -389,5 +386,35 @@ func TestReloadDuplicateBeforeTheServedEntryIsTheOneRefused(t *testing.T) {
 	outs = r.Load(f.cfg)
 	if outs[0].Result != Failed || !strings.Contains(outs[0].Err.Error(), "already served on 127.0.0.1:0") || r.Policy(f.dir).Exemptions.Mode == Audit {
 		t.Fatalf("outcomes %+v", outs)
+	}
+}
+
+// TestTheIDInForceDuringAWaitingRenameIsServedOnce: folder A renamed
+// com.acme.erp to com.acme.new and waits, so com.acme.erp is still in
+// force there; a second entry carrying com.acme.erp, listed first, must
+// not be served beside it under the same id.
+func TestTheIDInForceDuringAWaitingRenameIsServedOnce(t *testing.T) {
+	f := newFixture(t)
+	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
+	f.load(f.registry(), Loaded)
+	f.write("com.acme.new", "1.0.0", "erp.acme.example")
+	dirB, cfgB := f.second("127.0.0.1:0", "com.acme.erp", "1.0.0", "erp.acme.example")
+	cfg := f.cfg
+	cfg.Integrations = append(cfgB.Integrations, f.cfg.Integrations...)
+	r := f.registry()
+	served := map[string]int{}
+	for _, o := range r.Load(cfg) {
+		if o.Result != Failed {
+			served[o.ID]++
+		}
+	}
+	for _, key := range []string{dirB, f.dir} {
+		if p := r.Policy(key); p != nil {
+			id, _ := p.InForce()
+			served[id+" in force"]++
+		}
+	}
+	if served["com.acme.erp in force"] > 1 {
+		t.Fatalf("com.acme.erp is in force on two entries: %v", served)
 	}
 }

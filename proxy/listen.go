@@ -25,25 +25,29 @@ func Listen(ctx context.Context, addr string, peers policy.Peers, refused func(u
 		lc := tcpListenConfig()
 		return lc.Listen(ctx, "tcp", addr)
 	}
-	if st, err := os.Lstat(path); err == nil && st.Mode()&os.ModeSocket != 0 {
-		os.Remove(path) // a stale socket from an earlier run
+	if err := removeStaleSocket(ctx, path); err != nil {
+		return nil, err
 	}
 	ln, err := listenUnix(ctx, path)
 	if err != nil {
 		return nil, err
 	}
 	ul := ln.(*net.UnixListener)
-	ul.SetUnlinkOnClose(true)
-	if len(peers.UIDs)+len(peers.GIDs) == 0 {
-		return ul, nil
+	ul.SetUnlinkOnClose(false) // ownedSocket unlinks only its own socket
+	own, err := ownSocket(ul, path)
+	if err != nil {
+		return nil, err
 	}
-	return &peerListener{UnixListener: ul, peers: peers, refused: refused}, nil
+	if len(peers.UIDs)+len(peers.GIDs) == 0 {
+		return own, nil
+	}
+	return &peerListener{ownedSocket: own, peers: peers, refused: refused}, nil
 }
 
 // peerListener accepts only peers whose credentials are allowed. Accept
 // returns the raw *net.UnixConn, so the tunnel still splices.
 type peerListener struct {
-	*net.UnixListener
+	*ownedSocket
 	peers   policy.Peers
 	refused func(uid, gid uint32) // may be nil
 }

@@ -10,11 +10,11 @@ import (
 )
 
 func runExplain(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("explain", "usage: egressd explain --manifest PATH [--config FILE] [--state DIR [--listen ADDR]] HOST[:PORT]\n\nShows the decision for one CONNECT target. It does not resolve DNS.\nWith --state it decides as serve does now; serve also binds each listener\nto an id, so give --config (or --listen) for a new id on a known listener.", stderr)
+	fs := newFlagSet("explain", "usage: egressd explain --manifest PATH [--config FILE] [--state DIR] HOST[:PORT]\n\nShows the decision for one CONNECT target. It does not resolve DNS.\nWith --state it decides as serve does now: version memory binds each id\nto its manifest's folder, never to a listener.", stderr)
 	manifest := fs.String("manifest", "", "the integration's manifest file or folder (required)")
 	config := fs.String("config", "", "operator config: its deny rules and this integration's exemptions apply")
 	state := fs.String("state", "", "version memory directory (read only): decide as serve does while a widening or id change waits for approval")
-	listen := fs.String("listen", "", "with --state: the listener serve serves this manifest on (the config's, when --config names it)")
+	listen := fs.String("listen", "", "accepted for older scripts and ignored: a listener does not bind an id")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -31,7 +31,8 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	p, err := explainPolicy(*manifest, cfg, *state, *listen)
+	_ = *listen
+	p, err := explainPolicy(*manifest, cfg, *state)
 	if err != nil {
 		printLines(stderr, err.Error())
 		return exitUsage
@@ -42,9 +43,6 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	}
 	d := p.DecideTarget(target)
 	printDecision(stdout, d, p, target)
-	if *state != "" && *config == "" && *listen == "" {
-		fmt.Fprintln(stderr, "egressd explain: note: without --config or --listen, explain cannot know which listener serves this manifest; serve holds a new id on a listener bound to another id for approval")
-	}
 	if n := p.PendingNotice(); n != "" {
 		fmt.Fprintln(stdout, "pending:", n)
 	}
@@ -57,7 +55,7 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 // explainPolicy builds the policy "serve" would apply to manifest under cfg.
 // With a state directory it judges by that version memory as serve would
 // now, on a copy: explain never writes state.
-func explainPolicy(manifest string, cfg policy.Config, state, listen string) (*policy.Policy, error) {
+func explainPolicy(manifest string, cfg policy.Config, state string) (*policy.Policy, error) {
 	m, file, ps, err := allowlist.Load(manifest, &cfg.Rules)
 	if err != nil {
 		return nil, err
@@ -70,9 +68,6 @@ func explainPolicy(manifest string, cfg policy.Config, state, listen string) (*p
 		if f, err := allowlist.Locate(c.Manifest); err == nil && sameFile(f, file) {
 			in.Exemptions, in.Widen, in.PinDigest, in.Listen = c.Exemptions, c.Widen, c.PinDigest, c.Listen
 		}
-	}
-	if listen != "" {
-		in.Listen = listen
 	}
 	if state == "" {
 		return policy.NewPolicy(m, m.Entries, policy.PolicyOptions{Deny: cfg.Deny, NAT64: cfg.NAT64, Exemptions: in.Exemptions}), nil

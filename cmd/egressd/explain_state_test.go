@@ -27,24 +27,26 @@ func TestExplainAndStateListRefuseAStateFolderThatDoesNotExist(t *testing.T) {
 	}
 }
 
-// TestExplainWithListenDecidesAsServeForANewIDOnABoundListener is issue
-// 13's B9: a new folder with another id on a listener bound to com.acme.erp
-// waits for approval in serve, but explain --state said allow. explain now
-// takes --listen (or --config) to apply the listener binding, and without
-// either says that it cannot know it.
-func TestExplainWithListenDecidesAsServeForANewIDOnABoundListener(t *testing.T) {
+// TestExplainJudgesANewIDOnAKnownListenerAsItsOwnIntegration: issue 13's
+// B9 had explain take --listen to apply the listener's binding; a listener
+// is not a place any more (issue 17, fifth attacker), so a new folder with
+// a new id on a listener com.acme.erp used is its own first load in serve
+// and in explain alike, and --listen changes nothing.
+func TestExplainJudgesANewIDOnAKnownListenerAsItsOwnIntegration(t *testing.T) {
 	state, root := t.TempDir(), t.TempDir()
 	const listen = "127.0.0.1:13146"
 	first := erpFolder(t, mkdir(t, filepath.Join(root, "app")), "com.acme.erp", "1.0.0", "a.example.com")
 	loadOnListener(t, state, first, listen)
-	second := erpFolder(t, mkdir(t, filepath.Join(root, "app2")), "com.acme.erpnext", "1.0.0", "a.example.com", "exfil.example.com")
-
-	out, errs, code := runCLI(t, "explain", "--state", state, "--listen", listen, "--manifest", second, "exfil.example.com")
-	if code != exitFail || !strings.HasPrefix(out, "deny pending_approval exfil.example.com:443") {
-		t.Fatalf("--listen: exit %d\n%s%s", code, out, errs)
-	}
-	out, errs, _ = runCLI(t, "explain", "--state", state, "--manifest", second, "exfil.example.com")
-	if !strings.Contains(errs, "without --config or --listen, explain cannot know which listener serves") {
-		t.Fatalf("no listener given, and no word about it:\n%s%s", out, errs)
+	second := erpFolder(t, mkdir(t, filepath.Join(root, "app2")), "com.acme.erpnext", "1.0.0", "b.example.com")
+	for _, args := range [][]string{
+		{"explain", "--state", state, "--listen", listen, "--manifest", second},
+		{"explain", "--state", state, "--manifest", second},
+	} {
+		if out, errs, code := runCLI(t, append(args, "b.example.com")...); code != exitOK || !strings.HasPrefix(out, "allow") {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errs)
+		}
+		if out, errs, code := runCLI(t, append(args, "a.example.com")...); code != exitFail || !strings.HasPrefix(out, "deny not_allowlisted") {
+			t.Fatalf("%v: com.acme.erp's list in force for another folder: exit %d\n%s%s", args, code, out, errs)
+		}
 	}
 }

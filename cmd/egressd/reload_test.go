@@ -156,20 +156,14 @@ func TestServeReloadHandsAListenerAddressToAnotherIntegration(t *testing.T) {
 	}
 	writeConfig("two")
 	sig <- syscall.SIGHUP
-	// A listener with a fixed address is bound to its id (issue 13.1): the
-	// new id waits for the operator, then is served on the freed address.
-	// Until then the listener serves the id in force, and says so.
-	waitFor(t, &lockedFile{path: auditFile}, `"integration":"com.test.one","integration_version":"1.0.0","generation":2,[^\n]*"action":"listening"`)
-	if r := connect("api.two.example"); r != "pending_approval" {
-		t.Fatalf("a new id on a bound listener before approval: %s\n%s", r, stderr.String())
-	}
-	if out, errs, code := runCLI(t, "approve", "--state", filepath.Join(dir, "state"), "--manifest", filepath.Join(dir, "two")); code != exitOK {
-		t.Fatalf("approve: %d %s %s", code, out, errs)
-	}
-	sig <- syscall.SIGHUP
-	waitFor(t, &lockedFile{path: auditFile}, `"integration":"com.test.two".*"action":"(approved|loaded|widened|unchanged)"`)
+	// A listener is not a place (issue 17, fifth attacker): two is its own
+	// integration, a first load, served on the freed address at once.
+	waitFor(t, &lockedFile{path: auditFile}, `"integration":"com.test.two","integration_version":"1.0.0","generation":2,[^\n]*"action":"listening"`)
 	if r := connect("api.two.example"); r != "dns_error" {
-		t.Fatalf("two on the freed address after approval: %s\n%s", r, stderr.String())
+		t.Fatalf("two on the freed address: %s\n%s", r, stderr.String())
+	}
+	if r := connect("api.one.example"); r != "not_allowlisted" {
+		t.Fatalf("one's list in force for two: %s\n%s", r, stderr.String())
 	}
 	if strings.Contains(stderr.String(), "reload:") {
 		t.Fatalf("the reload failed:\n%s", stderr.String())
