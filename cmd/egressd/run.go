@@ -441,6 +441,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 		Msg: "sandboxed: " + r.spec.Command})
 	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "limits", Integration: p.Manifest.ID, Msg: limitsMessage(r.spec.Limits, r.opts.StateMount != nil)})
 	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "limits", Integration: p.Manifest.ID, Msg: kernelLimitsMessage})
+	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "limits", Integration: p.Manifest.ID, Msg: processLimitsMessage(r.spec.AllowSetsid)})
 	code := sb.Wait()
 	term.Restore() // before egressd writes to a terminal whose output the program may have stopped
 	stop()
