@@ -38,6 +38,13 @@ func setRlimits(l Limits) error {
 		{"RLIMIT_NICE", unix.RLIMIT_NICE, 0, 0},
 		{"RLIMIT_RTPRIO", unix.RLIMIT_RTPRIO, 0, 0},
 	} {
+		// A launcher's hard limit below the bound stays: lower is
+		// stricter, and raising it needs a capability the init lacks.
+		var launcher syscall.Rlimit
+		if err := syscall.Getrlimit(r.resource, &launcher); err == nil && launcher.Max < r.hard {
+			r.hard = launcher.Max
+			r.soft = min(r.soft, r.hard)
+		}
 		// syscall.Setrlimit, not unix's: for RLIMIT_NOFILE it also stops
 		// the Go runtime from restoring the launcher's soft limit in the
 		// child it forks.

@@ -109,3 +109,24 @@ func TestRunSetsidCannotEscapeTheSandboxsCPUShare(t *testing.T) {
 		t.Errorf("the audit log does not state the CPU bound:\n%s", log)
 	}
 }
+
+// TestRunLauncherWithALowerStackHardLimitStillRuns: a launcher whose hard
+// RLIMIT_STACK is below the sandbox's 64 MB could not run anything (the
+// init may lower a hard limit, never raise it); its lower bound stays.
+func TestRunLauncherWithALowerStackHardLimitStillRuns(t *testing.T) {
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("prlimit (util-linux) is not installed")
+		}
+		t.Skip("no prlimit")
+	}
+	e := newSandboxEnv(t)
+	cmd := e.command(`grep '^Max stack size' /proc/self/limits | tr -s ' '`)
+	cmd.Args = append([]string{prlimit, "--stack=4194304:16777216", "--"}, cmd.Args...)
+	cmd.Path = prlimit
+	out, errs, code := runCmd(t, cmd)
+	if code != 0 || !strings.Contains(out, "Max stack size 8388608 16777216 bytes") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
