@@ -45,7 +45,7 @@ func step(name string, err error) error {
 
 // InitMain is the sandbox's pid 1. It builds the network, hands its
 // listeners to the supervisor, builds the filesystem, hardens itself,
-// starts the target in its own session, forwards signals, reaps orphans,
+// starts the target in a session of its own, forwards signals, reaps orphans,
 // and exits with the target's status (128+signal for a signal). If the
 // supervisor goes away, it kills everything in the sandbox at once.
 func InitMain() int {
@@ -122,6 +122,14 @@ func InitMain() int {
 	// Listen for SIGCHLD before the target exists, so a target that exits
 	// at once is not missed.
 	sigs := catchSignals()
+	// The sandbox is one session, the init's and not the launcher's: it
+	// has no controlling terminal, and it is the sandbox's one scheduler
+	// group where the kernel's autogroup is the CPU bound. Its programs
+	// may not start another (setsidRule), so the target starts as a
+	// process group leader in this one.
+	if _, err := unix.Setsid(); err != nil {
+		return fail(step("own session", err))
+	}
 	target, err := startTarget(spec)
 	if err != nil {
 		return fail(err)
@@ -257,13 +265,20 @@ func startTarget(spec Spec) (int, error) {
 			done <- result{err: step("limits", err)}
 			return
 		}
-		if err := unlessOff("seccomp", installSeccomp); err != nil {
+		if err := unlessOff("seccomp", func() error { return installSeccomp(spec.AllowSetsid) }); err != nil {
 			done <- result{err: step("seccomp", err)}
 			return
 		}
+		// Nice is per thread on Linux; the target inherits this one's.
+		if err := unix.Setpriority(unix.PRIO_PROCESS, 0, Nice); err != nil {
+			done <- result{err: step("nice", err)}
+			return
+		}
+		// A process group in the init's session: the filter may refuse
+		// setsid in the forked child.
 		cmd := &exec.Cmd{Path: spec.Command, Args: spec.Args, Dir: spec.Dir, Env: spec.Env,
 			Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-			SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}}
+			SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
 		if err := cmd.Start(); err != nil {
 			done <- result{err: step("start "+spec.Command, err)}
 			return

@@ -46,6 +46,17 @@ const (
 	InotifyWatches   = 8192
 	FanotifyGroups   = 8
 	FanotifyMarks    = 8192
+	// StackMB and StackHardMB are RLIMIT_STACK, soft and hard: the main
+	// stack's growth, which RLIMIT_DATA does not count. The hard bound
+	// leaves a program room to raise its own, as deep recursion needs.
+	StackMB     = 8
+	StackHardMB = 64
+	// Nice is the nice value the program starts at. RLIMIT_NICE and
+	// RLIMIT_RTPRIO are 0: no process in the sandbox lowers it, or takes
+	// a real-time class. Where no cgroup bounds the sandbox's CPU, the
+	// kernel's autogroup does, one group per session: the sandbox is one
+	// session and may not start another (Spec.AllowSetsid).
+	Nice = 10
 	// TCPBufferBound says what tcpBuffers sets, for the audit log.
 	TCPBufferBound = "256 KiB per socket each way (tcp_rmem, tcp_wmem)"
 )

@@ -21,22 +21,35 @@ func setRlimits(l Limits) error {
 	}
 	const mb = 1 << 20
 	for _, r := range []struct {
-		name     string
-		resource int
-		value    uint64
+		name       string
+		resource   int
+		soft, hard uint64
 	}{
-		{"RLIMIT_NPROC", unix.RLIMIT_NPROC, uint64(l.Processes)},
-		{"RLIMIT_NOFILE", unix.RLIMIT_NOFILE, uint64(l.OpenFiles)},
-		{"RLIMIT_DATA", unix.RLIMIT_DATA, uint64(l.MemoryMB) * mb},
-		{"RLIMIT_FSIZE", unix.RLIMIT_FSIZE, uint64(l.FileSizeMB) * mb},
-		{"RLIMIT_CORE", unix.RLIMIT_CORE, 0},
-		{"RLIMIT_SIGPENDING", unix.RLIMIT_SIGPENDING, PendingSignals},
+		{"RLIMIT_NPROC", unix.RLIMIT_NPROC, uint64(l.Processes), uint64(l.Processes)},
+		{"RLIMIT_NOFILE", unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles)},
+		{"RLIMIT_DATA", unix.RLIMIT_DATA, uint64(l.MemoryMB) * mb, uint64(l.MemoryMB) * mb},
+		{"RLIMIT_FSIZE", unix.RLIMIT_FSIZE, uint64(l.FileSizeMB) * mb, uint64(l.FileSizeMB) * mb},
+		{"RLIMIT_CORE", unix.RLIMIT_CORE, 0, 0},
+		{"RLIMIT_SIGPENDING", unix.RLIMIT_SIGPENDING, PendingSignals, PendingSignals},
+		{"RLIMIT_STACK", unix.RLIMIT_STACK, StackMB * mb, StackHardMB * mb},
+		// No locked memory: a SysV segment's lock (SHM_LOCK, also refused
+		// by seccomp) is charged to the launcher's uid, and mlock needs none.
+		{"RLIMIT_MEMLOCK", unix.RLIMIT_MEMLOCK, 0, 0},
+		{"RLIMIT_NICE", unix.RLIMIT_NICE, 0, 0},
+		{"RLIMIT_RTPRIO", unix.RLIMIT_RTPRIO, 0, 0},
 	} {
+		// A launcher's hard limit below the bound stays: lower is
+		// stricter, and raising it needs a capability the init lacks.
+		var launcher syscall.Rlimit
+		if err := syscall.Getrlimit(r.resource, &launcher); err == nil && launcher.Max < r.hard {
+			r.hard = launcher.Max
+			r.soft = min(r.soft, r.hard)
+		}
 		// syscall.Setrlimit, not unix's: for RLIMIT_NOFILE it also stops
 		// the Go runtime from restoring the launcher's soft limit in the
 		// child it forks.
-		if err := syscall.Setrlimit(r.resource, &syscall.Rlimit{Cur: r.value, Max: r.value}); err != nil {
-			return fmt.Errorf("%s=%d: %w", r.name, r.value, err)
+		if err := syscall.Setrlimit(r.resource, &syscall.Rlimit{Cur: r.soft, Max: r.hard}); err != nil {
+			return fmt.Errorf("%s=%d/%d: %w", r.name, r.soft, r.hard, err)
 		}
 	}
 	return nil

@@ -89,6 +89,15 @@ var deniedCalls = map[string]uint32{
 	"syslog": unix.SYS_SYSLOG, // the host's kernel log, readable by anyone where kernel.dmesg_restrict=0
 }
 
+// unimplementedCalls return ENOSYS, on which libcs and libuv fall back to
+// threads: legacy AIO, whose io_setup takes events from fs.aio-max-nr, one
+// pool for the whole host, which a sandbox could empty for every other
+// process.
+var unimplementedCalls = map[string]uint32{
+	"io_setup": unix.SYS_IO_SETUP, "io_destroy": unix.SYS_IO_DESTROY, "io_submit": unix.SYS_IO_SUBMIT,
+	"io_cancel": unix.SYS_IO_CANCEL, "io_getevents": unix.SYS_IO_GETEVENTS, "io_pgetevents": unix.SYS_IO_PGETEVENTS,
+}
+
 // deniedIoctls write to a terminal the target may share with the user:
 // TIOCSTI and TIOCLINUX type into it; the rest change its line discipline,
 // flow, modes and size under the user's shell, discard what the user
@@ -200,8 +209,37 @@ func baselineRules() []rule {
 		personas = append(personas, cond{arg: 0, op: notEqual, value: p})
 	}
 	rules = append(rules, rule{name: "personality(other)", nr: unix.SYS_PERSONALITY, conds: personas, action: eperm})
+	return append(rules, hostPoolRules()...)
+}
+
+// hostPoolRules keep the program out of memory no sandbox bound counts.
+// The kernel leaves a stack mapping (VM_GROWSDOWN, VM_STACK) out of
+// RLIMIT_DATA: a MAP_GROWSDOWN mapping, or the main stack grown in place
+// by mremap, held any size (the stack's growth by faults stays bounded by
+// RLIMIT_STACK). No runtime maps its stacks so (glibc's and Go's thread
+// stacks are plain private mappings); mremap fails as a full address
+// space does, and glibc's realloc then copies. SHM_LOCK charges a locked
+// SysV segment to the launcher's uid, past the sandbox's RLIMIT_MEMLOCK.
+func hostPoolRules() []rule {
+	rules := []rule{
+		{name: "mmap(MAP_GROWSDOWN)", nr: unix.SYS_MMAP, conds: []cond{{arg: 3, op: anyBits, value: unix.MAP_GROWSDOWN}}, action: retErrno(unix.EPERM)},
+		{name: "mremap", nr: unix.SYS_MREMAP, action: retErrno(unix.ENOMEM)},
+		{name: "shmctl(SHM_LOCK)", nr: unix.SYS_SHMCTL, conds: []cond{{arg: 1, op: equal, value: shmLock}}, action: retErrno(unix.EPERM)},
+	}
+	for _, name := range sortedKeys(unimplementedCalls) {
+		rules = append(rules, rule{name: name, nr: unimplementedCalls[name], action: retErrno(unix.ENOSYS)})
+	}
 	return rules
 }
+
+// shmLock is SHM_LOCK (linux/shm.h), which x/sys/unix does not name.
+const shmLock = 11
+
+// setsidRule refuses a new session, with the errno a process group leader
+// gets: each session is a scheduler group of its own (autogroup), with a
+// CPU share of its own, and where no cgroup bounds the sandbox's CPU, the
+// sandbox's one session is its bound.
+var setsidRule = rule{name: "setsid", nr: unix.SYS_SETSID, action: retErrno(unix.EPERM)}
 
 // sortedKeys keeps the assembled program the same from run to run.
 func sortedKeys(m map[string]uint32) []string {
@@ -270,11 +308,16 @@ func ruleBlock(r rule) []bpf.Instruction {
 // the first word).
 func argLow(i int) uint32 { return offArgs + 8*uint32(i) }
 
-// installSeccomp loads the baseline filter on the calling thread only (no
-// TSYNC): the init's other threads need mount and friends no more, and the
-// target inherits this thread's filter. no_new_privs is already set.
-func installSeccomp() error {
-	raw, err := assemble(baselineRules())
+// installSeccomp loads the baseline filter, and the setsid rule unless
+// allowSetsid, on the calling thread only (no TSYNC): the init's other
+// threads need mount and friends no more, and the target inherits this
+// thread's filter. no_new_privs is already set.
+func installSeccomp(allowSetsid bool) error {
+	rules := baselineRules()
+	if !allowSetsid {
+		rules = append(rules, setsidRule)
+	}
+	raw, err := assemble(rules)
 	if err != nil {
 		return err
 	}

@@ -204,3 +204,43 @@ func TestSeccompForeignArchitecturesAreKilled(t *testing.T) {
 		}
 	}
 }
+
+// TestSeccompHostPoolRulesLeaveOrdinaryCallsAlone: the rules that keep a
+// program out of the host's shared pools refuse a stack mapping, SHM_LOCK
+// and (unless allowed) setsid, and let every ordinary mapping, other
+// shmctl commands and, where allowed, setsid through.
+func TestSeccompHostPoolRulesLeaveOrdinaryCallsAlone(t *testing.T) {
+	raw, err := assemble(append(baselineRules(), setsidRule))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, _ := bpf.Disassemble(raw)
+	denying, err := bpf.NewVM(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	private := uint64(unix.MAP_PRIVATE | unix.MAP_ANONYMOUS)
+	for _, tc := range []struct {
+		name string
+		vm   *bpf.VM
+		c    call
+		want uint32
+	}{
+		{"mmap(private)", denying, call{nr: unix.SYS_MMAP, args: [6]uint64{3: private}}, retAllow},
+		{"mmap(MAP_STACK)", denying, call{nr: unix.SYS_MMAP, args: [6]uint64{3: private | unix.MAP_STACK | unix.MAP_NORESERVE}}, retAllow},
+		{"mmap(shared file)", denying, call{nr: unix.SYS_MMAP, args: [6]uint64{3: unix.MAP_SHARED, 4: 3}}, retAllow},
+		{"mmap(MAP_GROWSDOWN)", denying, call{nr: unix.SYS_MMAP, args: [6]uint64{3: private | unix.MAP_GROWSDOWN}}, retErrno(unix.EPERM)},
+		{"mremap", denying, call{nr: unix.SYS_MREMAP}, retErrno(unix.ENOMEM)},
+		{"shmctl(IPC_RMID)", denying, call{nr: unix.SYS_SHMCTL, args: [6]uint64{1: unix.IPC_RMID}}, retAllow},
+		{"shmctl(SHM_UNLOCK)", denying, call{nr: unix.SYS_SHMCTL, args: [6]uint64{1: 12}}, retAllow},
+		{"shmctl(SHM_LOCK)", denying, call{nr: unix.SYS_SHMCTL, args: [6]uint64{1: shmLock}}, retErrno(unix.EPERM)},
+		{"io_setup", denying, call{nr: unix.SYS_IO_SETUP}, retErrno(unix.ENOSYS)},
+		{"setsid", denying, call{nr: unix.SYS_SETSID}, retErrno(unix.EPERM)},
+		{"setsid allowed", baselineVM(t), call{nr: unix.SYS_SETSID}, retAllow},
+	} {
+		tc.c.arch = nativeArch
+		if got := run(t, tc.vm, tc.c); got != tc.want {
+			t.Errorf("%s: %#x, want %#x", tc.name, got, tc.want)
+		}
+	}
+}

@@ -21,6 +21,11 @@ type Spec struct {
 	CapturePorts []uint16
 	// Limits bound what the program can consume; every field must be set.
 	Limits Limits
+	// AllowSetsid lets the program start sessions of its own. Set it only
+	// where a cgroup bounds the sandbox's CPU: otherwise the kernel's
+	// autogroup, one scheduler group per session, is the bound, and each
+	// new session would be a CPU share of its own. The zero value refuses.
+	AllowSetsid bool
 	// TrustBundle, when set, is a host file of PEM certificates (the
 	// host's roots and egressd's broker CA) bound read-only at
 	// TrustBundlePath and over the system bundles the sandbox has.

@@ -451,6 +451,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "start", Msg: "sandboxed: " + r.spec.Command}))
 	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "limits", Msg: limitsMessage(r.spec.Limits, r.opts.StateMount != nil)}))
 	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "limits", Msg: kernelLimitsMessage}))
+	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "limits", Msg: processLimitsMessage(r.spec.AllowSetsid)}))
 	code := sb.Wait()
 	term.Restore() // before egressd writes to a terminal whose output the program may have stopped
 	stop()

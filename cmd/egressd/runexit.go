@@ -96,3 +96,14 @@ func limitsMessage(l sandbox.Limits, stateImage bool) string {
 // counts per user, in a line of its own: audit messages stop at 256 bytes.
 var kernelLimitsMessage = fmt.Sprintf("pending signals %d, inotify %d instances and %d watches, fanotify %d groups and %d marks, TCP buffers %s",
 	sandbox.PendingSignals, sandbox.InotifyInstances, sandbox.InotifyWatches, sandbox.FanotifyGroups, sandbox.FanotifyMarks, sandbox.TCPBufferBound)
+
+// processLimitsMessage states the fixed bounds on each process's stack,
+// locked memory, kernel pools and CPU share, in a third line.
+func processLimitsMessage(allowSetsid bool) string {
+	cpu := "one session (setsid refused)"
+	if allowSetsid {
+		cpu = "sessions allowed (a cgroup bounds the CPU)"
+	}
+	return fmt.Sprintf("stack %d MB (%d MB hard), no locked memory, no legacy AIO, nice %d, %s",
+		sandbox.StackMB, sandbox.StackHardMB, sandbox.Nice, cpu)
+}

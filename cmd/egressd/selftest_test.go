@@ -115,7 +115,7 @@ var allProbes = []string{"tcp-ip-literal-443", "tcp-ip-literal-other-port", "ipv
 	"no-new-privs", "nested-user-namespace", "mount", "ptrace", "io_uring", "bpf", "perf_event_open", "keyctl",
 	"userfaultfd", "tiocsti", "tiocsti-high-bit", "tiocsctty", "tiocsserial", "socket-vsock-high-bit", "socket-netlink-uevent-high-bit",
 	"socket-packet", "foreign-abi", "x32-abi", "pidfd-getfd-parent", "process-vm-readv-parent", "signal-supervisor", "terminal",
-	"signal-init-sigquit", "attempts-audited"}
+	"legacy-aio", "mmap-growsdown", "shm-lock", "setsid", "signal-init-sigquit", "attempts-audited"}
 
 func TestSelftestSandboxStopsEveryProbeItOwns(t *testing.T) {
 	hookedBinary(t) // built before the clock starts
@@ -146,6 +146,9 @@ func TestSelftestSandboxStopsEveryProbeItOwns(t *testing.T) {
 	if strings.Join(names, " ") != strings.Join(allProbes, " ") {
 		t.Errorf("battery:\n got %v\nwant %v", names, allProbes)
 	}
+	if o.Bounds["stack"] != "8388608" || o.Bounds["locked_memory"] != "0" || o.Bounds["nice"] != "10" {
+		t.Errorf("stack, locked memory and nice not reported: %v", o.Bounds)
+	}
 	if o.Host["kernel"] == "" || o.Host["mode"] != "sandbox" || o.Bounds["processes"] == "" {
 		t.Errorf("host or bounds missing: %v %v", o.Host, o.Bounds)
 	}
@@ -164,7 +167,8 @@ func TestSelftestInsecureEnvOnlyReportsTheHolesOpen(t *testing.T) {
 		"write-integration-folder", "write-manifest", "read-audit-log", "read-other-integration-state",
 		"read-outside-landlock-list", "proc-other-fd", "proc-other-cwd-root", "proc-other-environ", "proc-other-mem",
 		"inherited-descriptor", "no-new-privs", "nested-user-namespace", "ptrace", "io_uring", "bpf", "perf_event_open",
-		"keyctl", "userfaultfd", "tiocsti", "tiocsctty", "tiocsserial", "pidfd-getfd-parent", "process-vm-readv-parent", "signal-supervisor", "terminal", "attempts-audited"}
+		"keyctl", "userfaultfd", "tiocsti", "tiocsctty", "tiocsserial", "pidfd-getfd-parent", "process-vm-readv-parent", "signal-supervisor", "terminal", "attempts-audited",
+		"legacy-aio", "mmap-growsdown", "shm-lock", "setsid"}
 	if os.Geteuid() == 0 {
 		mustOpen = append(mustOpen, "write-host-home", "write-system-folders", "capabilities", "mount", "socket-packet")
 	}
@@ -194,10 +198,12 @@ func TestSelftestEachLayerSwitchedOffTurnsItsProbesOpen(t *testing.T) {
 		off    string
 		probes []string
 	}{
-		// The terminal ioctls are the filter's too: with it off the
-		// program reconfigures the terminal it shares while it runs.
+		// The terminal ioctls are the filter's too, but with it off the
+		// lent terminal still reaches the program relayed, as a pipe, so
+		// "terminal" stays closed: two layers.
 		{"seccomp", []string{"ptrace", "io_uring", "bpf", "perf_event_open", "keyctl", "userfaultfd", "tiocsti", "tiocsctty", "tiocsserial", "process-vm-readv-parent",
-			"tiocsti-high-bit", "socket-netlink-uevent-high-bit", "terminal"}},
+			"tiocsti-high-bit", "socket-netlink-uevent-high-bit", "legacy-aio", "mmap-growsdown", "setsid"}},
+		// RLIMIT_MEMLOCK 0 backs the filter's SHM_LOCK rule up.
 		// max_user_namespaces=0 inside backs the filter up.
 		{"seccomp,userns-limit", []string{"nested-user-namespace"}},
 		{"caps", []string{"capabilities"}},

@@ -15,7 +15,10 @@ type Bounds struct {
 	Processes  string `json:"processes"`  // RLIMIT_NPROC
 	OpenFiles  string `json:"open_files"` // RLIMIT_NOFILE
 	AddrSpace  string `json:"address_space"`
-	FileSize   string `json:"file_size"`   // RLIMIT_FSIZE
+	FileSize   string `json:"file_size"`     // RLIMIT_FSIZE
+	Stack      string `json:"stack"`         // RLIMIT_STACK
+	LockedMem  string `json:"locked_memory"` // RLIMIT_MEMLOCK
+	Nice       string `json:"nice"`
 	CgroupPids string `json:"cgroup_pids"` // pids.max, where the cgroup is visible
 	CgroupMem  string `json:"cgroup_memory"`
 }
@@ -32,6 +35,7 @@ func readBounds() Bounds {
 		return strconv.FormatUint(r.Cur, 10)
 	}
 	b := Bounds{Processes: rl(unix.RLIMIT_NPROC), OpenFiles: rl(unix.RLIMIT_NOFILE), AddrSpace: rl(unix.RLIMIT_AS), FileSize: rl(unix.RLIMIT_FSIZE)}
+	b.Stack, b.LockedMem, b.Nice = rl(unix.RLIMIT_STACK), rl(unix.RLIMIT_MEMLOCK), niceValue()
 	b.CgroupPids, b.CgroupMem = cgroupFile("pids.max"), cgroupFile("memory.max")
 	return b
 }
@@ -52,4 +56,14 @@ func cgroupFile(name string) string {
 		}
 	}
 	return "not visible"
+}
+
+// niceValue is this process's nice value (getpriority's raw result is
+// 20 - nice).
+func niceValue() string {
+	r, _, e := unix.Syscall(unix.SYS_GETPRIORITY, unix.PRIO_PROCESS, 0, 0)
+	if e != 0 {
+		return "unknown: " + e.Error()
+	}
+	return strconv.Itoa(20 - int(r))
 }

@@ -45,7 +45,7 @@ func skipped(format string, a ...any) (string, string) { return Skipped, fmt.Spr
 // runs alone after the results are written.
 func battery() []probe {
 	var all []probe
-	for _, group := range [][]probe{networkProbes(), fsProbes(), procProbes(), kernelProbes()} {
+	for _, group := range [][]probe{networkProbes(), fsProbes(), procProbes(), kernelProbes(), hostPoolProbes()} {
 		all = append(all, group...)
 	}
 	return all

@@ -55,8 +55,8 @@ func WriteTable(w io.Writer, r Report) {
 	h := r.Host
 	fmt.Fprintf(w, "\nhost: kernel %s %s, Landlock ABI %d, %s, root %v, mode %s\n", h.Kernel, h.Arch, h.LandlockABI, h.UserNS, h.Root, h.Mode)
 	b := r.Bounds
-	fmt.Fprintf(w, "bounds seen inside: processes %s, open files %s, address space %s, file size %s, cgroup pids %s, cgroup memory %s\n",
-		b.Processes, b.OpenFiles, b.AddrSpace, b.FileSize, b.CgroupPids, b.CgroupMem)
+	fmt.Fprintf(w, "bounds seen inside: processes %s, open files %s, address space %s, file size %s, stack %s, locked memory %s, nice %s, cgroup pids %s, cgroup memory %s\n",
+		b.Processes, b.OpenFiles, b.AddrSpace, b.FileSize, b.Stack, b.LockedMem, b.Nice, b.CgroupPids, b.CgroupMem)
 	var open []Result
 	for _, p := range r.Probes {
 		if p.Result == Open {

@@ -134,6 +134,15 @@ func main() {
 	case "x32":
 		r, _, errno := unix.RawSyscall(0x40000000|unix.SYS_GETPID, 0, 0, 0)
 		fmt.Println("x32 getpid returned", int(r), int(errno))
+	case "aio":
+		legacyAIO()
+	case "growsdown":
+		mb, _ := strconv.Atoi(os.Args[2])
+		growsDown(mb)
+	case "shmlock":
+		shmLock()
+	case "schedule":
+		schedule()
 	default:
 		os.Exit(2)
 	}

@@ -1,0 +1,69 @@
+package selftest
+
+import (
+	"context"
+	"os/exec"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// hostPoolProbes reach for what the host shares among all its processes:
+// the kernel's AIO events (fs.aio-max-nr), memory outside RLIMIT_DATA (a
+// stack mapping), memory locked on the launcher's account (SHM_LOCK), and
+// a CPU share of one's own (a new session is a new autogroup).
+func hostPoolProbes() []probe {
+	return []probe{
+		{"legacy-aio", LayerSeccomp, probeLegacyAIO},
+		{"mmap-growsdown", LayerSeccomp, probeGrowsDown},
+		{"shm-lock", LayerSeccomp, probeShmLock},
+		{"setsid", LayerSeccomp, probeSetsid},
+	}
+}
+
+func probeLegacyAIO(context.Context, *Config) (string, string) {
+	var ctx uintptr
+	if _, _, e := unix.Syscall(unix.SYS_IO_SETUP, 1, uintptr(unsafe.Pointer(&ctx)), 0); e == 0 {
+		unix.Syscall(unix.SYS_IO_DESTROY, ctx, 0, 0)
+		return opened("io_setup took an AIO context from the host's pool")
+	}
+	return reach("io_setup", unix.SYS_IO_SETUP, 1, uintptr(unsafe.Pointer(&ctx)), 0)
+}
+
+// probeGrowsDown maps one page as a stack: VM_GROWSDOWN, which
+// RLIMIT_DATA does not count, at any size.
+func probeGrowsDown(context.Context, *Config) (string, string) {
+	const page = 4096
+	addr, _, e := unix.Syscall6(unix.SYS_MMAP, 0, page, unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_GROWSDOWN, ^uintptr(0), 0)
+	if e == 0 {
+		unix.Syscall(unix.SYS_MUNMAP, addr, page, 0)
+		return opened("mapped memory with MAP_GROWSDOWN, which RLIMIT_DATA does not count")
+	}
+	return closed("mmap(MAP_GROWSDOWN): %s", e)
+}
+
+// probeShmLock locks a SysV segment of its own, which the kernel charges
+// to the user the sandbox maps to.
+func probeShmLock(context.Context, *Config) (string, string) {
+	id, err := unix.SysvShmGet(unix.IPC_PRIVATE, 4096, unix.IPC_CREAT|0o600)
+	if err != nil {
+		return skipped("shmget: %v", err)
+	}
+	defer unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+	const shmLock = 11 // SHM_LOCK, linux/shm.h
+	return reach("shmctl(SHM_LOCK)", unix.SYS_SHMCTL, uintptr(id), shmLock, 0)
+}
+
+// probeSetsid starts a child that calls setsid (Go's fork does, before
+// exec): a session of its own is a scheduler group of its own.
+func probeSetsid(context.Context, *Config) (string, string) {
+	cmd := exec.Command("/proc/self/exe", ProbeArg, "noop")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return closed("setsid in a child: %s", short(err))
+	}
+	cmd.Wait()
+	return opened("started a process in a session of its own")
+}
