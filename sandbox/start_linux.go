@@ -32,6 +32,9 @@ type Options struct {
 	// this very folder, whatever the path names by then. Start opens
 	// Spec.Dir itself if it is nil; the caller closes it.
 	Folder *os.File
+	// Key names the sandbox's cgroup (with the supervisor's pid): the
+	// integration's state name.
+	Key string
 }
 
 // Sandbox is a running sandboxed process tree and the listeners created
@@ -51,6 +54,8 @@ type Sandbox struct {
 	live        *os.File
 	done        chan int
 	exit        exitReport
+	cgroup      *cgroup
+	initScore   string // the init's oom_score_adj, set back once the target runs
 	setup       *time.Timer // SetupTimeout, stopped once the target runs
 	stalled     atomic.Bool // the timer fired and killed the init
 }
@@ -94,14 +99,25 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 	if err := markInheritedCloexec(); err != nil {
 		return nil, fmt.Errorf("sandbox: close_range: %w", err)
 	}
+	if err := spec.Limits.check(); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	cg, err := openCgroup(opts.Key, spec.Limits)
+	if err != nil {
+		return nil, err
+	}
 	var pair [2]int
 	pair, err = unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
+		cg.remove()
 		return nil, fmt.Errorf("sandbox: socketpair: %w", err)
 	}
 	parentCtl, childCtl := os.NewFile(uintptr(pair[0]), "control"), os.NewFile(uintptr(pair[1]), "control")
 	liveR, liveW, err := os.Pipe()
 	if err != nil {
+		cg.remove()
+		parentCtl.Close()
+		childCtl.Close()
 		return nil, fmt.Errorf("sandbox: liveness pipe: %w", err)
 	}
 	cmd := &exec.Cmd{
@@ -129,7 +145,7 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
 		cmd.SysProcAttr.GidMappingsEnableSetgroups = true
 	}
-	sb := &Sandbox{cmd: cmd, ctl: control{f: parentCtl}, live: liveW, done: make(chan int, 1), exit: newExitReport()}
+	sb := &Sandbox{cmd: cmd, ctl: control{f: parentCtl}, live: liveW, done: make(chan int, 1), exit: newExitReport(), cgroup: cg}
 	started := make(chan error, 1)
 	// Pdeathsig fires when the thread that forked the child exits
 	// (golang/go#27505), so that thread stays locked for the child's life.
@@ -140,14 +156,25 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 			return
 		}
 		started <- nil
-		sb.done <- exitCode(cmd.Wait())
+		code := exitCode(cmd.Wait())
+		cg.remove() // the init is gone, and every task of its PID namespace with it
+		sb.done <- code
 		close(sb.exit.gone)
 	}()
 	err = <-started
 	childCtl.Close()
 	liveR.Close()
 	if err != nil {
+		cg.remove()
 		return nil, namespaceError(err)
+	}
+	if err := cg.enter(cmd.Process.Pid); err != nil {
+		sb.Kill()
+		return nil, err
+	}
+	if sb.initScore, err = markTargetFirst(cmd.Process.Pid); err != nil {
+		sb.Kill()
+		return nil, err
 	}
 	sb.setup = time.AfterFunc(SetupTimeout, func() {
 		sb.stalled.Store(true)
@@ -275,7 +302,7 @@ func (sb *Sandbox) Run() error {
 	if m.Error != "" {
 		return initError(m)
 	}
-	return nil
+	return spareInit(sb.cmd.Process.Pid, sb.initScore)
 }
 
 // setupError says so plainly when err came from the setup timer's kill.

@@ -223,7 +223,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 	if err != nil {
 		return nil, err
 	}
-	r.opts = sandbox.Options{HostUID: hostUID, HostGID: hostGID, Folder: folder}
+	r.opts = sandbox.Options{HostUID: hostUID, HostGID: hostGID, Folder: folder, Key: name}
 	if os.Getuid() == 0 && !f.insecureEnvOnly {
 		// The kernel bounds the state: an ext4 image of state_mb, seeded
 		// once from the folder earlier versions used.
@@ -441,6 +441,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 		Msg: "sandboxed: " + r.spec.Command})
 	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "limits", Integration: p.Manifest.ID, Msg: limitsMessage(r.spec.Limits, r.opts.StateMount != nil)})
 	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "limits", Integration: p.Manifest.ID, Msg: kernelLimitsMessage})
+	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "limits", Integration: p.Manifest.ID, Msg: sb.CgroupBounds()})
 	code := sb.Wait()
 	term.Restore() // before egressd writes to a terminal whose output the program may have stopped
 	stop()

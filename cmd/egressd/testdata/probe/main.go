@@ -122,6 +122,8 @@ func main() {
 		}
 		wg.Wait()
 		fmt.Println("sent", sent.Load())
+	case "mapfiles":
+		mapFiles(os.Args[2], os.Args[3])
 	case "x32":
 		r, _, errno := unix.RawSyscall(0x40000000|unix.SYS_GETPID, 0, 0, 0)
 		fmt.Println("x32 getpid returned", int(r), int(errno))

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// cgroupControllers are the v1 hierarchies a root sandbox gets a group in.
+var cgroupControllers = []string{"pids", "memory", "cpu"}
+
+// ownCgroupDir is this test process's group in the v1 hierarchy of
+// controller (egressd, its child, makes the sandbox's group under it).
+func ownCgroupDir(controller string) (string, bool) {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", false
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && contains(strings.Split(parts[1], ","), controller) {
+			dir := filepath.Join("/sys/fs/cgroup", controller, parts[2])
+			if _, err := os.Stat(filepath.Join(dir, "cgroup.procs")); err == nil {
+				return dir, true
+			}
+		}
+	}
+	return "", false
+}
+
+// requireCgroup skips unless egressd, as root, can make a sandbox's group
+// in the v1 pids, memory and cpu hierarchies. Under CI a root runner on a
+// host that has them must run these tests.
+func requireCgroup(t *testing.T) {
+	requireSandbox(t)
+	have := true
+	for _, c := range cgroupControllers {
+		_, ok := ownCgroupDir(c)
+		have = have && ok
+	}
+	switch {
+	case have && os.Geteuid() == 0:
+		return
+	case have && os.Getenv("CI") == "true":
+		t.Fatal("this host has the cgroup v1 pids, memory and cpu hierarchies: run the cgroup tests as root in CI")
+	}
+	t.Skip("needs root and the cgroup v1 pids, memory and cpu hierarchies")
+}
+
+// sandboxGroups are the sandbox's group directories that the egressd of
+// pid made, one per hierarchy, by controller.
+func sandboxGroups(t *testing.T, pid int) map[string]string {
+	t.Helper()
+	groups := map[string]string{}
+	for _, c := range cgroupControllers {
+		own, _ := ownCgroupDir(c)
+		found, _ := filepath.Glob(filepath.Join(own, "egressd-com.test.sandboxed@*-"+strconv.Itoa(pid)))
+		if len(found) == 1 {
+			groups[c] = found[0]
+		}
+	}
+	return groups
+}
+
+func readCgroupFile(t *testing.T, dir, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// pausedRun starts egressd run with script, which prints "ready" and then
+// waits on stdin; it returns once "ready" is read, with the lines printed
+// before it. go lets the script go on and returns the rest of its output
+// and egressd's exit status.
+func (e *sandboxEnv) pausedRun(cmd *exec.Cmd) (before []string, proceed func() (string, int)) {
+	e.t.Helper()
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	finished := false
+	e.t.Cleanup(func() {
+		if !finished {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	r := bufio.NewReader(stdout)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			stdin.Close()
+			cmd.Wait()
+			e.t.Fatalf("the script ended before it was ready: %v\nstdout: %q\nstderr:\n%s", err, before, errb.String())
+		}
+		if line == "ready\n" {
+			break
+		}
+		before = append(before, strings.TrimSuffix(line, "\n"))
+	}
+	return before, func() (string, int) {
+		io.WriteString(stdin, "go\n")
+		stdin.Close()
+		rest, _ := io.ReadAll(r)
+		err := cmd.Wait()
+		finished = true
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return string(rest) + errb.String(), code
+	}
+}
+
+// requireGroupsGone fails if the egressd of pid left a group behind.
+func requireGroupsGone(t *testing.T, pid int) {
+	t.Helper()
+	if left := sandboxGroups(t, pid); len(left) != 0 {
+		t.Fatalf("the sandbox's groups outlived the run: %v", left)
+	}
+}
+
+// TestRunCPUSpinnerIsInAGroupWithTheCPUQuota: 100 processes that each
+// call setsid() (an autogroup each) starved the host, since nothing
+// bounded the sandbox's CPU time. Now the whole sandbox, the spinner
+// included, is in a group with a CFS quota, and its other bounds, which the
+// host reads while it runs; the audit log names them; the groups go with
+// the run.
+func TestRunCPUSpinnerIsInAGroupWithTheCPUQuota(t *testing.T) {
+	requireCgroup(t)
+	e := newSandboxEnv(t)
+	cmd := e.configured("sandbox_limits:\n  processes: 48\n  total_memory_mb: 256\n  cpus: 0.5\n",
+		`setsid sh -c 'while :; do :; done' & cat /proc/$!/cgroup; echo ready; read x; kill $!`)
+	inside, proceed := e.pausedRun(cmd)
+	groups := sandboxGroups(t, cmd.Process.Pid)
+	if len(groups) != len(cgroupControllers) {
+		t.Fatalf("want a group in each of %v, found %v", cgroupControllers, groups)
+	}
+	for c, want := range map[string]map[string]string{
+		"pids":   {"pids.max": "48"},
+		"memory": {"memory.limit_in_bytes": strconv.Itoa(256 << 20)},
+		"cpu":    {"cpu.cfs_quota_us": "50000", "cpu.cfs_period_us": "100000"},
+	} {
+		for file, value := range want {
+			if got := readCgroupFile(t, groups[c], file); got != value {
+				t.Errorf("%s: %s, want %s", file, got, value)
+			}
+		}
+		// Every task of the sandbox (init, shell, spinner) is in it, and
+		// /proc/PID/cgroup of each says so from the host.
+		procs := strings.Fields(readCgroupFile(t, groups[c], "cgroup.procs"))
+		if len(procs) < 3 {
+			t.Errorf("%s group holds %v, want the init, the shell and the spinner", c, procs)
+		}
+		for _, pid := range procs {
+			data, _ := os.ReadFile("/proc/" + pid + "/cgroup")
+			if !strings.Contains(string(data), "/"+filepath.Base(groups[c])+"\n") {
+				t.Errorf("task %s is not in %s:\n%s", pid, groups[c], data)
+			}
+		}
+	}
+	if !strings.Contains(strings.Join(inside, "\n"), ":cpu:") || !strings.Contains(strings.Join(inside, "\n"), filepath.Base(groups["cpu"])) {
+		t.Errorf("the spinner's /proc/PID/cgroup does not name the sandbox's cpu group:\n%s", strings.Join(inside, "\n"))
+	}
+	out, code := proceed()
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	requireGroupsGone(t, cmd.Process.Pid)
+	if want := `"msg":"cgroup v1: tasks 48, memory 256 MB for the whole sandbox (kernel memory included, no swap), CPU 0.50 (quota 50000us per 100000us)"`; !strings.Contains(e.auditLog(), want) {
+		t.Fatalf("want %s in the audit log:\n%s", want, e.auditLog())
+	}
+}
+
+// TestRunForkBombStaysUnderTheGroupsPidsMax: the fork bomb fails inside,
+// the group's task count never passes pids.max, and the host still forks.
+// (RLIMIT_NPROC is set to the same bound and usually refuses first; the
+// group holds whatever a uid-based count would miss.)
+func TestRunForkBombStaysUnderTheGroupsPidsMax(t *testing.T) {
+	requireCgroup(t)
+	e := newSandboxEnv(t)
+	cmd := e.configured("sandbox_limits:\n  processes: 48\n",
+		`sh -c 'i=0; while [ $i -lt 400 ]; do sleep 1000 & i=$((i+1)); done' 2>&1; echo ready; read x`)
+	bomb, proceed := e.pausedRun(cmd)
+	groups := sandboxGroups(t, cmd.Process.Pid)
+	pids := groups["pids"]
+	if pids == "" {
+		t.Fatalf("no pids group: %v", groups)
+	}
+	max, current := readCgroupFile(t, pids, "pids.max"), readCgroupFile(t, pids, "pids.current")
+	if n, _ := strconv.Atoi(current); max != "48" || n < 40 || n > 48 {
+		t.Fatalf("pids.max %s, pids.current %s: want the bomb held at 48", max, current)
+	}
+	if err := exec.Command("true").Run(); err != nil {
+		t.Fatalf("the host cannot fork while the sandbox is full: %v", err)
+	}
+	if out, code := proceed(); code != 0 || !strings.Contains(strings.ToLower(strings.Join(bomb, "\n")), "fork") {
+		t.Fatalf("exit %d, want the bomb's fork failure in:\n%s\n%s", code, strings.Join(bomb, "\n"), out)
+	}
+	requireGroupsGone(t, cmd.Process.Pid)
+}
+
+// TestRunMappedFilesStopAtTheSandboxsMemoryBound: open+mmap+close keeps
+// each struct file alive past RLIMIT_NOFILE; 4 processes held 240,000 of
+// them (about 100 MB of kernel slab) against the host's fs.file-max. The
+// group's memory bound charges that kernel memory: 6 processes that each
+// try to hold 60,000 are stopped (killed by the group's OOM killer, or
+// refused) long before, and the group records hitting its limit.
+func TestRunMappedFilesStopAtTheSandboxsMemoryBound(t *testing.T) {
+	requireCgroup(t)
+	e := newSandboxEnv(t)
+	data, err := os.ReadFile(probeBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "probe"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const procs, each = 6, 60000
+	cmd := e.configured("sandbox_limits:\n  total_memory_mb: 48\n", fmt.Sprintf(
+		`for i in $(seq %d); do (./probe mapfiles /etc/hostname %d; echo rc=$?) & done; wait; echo ready; read x`, procs, each))
+	done, proceed := e.pausedRun(cmd)
+	mem := sandboxGroups(t, cmd.Process.Pid)["memory"]
+	if mem == "" {
+		t.Fatal("no memory group")
+	}
+	// The OOM killer of the group, not of the host, stopped them.
+	oom := readCgroupFile(t, mem, "memory.oom_control")
+	out, code := proceed()
+	full, stopped := 0, 0
+	for _, line := range done {
+		switch {
+		case line == fmt.Sprintf("mapfiles held %d stop=<nil>", each):
+			full++
+		case line == "rc=137" || strings.HasPrefix(line, "mapfiles held") && strings.Contains(line, "cannot allocate memory"):
+			stopped++
+		}
+	}
+	if code != 0 || !strings.Contains(oom, "\noom_kill ") || strings.Contains(oom, "\noom_kill 0") || stopped < procs/2 || full > procs/2 {
+		t.Fatalf("exit %d, memory.oom_control %q: %d of %d held all %d files, %d were stopped:\n%s\n%s",
+			code, oom, full, procs, each, stopped, strings.Join(done, "\n"), out)
+	}
+	requireGroupsGone(t, cmd.Process.Pid)
+}
+
+// TestRunRemovesTheStaleGroupsOfADeadEgressd: an egressd killed before it
+// could remove its groups leaves them; the next run removes the empty
+// ones whose egressd is gone.
+func TestRunRemovesTheStaleGroupsOfADeadEgressd(t *testing.T) {
+	requireCgroup(t)
+	e := newSandboxEnv(t)
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	own, _ := ownCgroupDir("pids")
+	stale := filepath.Join(own, "egressd-com.test.stale-"+strconv.Itoa(gone.Process.Pid))
+	if err := os.Mkdir(stale, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(stale) })
+	if out, errs, code := e.run(`true`); code != 0 {
+		t.Fatalf("exit %d: %s %s", code, out, errs)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("the stale group %s is still there (%v)", stale, err)
+	}
+}
