@@ -55,7 +55,7 @@ type Sandbox struct {
 	done        chan int
 	exit        exitReport
 	cgroup      *cgroup
-	initScore   string // the init's oom_score_adj, set back once the target runs
+	initScore   string      // the init's oom_score_adj, set back once the target runs
 	setup       *time.Timer // SetupTimeout, stopped once the target runs
 	stalled     atomic.Bool // the timer fired and killed the init
 }
