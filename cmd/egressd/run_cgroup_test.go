@@ -278,3 +278,70 @@ func TestRunRemovesTheStaleGroupsOfADeadEgressd(t *testing.T) {
 		t.Fatalf("the stale group %s is still there (%v)", stale, err)
 	}
 }
+
+// TestRunAsAUserSaysTheCgroupBoundsAreAbsent: a normal user's egressd can
+// make no group; it runs with the rlimits alone, and the audit log says so
+// rather than let the operator believe the sandbox's CPU and memory are
+// bounded.
+func TestRunAsAUserSaysTheCgroupBoundsAreAbsent(t *testing.T) {
+	requireSandbox(t)
+	uid := testUser(t)
+	w := t.TempDir()
+	os.Chmod(filepath.Dir(w), 0o755)
+	dir, state := filepath.Join(w, "int"), filepath.Join(w, "state")
+	os.MkdirAll(dir, 0o755)
+	os.MkdirAll(state, 0o755)
+	manifest := `{"schemaVersion":1,"id":"com.test.user","version":"1.0.0","runtime":{"kind":"local-mcp","command":"sh","args":["-c","true"]},
+	"permissions":[{"kind":"network","domains":["api.allowed.example"]}]}`
+	if err := os.WriteFile(filepath.Join(dir, "voiceos.integration.json"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(egressdBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(w, "egressd")
+	os.WriteFile(bin, data, 0o755)
+	filepath.Walk(w, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, uid, uid) })
+	auditLog := filepath.Join(state, "audit.log")
+	cmd := exec.Command("setpriv", "--reuid="+strconv.Itoa(uid), "--regid="+strconv.Itoa(uid), "--clear-groups", "--",
+		bin, "run", "--state", state, "--audit-log", auditLog, "--resolver", "127.0.0.1:9", dir, "--", "/bin/sh", "-c", "echo ran")
+	cmd.Env = append(os.Environ(), "HOME=/nonexistent")
+	out, errs, code := runCmd(t, cmd)
+	log, _ := os.ReadFile(auditLog)
+	if code != 0 || out != "ran\n" || !strings.Contains(string(log), `"msg":"cgroup bounds absent (egressd is not root): only the rlimits hold"`) {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s\naudit log:\n%s", code, out, errs, log)
+	}
+}
+
+// TestRunRefusesToStartWhenACgroupBoundCannotBeSet: a group can be had but
+// the kernel refuses a bound (v1 takes no CPU quota above the parent
+// group's), so the program never runs, egressd says why in one line, and
+// the half-made group is removed.
+func TestRunRefusesToStartWhenACgroupBoundCannotBeSet(t *testing.T) {
+	requireCgroup(t)
+	e := newSandboxEnv(t)
+	own, _ := ownCgroupDir("cpu")
+	parent, err := os.MkdirTemp(own, "egressd-test-parent-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(parent) })
+	if err := os.WriteFile(filepath.Join(parent, "cpu.cfs_quota_us"), []byte("50000"), 0); err != nil {
+		t.Fatal(err)
+	}
+	cmd := e.configured("sandbox_limits:\n  cpus: 2\n", `echo the program ran`)
+	// egressd starts inside the parent group: its shell moves itself there
+	// and then becomes egressd.
+	cmd.Args = append([]string{"sh", "-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, parent}, cmd.Args...)
+	cmd.Path = "/bin/sh"
+	out, errs, code := runCmd(t, cmd)
+	want := "egressd run: sandbox: cgroup v1: cannot set cpu.cfs_quota_us=200000: "
+	if code == 0 || out != "" || !strings.Contains(errs, want) || !strings.HasSuffix(strings.TrimSpace(errs), "invalid argument") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s\nwant %q", code, out, errs, want)
+	}
+	if left, _ := filepath.Glob(filepath.Join(parent, "egressd-*")); len(left) != 0 {
+		t.Fatalf("the half-made group is still there: %v", left)
+	}
+	requireGroupsGone(t, cmd.Process.Pid)
+}
