@@ -101,7 +101,7 @@ func makeCgroup(l Limits, dirs []string, version string, bounds func(Limits) []c
 			return nil, fmt.Errorf("sandbox: cgroup %s: cannot set %s=%s: %w", version, f.name, f.value, err)
 		}
 	}
-	cg.Bounds = fmt.Sprintf("cgroup %s: tasks %d, memory %d MB for the whole sandbox (kernel memory included, no swap), CPU %.2f (quota %dus per %dus)",
+	cg.Bounds = fmt.Sprintf("cgroup %s: tasks %d, memory %d MB for the whole sandbox (kernel memory and socket buffers included, no swap), CPU %.2f (quota %dus per %dus)",
 		version, l.Processes, l.TotalMemoryMB, l.CPUs, l.cpuQuotaUS(), cpuPeriodUS)
 	return cg, nil
 }
@@ -119,6 +119,9 @@ func v1Bounds(l Limits) []cgroupFile {
 		{name: "pids.max", value: strconv.Itoa(l.Processes)},
 		{name: "memory.limit_in_bytes", value: mem},
 		{name: "memory.memsw.limit_in_bytes", value: mem, optional: true}, // after the limit: it must not be lower
+		// v1 charges socket buffers only once this is set, and apart from
+		// the rest (v2 charges them to memory.max).
+		{name: "memory.kmem.tcp.limit_in_bytes", value: mem, optional: true},
 		{name: "cpu.cfs_period_us", value: strconv.Itoa(cpuPeriodUS)},
 		{name: "cpu.cfs_quota_us", value: strconv.Itoa(l.cpuQuotaUS())},
 	}
