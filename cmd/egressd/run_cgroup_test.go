@@ -142,7 +142,7 @@ func TestRunCPUSpinnerIsInAGroupWithTheCPUQuota(t *testing.T) {
 	requireCgroup(t)
 	e := newSandboxEnv(t)
 	cmd := e.configured("sandbox_limits:\n  processes: 48\n  total_memory_mb: 256\n  cpus: 0.5\n",
-		`setsid sh -c 'while :; do :; done' & cat /proc/$!/cgroup; echo ready; read x; kill $!`)
+		`setsid sh -c 'while :; do :; done' & cat /proc/$!/cgroup; ls /sys/fs/cgroup 2>&1 >/dev/null | grep -q 'No such' || echo cgroupfs visible; echo ready; read x; kill $!`)
 	inside, proceed := e.pausedRun(cmd)
 	groups := sandboxGroups(t, cmd.Process.Pid)
 	if len(groups) != len(cgroupControllers) {
@@ -173,6 +173,9 @@ func TestRunCPUSpinnerIsInAGroupWithTheCPUQuota(t *testing.T) {
 				t.Errorf("task %s is not in %s:\n%s", pid, groups[c], data)
 			}
 		}
+	}
+	if strings.Contains(strings.Join(inside, "\n"), "cgroupfs visible") {
+		t.Error("the program sees a cgroupfs it could move itself out through")
 	}
 	if !strings.Contains(strings.Join(inside, "\n"), ":cpu:") || !strings.Contains(strings.Join(inside, "\n"), filepath.Base(groups["cpu"])) {
 		t.Errorf("the spinner's /proc/PID/cgroup does not name the sandbox's cpu group:\n%s", strings.Join(inside, "\n"))
@@ -376,5 +379,25 @@ print("queued %d MiB" % (total >> 20))
 	var mib int
 	if _, err := fmt.Sscanf(out, "queued %d MiB", &mib); err != nil || code != 0 || mib > 32+400*32/1024 {
 		t.Fatalf("exit %d, stdout %q (want at most 32 MiB and 32 KiB a connection queued), stderr %s", code, out, errs)
+	}
+}
+
+// TestRunSharedAnonymousMemoryStopsAtTheSandboxsMemoryBound: RLIMIT_DATA
+// does not count MAP_SHARED anonymous memory, so a 512 MB shared mapping
+// was allocated and touched under memory_mb: 128. The group charges its
+// pages: touching 256 MB under a 64 MB bound gets the process killed, and
+// the sandbox's init, spared, reports it.
+func TestRunSharedAnonymousMemoryStopsAtTheSandboxsMemoryBound(t *testing.T) {
+	requireCgroup(t)
+	e := newSandboxEnv(t)
+	out, errs, code := runCmd(t, e.configured("sandbox_limits:\n  total_memory_mb: 64\n",
+		`/usr/bin/python3 -c '
+import mmap
+m = mmap.mmap(-1, 256 << 20)
+for i in range(0, 256 << 20, 4096): m[i] = 1
+print("touched 256 MB")
+'; echo rc=$?`))
+	if code != 0 || out != "rc=137\n" {
+		t.Fatalf("exit %d, stdout %q (want the python killed), stderr %s", code, out, errs)
 	}
 }
