@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -278,7 +279,7 @@ func findV1(places []cgroupPlace, controller string) (cgroupPlace, bool) {
 // /proc/self/mountinfo, joined with this process's path in that hierarchy
 // from /proc/self/cgroup. A v2 place has nil controllers.
 func cgroupPlaces() ([]cgroupPlace, error) {
-	own, err := ownCgroupPaths()
+	self, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return nil, err
 	}
@@ -287,8 +288,15 @@ func cgroupPlaces() ([]cgroupPlace, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return parseCgroupPlaces(f, string(self))
+}
+
+// parseCgroupPlaces is cgroupPlaces from the text of mountinfo and of
+// /proc/self/cgroup.
+func parseCgroupPlaces(mountinfo io.Reader, self string) ([]cgroupPlace, error) {
+	own := ownCgroupPaths(self)
 	var places []cgroupPlace
-	s := bufio.NewScanner(f)
+	s := bufio.NewScanner(mountinfo)
 	s.Buffer(make([]byte, 64<<10), 1<<20)
 	for s.Scan() {
 		pre, post, ok := strings.Cut(s.Text(), " - ")
@@ -329,13 +337,9 @@ func cgroupPlaces() ([]cgroupPlace, error) {
 
 // ownCgroupPaths reads /proc/self/cgroup: "v1:CONTROLLERS" or ":" (v2) to
 // the path.
-func ownCgroupPaths() (map[string]string, error) {
-	data, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return nil, err
-	}
+func ownCgroupPaths(self string) map[string]string {
 	own := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(self), "\n") {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 {
 			continue
@@ -346,7 +350,7 @@ func ownCgroupPaths() (map[string]string, error) {
 			own["v1:"+parts[1]] = parts[2]
 		}
 	}
-	return own, nil
+	return own
 }
 
 // ownV1Path finds the path of the hierarchy that carries controllers.
