@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -212,14 +213,19 @@ func (sb *Sandbox) CgroupBounds() string { return sb.cgroup.Bounds }
 
 var unsafeInName = regexp.MustCompile(`[^A-Za-z0-9._@-]`)
 
-// cgroupName is the group's name: egressd's prefix, the sandbox key and
-// the supervisor's pid, which says when a group left behind is stale.
+// sandboxesStarted numbers the sandboxes of this process, so two of one
+// key never share a group.
+var sandboxesStarted atomic.Uint64
+
+// cgroupName is the group's name: egressd's prefix, the sandbox key, the
+// sandbox's number in this process and the supervisor's pid, which says
+// when a group left behind is stale.
 func cgroupName(key string, pid int) string {
 	key = unsafeInName.ReplaceAllString(key, "_")
 	if len(key) > 96 {
 		key = key[:96]
 	}
-	return cgroupPrefix + key + "-" + strconv.Itoa(pid)
+	return fmt.Sprintf("%s%s-%d-%d", cgroupPrefix, key, sandboxesStarted.Add(1), pid)
 }
 
 // removeStaleCgroups removes the groups in parent that an egressd which is
