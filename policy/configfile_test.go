@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/egressd/egressd/sandbox"
 )
 
 func TestDocumentedConfigParses(t *testing.T) {
@@ -113,4 +115,22 @@ func TestEveryConfigKeyIsDocumented(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeOf(fileConfig{}))
+}
+
+// TestSandboxMemoryBoundThatCouldFillFileMaxIsWarned: each mapped file a
+// sandbox keeps costs it about 512 bytes of its memory bound, so a bound of
+// 1024 MB lets it hold about 2.1 M struct files: fine under this host's
+// 2,466,170, not under a small host's 400,000.
+func TestSandboxMemoryBoundThatCouldFillFileMaxIsWarned(t *testing.T) {
+	l := sandbox.DefaultLimits
+	if msg := SandboxMemoryWarning(l, 2466170); msg != "" {
+		t.Fatalf("warned on a host that fits: %s", msg)
+	}
+	want := "sandbox_limits.total_memory_mb 1024 lets one sandbox keep about 2097152 files open through mappings (512 bytes each), not under this host's fs.file-max 400000: every other process could get ENFILE; lower it to under 195"
+	if msg := SandboxMemoryWarning(l, 400000); msg != want {
+		t.Fatalf("got  %s\nwant %s", msg, want)
+	}
+	if msg := SandboxMemoryWarning(l, 0); msg != "" {
+		t.Fatalf("warned with fs.file-max unknown: %s", msg)
+	}
 }

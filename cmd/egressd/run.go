@@ -442,6 +442,9 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "limits", Integration: p.Manifest.ID, Msg: limitsMessage(r.spec.Limits, r.opts.StateMount != nil)})
 	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "limits", Integration: p.Manifest.ID, Msg: kernelLimitsMessage})
 	r.log.Write(audit.Event{Kind: audit.Lifecycle, Action: "limits", Integration: p.Manifest.ID, Msg: sb.CgroupBounds()})
+	if msg := policy.SandboxMemoryWarning(r.spec.Limits, hostFileMax()); msg != "" && len(sb.CgroupDirs()) > 0 {
+		fmt.Fprintln(stderr, "egressd: warning:", msg)
+	}
 	code := sb.Wait()
 	term.Restore() // before egressd writes to a terminal whose output the program may have stopped
 	stop()

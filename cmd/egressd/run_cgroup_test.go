@@ -401,3 +401,30 @@ print("touched 256 MB")
 		t.Fatalf("exit %d, stdout %q (want the python killed), stderr %s", code, out, errs)
 	}
 }
+
+// TestCheckConfigWarnsWhenTheSandboxMemoryBoundCouldFillFileMax: the
+// memory bound is what bounds the struct files a sandbox pins through
+// mappings (about 512 bytes each); check says when it lets one sandbox
+// reach the host's fs.file-max.
+func TestCheckConfigWarnsWhenTheSandboxMemoryBoundCouldFillFileMax(t *testing.T) {
+	data, err := os.ReadFile("/proc/sys/fs/file-max")
+	if err != nil {
+		t.Skip("no /proc/sys/fs/file-max")
+	}
+	fileMax, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if fileMax > 1<<40 {
+		t.Skip("fs.file-max is effectively unlimited here")
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "egressd.yaml")
+	huge := fileMax*512>>20 + 1024
+	os.WriteFile(cfg, []byte(fmt.Sprintf("sandbox_limits:\n  total_memory_mb: %d\n", huge)), 0o600)
+	out, _, code := runCLI(t, "check", "--config", cfg)
+	if want := fmt.Sprintf("warning: sandbox_limits.total_memory_mb %d lets one sandbox keep about", huge); !strings.Contains(out, want) {
+		t.Fatalf("exit %d, want %q in:\n%s", code, want, out)
+	}
+	os.WriteFile(cfg, []byte("sandbox_limits:\n  total_memory_mb: 64\n"), 0o600)
+	if out, _, _ := runCLI(t, "check", "--config", cfg); strings.Contains(out, "total_memory_mb") {
+		t.Fatalf("warned about 64 MB: %s", out)
+	}
+}
