@@ -173,8 +173,12 @@ func (cg *cgroup) enter(pid int) error {
 func oomScorePath(pid int) string { return "/proc/" + strconv.Itoa(pid) + "/oom_score_adj" }
 
 // markTargetFirst raises the init's score, before the target is forked, and
-// returns the score to set back once it is.
-func markTargetFirst(pid int) (string, error) {
+// returns the score to set back once it is. Without a group (a normal
+// user) there is no memory bound of the sandbox's own, and nothing is done.
+func (cg *cgroup) markTargetFirst(pid int) (string, error) {
+	if len(cg.dirs) == 0 {
+		return "", nil
+	}
 	old, err := os.ReadFile(oomScorePath(pid))
 	if err == nil {
 		err = writeFile(oomScorePath(pid), "1000")
@@ -185,9 +189,18 @@ func markTargetFirst(pid int) (string, error) {
 	return strings.TrimSpace(string(old)), nil
 }
 
-// spareInit sets the init's score back once the target runs.
-func spareInit(pid int, score string) error {
-	if err := writeFile(oomScorePath(pid), score); err != nil {
+// spareInit sets the init's score back once the target runs. An init
+// that has already exited (a program that ran and ended at once) needs
+// nothing spared.
+func (cg *cgroup) spareInit(pid int, score string) error {
+	if score == "" {
+		return nil
+	}
+	err := writeFile(oomScorePath(pid), score)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("sandbox: spare the init from the OOM killer: %w", err)
 	}
 	return nil

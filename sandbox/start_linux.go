@@ -172,7 +172,7 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 		sb.Kill()
 		return nil, err
 	}
-	if sb.initScore, err = markTargetFirst(cmd.Process.Pid); err != nil {
+	if sb.initScore, err = cg.markTargetFirst(cmd.Process.Pid); err != nil {
 		sb.Kill()
 		return nil, err
 	}
@@ -302,7 +302,7 @@ func (sb *Sandbox) Run() error {
 	if m.Error != "" {
 		return initError(m)
 	}
-	return spareInit(sb.cmd.Process.Pid, sb.initScore)
+	return sb.cgroup.spareInit(sb.cmd.Process.Pid, sb.initScore)
 }
 
 // setupError says so plainly when err came from the setup timer's kill.
