@@ -90,12 +90,14 @@ func makeCgroup(l Limits, dirs []string, version string, bounds func(Limits) []c
 		}
 		cg.dirs = append(cg.dirs, dir)
 	}
+	var lacks []string
 	for _, f := range bounds(l) {
 		path, err := cg.file(f.name)
 		if err == nil {
 			err = writeFile(path, f.value)
 		}
 		if errors.Is(err, os.ErrNotExist) && f.optional {
+			lacks = append(lacks, f.name)
 			continue
 		}
 		if err != nil {
@@ -105,6 +107,9 @@ func makeCgroup(l Limits, dirs []string, version string, bounds func(Limits) []c
 	}
 	cg.Bounds = fmt.Sprintf("cgroup %s: tasks %d, memory %d MB for the whole sandbox (kernel memory and socket buffers included, no swap), CPU %.2f (quota %dus per %dus)",
 		version, l.Processes, l.TotalMemoryMB, l.CPUs, l.cpuQuotaUS(), cpuPeriodUS)
+	if len(lacks) > 0 { // the claims above that these back do not hold
+		cg.Bounds += "; this kernel lacks " + strings.Join(lacks, ", ")
+	}
 	return cg, nil
 }
 
