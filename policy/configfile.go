@@ -82,6 +82,9 @@ type fileSandbox struct {
 	HomeMB      *int `yaml:"home_mb"`
 	TmpfsInodes *int `yaml:"tmpfs_inodes"`
 	StateMB     *int `yaml:"state_mb"`
+	// TotalMemoryMB and CPUs bound the whole sandbox (its cgroup).
+	TotalMemoryMB *int     `yaml:"total_memory_mb"`
+	CPUs          *float64 `yaml:"cpus"`
 }
 
 type fileDeny struct {
@@ -433,7 +436,7 @@ func applySandboxLimits(l *sandbox.Limits, f *fileSandbox, ps *problems) {
 		"processes": {&l.Processes, f.Processes}, "open_files": {&l.OpenFiles, f.OpenFiles},
 		"memory_mb": {&l.MemoryMB, f.MemoryMB}, "file_size_mb": {&l.FileSizeMB, f.FileSizeMB},
 		"tmp_mb": {&l.TmpMB, f.TmpMB}, "home_mb": {&l.HomeMB, f.HomeMB}, "tmpfs_inodes": {&l.TmpfsInodes, f.TmpfsInodes},
-		"state_mb": {&l.StateMB, f.StateMB},
+		"state_mb": {&l.StateMB, f.StateMB}, "total_memory_mb": {&l.TotalMemoryMB, f.TotalMemoryMB},
 	} {
 		switch {
 		case v.src == nil:
@@ -442,6 +445,13 @@ func applySandboxLimits(l *sandbox.Limits, f *fileSandbox, ps *problems) {
 		default:
 			*v.dst = *v.src
 		}
+	}
+	switch c := f.CPUs; {
+	case c == nil:
+	case !(*c >= sandbox.MinCPUs && *c <= sandbox.MaxCPUs):
+		ps.add("sandbox_limits.cpus", fmt.Sprintf("must be from %v to %v CPUs (%v)", sandbox.MinCPUs, sandbox.MaxCPUs, *c))
+	default:
+		l.CPUs = *c
 	}
 }
 

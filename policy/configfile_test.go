@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/egressd/egressd/sandbox"
 )
 
 func TestDocumentedConfigParses(t *testing.T) {
@@ -44,6 +46,10 @@ func TestConfigProblems(t *testing.T) {
 		{"nat64_prefix_ipv4", "nat64_prefixes: [\"10.0.0.0/8\"]\n", `nat64_prefixes[0]: must be an IPv6 prefix of /32, /40, /48, /56, /64 or /96, the lengths RFC 6052 defines ("10.0.0.0/8")`},
 		{"admin_serve_cannot_listen_on", "admin: localhost\n", `admin: must be an address and port like "127.0.0.1:9090" ("localhost")`},
 		{"unlimited_sandbox_bound", "sandbox_limits:\n  processes: 0\n", `sandbox_limits.processes: must be at least 1 (0)`},
+		{"unlimited_sandbox_memory", "sandbox_limits:\n  total_memory_mb: 0\n", `sandbox_limits.total_memory_mb: must be at least 1 (0)`},
+		{"no_cpu_for_the_sandbox", "sandbox_limits:\n  cpus: 0\n", `sandbox_limits.cpus: must be from 0.01 to 1024 CPUs (0)`},
+		{"nan_cpus_is_no_bound", "sandbox_limits:\n  cpus: .nan\n", `sandbox_limits.cpus: must be from 0.01 to 1024 CPUs (NaN)`},
+		{"unbounded_cpus", "sandbox_limits:\n  cpus: 1e9\n", `sandbox_limits.cpus: must be from 0.01 to 1024 CPUs (1e+09)`},
 		{"bad_resolver", "resolvers: [dns.example]\n", `resolvers[0]: must be an address and port like "127.0.0.53:53" ("dns.example")`},
 	}
 	for _, tc := range cases {
@@ -109,4 +115,22 @@ func TestEveryConfigKeyIsDocumented(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeOf(fileConfig{}))
+}
+
+// TestSandboxMemoryBoundThatCouldFillFileMaxIsWarned: each mapped file a
+// sandbox keeps costs it about 512 bytes of its memory bound, so a bound of
+// 1024 MB lets it hold about 2.1 M struct files: fine under this host's
+// 2,466,170, not under a small host's 400,000.
+func TestSandboxMemoryBoundThatCouldFillFileMaxIsWarned(t *testing.T) {
+	l := sandbox.DefaultLimits
+	if msg := SandboxMemoryWarning(l, 2466170); msg != "" {
+		t.Fatalf("warned on a host that fits: %s", msg)
+	}
+	want := "sandbox_limits.total_memory_mb 1024 lets one sandbox keep about 2097152 files open through mappings (512 bytes each), not under this host's fs.file-max 400000: every other process could get ENFILE; lower it to under 195"
+	if msg := SandboxMemoryWarning(l, 400000); msg != want {
+		t.Fatalf("got  %s\nwant %s", msg, want)
+	}
+	if msg := SandboxMemoryWarning(l, 0); msg != "" {
+		t.Fatalf("warned with fs.file-max unknown: %s", msg)
+	}
 }

@@ -29,6 +29,13 @@ type Limits struct {
 	// does not start while it holds more, and within a run only FileSizeMB
 	// bounds what the program writes there, per file.
 	StateMB int
+	// TotalMemoryMB bounds the memory of the whole sandbox, the kernel
+	// memory its processes make the kernel allocate included (the
+	// sandbox's cgroup: memory.limit_in_bytes, or memory.max).
+	TotalMemoryMB int
+	// CPUs is the CPU time the whole sandbox may use, in CPUs (the
+	// cgroup's CFS quota per period).
+	CPUs float64
 }
 
 // Kernel objects the kernel counts per user and charges up the chain of
@@ -62,19 +69,37 @@ const (
 )
 
 // DefaultLimits are the bounds when the operator sets none.
-var DefaultLimits = Limits{Processes: 256, OpenFiles: 1024, MemoryMB: 1024, FileSizeMB: 256, TmpMB: 64, HomeMB: 64, TmpfsInodes: 16384, StateMB: 1024}
+var DefaultLimits = Limits{Processes: 256, OpenFiles: 1024, MemoryMB: 1024, FileSizeMB: 256, TmpMB: 64, HomeMB: 64, TmpfsInodes: 16384, StateMB: 1024,
+	TotalMemoryMB: 1024, CPUs: 1}
+
+// MinCPUs and MaxCPUs bound Limits.CPUs: the kernel takes no CFS quota
+// under 1 ms a period, and more than this many CPUs is no bound.
+const (
+	MinCPUs = 0.01
+	MaxCPUs = 1024
+)
 
 // check refuses a Limits with any bound unset: a zero would mean "no
 // bound" to some of the calls below, and nothing fails open.
 func (l Limits) check() error {
 	for name, v := range map[string]int{"processes": l.Processes, "open files": l.OpenFiles, "memory": l.MemoryMB,
-		"file size": l.FileSizeMB, "/tmp size": l.TmpMB, "HOME size": l.HomeMB, "tmpfs inodes": l.TmpfsInodes, "state size": l.StateMB} {
+		"file size": l.FileSizeMB, "/tmp size": l.TmpMB, "HOME size": l.HomeMB, "tmpfs inodes": l.TmpfsInodes, "state size": l.StateMB,
+		"total memory": l.TotalMemoryMB} {
 		if v < 1 {
 			return fmt.Errorf("limit on %s is %d: every bound must be at least 1", name, v)
 		}
 	}
+	if !(l.CPUs >= MinCPUs && l.CPUs <= MaxCPUs) {
+		return fmt.Errorf("limit on CPUs is %v: it must be from %v to %v", l.CPUs, MinCPUs, MaxCPUs)
+	}
 	return nil
 }
+
+// cpuPeriodUS is the CFS period; the quota is CPUs of it.
+const cpuPeriodUS = 100000
+
+// cpuQuotaUS is the CFS quota per cpuPeriodUS that CPUs allows.
+func (l Limits) cpuQuotaUS() int { return int(l.CPUs*cpuPeriodUS + 0.5) }
 
 // tmpfsOptions are the mount options of a writable tmpfs of sizeMB.
 func (l Limits) tmpfsOptions(sizeMB int) string {

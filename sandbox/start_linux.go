@@ -33,6 +33,9 @@ type Options struct {
 	// this very folder, whatever the path names by then. Start opens
 	// Spec.Dir itself if it is nil; the caller closes it.
 	Folder *os.File
+	// Key names the sandbox's cgroup (with the supervisor's pid): the
+	// integration's state name.
+	Key string
 }
 
 // Sandbox is a running sandboxed process tree and the listeners created
@@ -54,6 +57,8 @@ type Sandbox struct {
 	killed        chan struct{}
 	killOnce      sync.Once
 	cmd           *exec.Cmd
+	cgroup        *cgroup
+	initScore     string // the init's oom_score_adj, set back once the target runs
 	ctl           control
 	live          *os.File
 	done          chan int
@@ -101,20 +106,32 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 	if err := markInheritedCloexec(); err != nil {
 		return nil, fmt.Errorf("sandbox: close_range: %w", err)
 	}
+	if err := spec.Limits.check(); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	cg, err := openCgroup(opts.Key, spec.Limits)
+	if err != nil {
+		return nil, err
+	}
 	std, err := newStdio() // a socket, a file or a device is relayed through a pipe
 	if err != nil {
+		cg.remove()
 		return nil, err
 	}
 	var pair [2]int
 	pair, err = unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		std.closeAll()
+		cg.remove()
 		return nil, fmt.Errorf("sandbox: socketpair: %w", err)
 	}
 	parentCtl, childCtl := os.NewFile(uintptr(pair[0]), "control"), os.NewFile(uintptr(pair[1]), "control")
 	liveR, liveW, err := os.Pipe()
 	if err != nil {
 		std.closeAll()
+		cg.remove()
+		parentCtl.Close()
+		childCtl.Close()
 		return nil, fmt.Errorf("sandbox: liveness pipe: %w", err)
 	}
 	cmd := &exec.Cmd{
@@ -143,7 +160,7 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 		cmd.SysProcAttr.GidMappingsEnableSetgroups = true
 	}
 	sb := &Sandbox{cmd: cmd, ctl: control{f: parentCtl}, live: liveW, done: make(chan int, 1), exit: newExitReport(),
-		killed: make(chan struct{})}
+		killed: make(chan struct{}), cgroup: cg}
 	started := make(chan error, 1)
 	// Pdeathsig fires when the thread that forked the child exits
 	// (golang/go#27505), so that thread stays locked for the child's life.
@@ -154,7 +171,9 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 			return
 		}
 		started <- nil
-		sb.done <- exitCode(cmd.Wait())
+		code := exitCode(cmd.Wait())
+		cg.remove() // the init is gone, and every task of its PID namespace with it
+		sb.done <- code
 		close(sb.exit.gone)
 	}()
 	err = <-started
@@ -162,10 +181,19 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 	liveR.Close()
 	if err != nil {
 		std.closeAll()
+		cg.remove()
 		return nil, namespaceError(err)
 	}
 	std.started()
 	sb.outputDrained = std.drained()
+	if err := cg.enter(cmd.Process.Pid); err != nil {
+		sb.Kill()
+		return nil, err
+	}
+	if sb.initScore, err = cg.markTargetFirst(cmd.Process.Pid); err != nil {
+		sb.Kill()
+		return nil, err
+	}
 	sb.setup = time.AfterFunc(SetupTimeout, func() {
 		sb.stalled.Store(true)
 		sb.Kill()
@@ -292,7 +320,7 @@ func (sb *Sandbox) Run() error {
 	if m.Error != "" {
 		return initError(m)
 	}
-	return nil
+	return sb.cgroup.spareInit(sb.cmd.Process.Pid, sb.initScore)
 }
 
 // setupError says so plainly when err came from the setup timer's kill.

@@ -24,6 +24,7 @@ type Options struct {
 	HostUID, HostGID int
 	StateMount       *os.File
 	Folder           *os.File
+	Key              string
 }
 
 // OpenFolder always fails here.
@@ -56,6 +57,8 @@ func (*Sandbox) Stop(os.Signal, time.Duration)  {}
 func (*Sandbox) InitDied() bool                 { return false }
 func (*Sandbox) Escalated() bool                { return false }
 func (*Sandbox) EgressDropped() (uint64, error) { return 0, ErrUnsupported }
+func (*Sandbox) CgroupDirs() []string           { return nil }
+func (*Sandbox) CgroupBounds() string           { return "" }
 
 // ClaimStateFolder always fails here.
 func ClaimStateFolder(string, string, string) (string, int, error) { return "", 0, ErrUnsupported }

@@ -84,6 +84,9 @@ func checkConfig(file string) (checkReport, *policy.Config) {
 	}
 	host, _ := proxy.ReadHostAddrs() // unknown: no host-address warning, the rest stands
 	r.Errors, r.Warnings = policy.CheckConfig(cfg, host)
+	if msg := policy.SandboxMemoryWarning(cfg.Sandbox, hostFileMax()); msg != "" {
+		r.Warnings = append(r.Warnings, msg)
+	}
 	if _, err := loadBroker(cfg.TLS); err != nil { // the CA serve would read at start
 		r.Errors = append(r.Errors, err.Error())
 	}

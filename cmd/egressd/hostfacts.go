@@ -3,6 +3,9 @@ package main
 import (
 	"errors"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/miekg/dns"
 )
@@ -18,4 +21,14 @@ func systemResolvers() ([]string, error) {
 		out = append(out, net.JoinHostPort(s, cc.Port))
 	}
 	return out, nil
+}
+
+// hostFileMax is the host's fs.file-max, or 0 when it cannot be read.
+func hostFileMax() int64 {
+	data, err := os.ReadFile("/proc/sys/fs/file-max")
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	return n
 }

@@ -223,7 +223,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 	if err != nil {
 		return nil, err
 	}
-	r.opts = sandbox.Options{HostUID: hostUID, HostGID: hostGID, Folder: folder}
+	r.opts = sandbox.Options{HostUID: hostUID, HostGID: hostGID, Folder: folder, Key: name}
 	if os.Getuid() == 0 && !f.insecureEnvOnly {
 		// The kernel bounds the state: an ext4 image of state_mb, seeded
 		// once from the folder earlier versions used.
@@ -452,6 +452,10 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "limits", Msg: limitsMessage(r.spec.Limits, r.opts.StateMount != nil)}))
 	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "limits", Msg: kernelLimitsMessage}))
 	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "limits", Msg: processLimitsMessage(r.spec.AllowSetsid)}))
+	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "limits", Msg: sb.CgroupBounds()}))
+	if msg := policy.SandboxMemoryWarning(r.spec.Limits, hostFileMax()); msg != "" && len(sb.CgroupDirs()) > 0 {
+		fmt.Fprintln(stderr, "egressd: warning:", msg)
+	}
 	code := sb.Wait()
 	term.Restore() // before egressd writes to a terminal whose output the program may have stopped
 	stop()

@@ -131,6 +131,8 @@ func main() {
 		// A pty master as stdin: signal the foreground job of its slave.
 		_, _, e := unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCSIG, uintptr(unix.SIGINT))
 		fmt.Println("TIOCSIG SIGINT:", errnoOrOK(e)) // the kernel sends only SIGINT, SIGQUIT or SIGTSTP
+	case "mapfiles":
+		mapFiles(os.Args[2], os.Args[3])
 	case "x32":
 		r, _, errno := unix.RawSyscall(0x40000000|unix.SYS_GETPID, 0, 0, 0)
 		fmt.Println("x32 getpid returned", int(r), int(errno))
