@@ -33,7 +33,7 @@ func TestOneApproveOfAnIDTwoFoldersChangedToDoesNotReleaseBothLists(t *testing.T
 		t.Fatalf("approving the legitimate folder released the hostile list: %s", out)
 	}
 	// Only the hostile record is left pending: its digest names one list.
-	out, errs, code = runCLI(t, "approve", "--state", state, "--digest", digestOf(t, hostile), "com.acme.new", "1.0.0")
+	out, errs, code = runCLI(t, "approve", "--state", state, "--folder", hostile, "--digest", digestOf(t, hostile), "com.acme.new", "1.0.0")
 	if code != exitOK || strings.Count(out, "approved ") != 1 || !strings.Contains(out, hostile) {
 		t.Fatalf("exit %d: %s %s", code, out, errs)
 	}

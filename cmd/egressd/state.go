@@ -81,15 +81,19 @@ func printState(w io.Writer, file string, s policy.State) {
 		}
 		line := fmt.Sprintf("%s: %s", place, f.ID)
 		if p := f.Pending; p != nil {
-			verb := "pending, digest " + p.Digest + ": egressd approve --digest " + p.Digest + " " + p.ID + " " + p.Version
+			verb := "pending, digest " + p.Digest + ": " + printable(policy.ApproveCommandFor(dir, p.Digest, p.ID, p.Version))
 			if p.Approved {
 				verb = "approved, applies at the next load"
 			}
-			if f.ID == "" {
-				line = fmt.Sprintf("%s: claims %s %s, bound to %s; %s", place, p.ID, p.Version, folders(s.FoldersOf(p.ID)), verb)
-			} else {
-				line += fmt.Sprintf("; id change to %s %s %s", p.ID, p.Version, verb)
+			was := ""
+			if f.ID != "" {
+				was = " (was " + f.ID + ")"
 			}
+			claim := fmt.Sprintf("claims %s %s, bound to %s", p.ID, p.Version, folders(s.FoldersOf(p.ID)))
+			if len(s.FoldersOf(p.ID)) == 0 {
+				claim = fmt.Sprintf("changes its id to %s %s", p.ID, p.Version)
+			}
+			line = fmt.Sprintf("%s%s %s; %s", place, was, claim, verb)
 		}
 		fmt.Fprintln(w, line)
 	}
