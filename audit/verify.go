@@ -26,6 +26,10 @@ type VerifyOptions struct {
 	// Checkpoints are {chain, seq, hash} records written to an independent
 	// sink; each is cross-checked against the log.
 	Checkpoints []CheckpointRecord
+	// UnreadCheckpoints are the line numbers, in the checkpoints file, of
+	// lines that name a checkpoint but do not parse (CheckpointLines.Unread):
+	// the verdict says they were not cross-checked.
+	UnreadCheckpoints []int
 }
 
 // ChainVerdict is one chain (one writer process's run) found in the files.
