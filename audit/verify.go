@@ -356,6 +356,10 @@ func (v *verifier) followsRun(file string, f lineFields, id string) bool {
 		return true
 	case prevRun == "none" && sameFile:
 		v.fail(file, f.Seq, fmt.Sprintf("chain %s says no run came before it (an empty file, or the first run with its state folder), yet chain %s comes before it here: runs were spliced together", id, v.out.Chains[len(v.out.Chains)-1].ID))
+	case prevRun == "none" && len(v.out.Chains) > 0:
+		v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s (%s) says no run came before it, yet it follows chain %s in another file: the runs are not linked, so that no run was removed between them is not proven", id, file, v.out.Chains[len(v.out.Chains)-1].ID))
+		v.unlinked++
+		return true
 	case prevRun == "none":
 		return true
 	case !sameFile && (len(v.out.Chains) == 0 || prevRun != v.prev):

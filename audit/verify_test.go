@@ -49,3 +49,27 @@ func TestCheckpointsAreFoundAfterAJournalPrefixAndParsedStrictly(t *testing.T) {
 		t.Fatalf("%+v %v", got, err)
 	}
 }
+
+// TestVerifyOfRunsInSeparateFilesThatNameNoRunBeforeThemSaysRunsNotLinked:
+// two keyed runs, each in a new file with prev_run=none, cannot be shown to
+// follow one another; verify must not say that each run follows the run
+// before it.
+func TestVerifyOfRunsInSeparateFilesThatNameNoRunBeforeThemSaysRunsNotLinked(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	var files []string
+	for i := 0; i < 2; i++ {
+		path := filepath.Join(t.TempDir(), "run.log")
+		f, err := OpenFile(path, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, _ := New(f, Options{Key: key})
+		l.Close()
+		f.Close()
+		files = append(files, path)
+	}
+	v, err := Verify(files, VerifyOptions{Key: key})
+	if err != nil || !v.Intact || !strings.HasPrefix(v.Proves, "runs not linked") || strings.Contains(v.Proves, "each run follows") {
+		t.Fatalf("%+v %v", v, err)
+	}
+}
