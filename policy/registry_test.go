@@ -391,3 +391,23 @@ func TestReloadDuplicateBeforeTheServedEntryIsTheOneRefused(t *testing.T) {
 		t.Fatalf("outcomes %+v", outs)
 	}
 }
+
+// TestStartWithASecondEntryDeclaringABoundIDMakesItAClaim: at start (no
+// last good policy), an entry whose manifest declares an id version memory
+// binds to another entry's folder waits with nothing allowed, and the
+// others load; a first start, where memory binds the id to neither, is
+// still refused (TestDuplicateIDsAreRefused).
+func TestStartWithASecondEntryDeclaringABoundIDMakesItAClaim(t *testing.T) {
+	f := newFixture(t)
+	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
+	f.load(f.registry(), Loaded)
+	other := t.TempDir()
+	data, _ := os.ReadFile(filepath.Join(f.dir, "manifest.json"))
+	os.WriteFile(filepath.Join(other, "manifest.json"), data, 0o600)
+	f.cfg.Integrations = append([]Integration{{Manifest: other, Listen: "127.0.0.1:0"}}, f.cfg.Integrations...)
+	r := f.registry()
+	outs := r.Load(f.cfg)
+	if outs[0].Result != Pending || outs[1].Result != Loaded || r.Policy(other).Decide("erp.acme.example", 443).Verdict.Permits() {
+		t.Fatalf("outcomes %+v", outs)
+	}
+}
