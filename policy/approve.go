@@ -13,6 +13,33 @@ import (
 type Approval struct {
 	ID, Version, Digest string
 	What                string // "a widening", "the id change of FOLDER from OLD", "the claim of FOLDER to ID", "the first list"
+	// Entries and Adds, for an approval of a manifest file, are the list
+	// it binds and what that list adds over the list in force it is
+	// compared with (Over, "ID VERSION"): the operator sees what was bound
+	// before a reload applies it.
+	Entries, Adds []string
+	Over          string
+}
+
+// showing fills a's Entries and Adds: the entries of man against the list
+// approved for id in s ("" Over when s holds none).
+func (a Approval) showing(s *State, man *allowlist.Manifest, id string) Approval {
+	a.Entries = approvedOf(man, "").Entries
+	r, known := s.IDs[id]
+	if !known {
+		return a
+	}
+	a.Over = id + " " + r.Approved.Version
+	have := map[string]bool{}
+	for _, e := range r.Approved.Entries {
+		have[e] = true
+	}
+	for _, e := range a.Entries {
+		if !have[e] {
+			a.Adds = append(a.Adds, e)
+		}
+	}
+	return a
 }
 
 // Places are where version memory binds an id: the manifest's folder and,
@@ -255,7 +282,11 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 			if len(owners) > 0 {
 				a.What += " (bound to " + folderList(owners) + ")"
 			}
-			made = append(made, a)
+			over := f.ID // an id change: over the folder's old list
+			if over == "" {
+				over = man.ID // a claim: over the claimed id's list
+			}
+			made = append(made, a.showing(s, man, over))
 			return nil
 		}
 		r, known := s.IDs[man.ID]
@@ -268,7 +299,7 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 			s.IDs[man.ID] = Record{Version: man.Version, Digest: digest, Approved: approvedOf(man, digest)}
 			s.Folders[folder] = Folder{ID: man.ID}
 			a.What = "the first list"
-			made = append(made, a)
+			made = append(made, a.showing(s, man, ""))
 			return nil
 		case allowlist.CompareVersions(man.Version, r.Version) < 0:
 			return fmt.Errorf("%s %s is lower than %s, seen before (%s); versions only go up", man.ID, man.Version, r.Version, m.where())
@@ -283,7 +314,7 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 		r.Approvals[man.Version] = digest
 		s.IDs[man.ID] = r
 		a.What = "a widening"
-		made = append(made, a)
+		made = append(made, a.showing(s, man, man.ID))
 		return nil
 	})
 	return made, err

@@ -72,6 +72,12 @@ binding made is printed. A running
 	}
 	for _, a := range made {
 		fmt.Fprintf(stdout, "approved %s %s, list digest %s (%s) in %s\n", a.ID, a.Version, a.Digest, a.What, mem.Path())
+		if a.Entries != nil {
+			printLine(stdout, "  binds the list: %s", orNone(strings.Join(a.Entries, " ")))
+			if a.Over != "" {
+				printLine(stdout, "  adds over %s: %s", a.Over, orNone(strings.Join(a.Adds, " ")))
+			}
+		}
 	}
 	fmt.Fprintln(stdout, "reload egressd serve to apply it: systemctl reload egressd, or kill -HUP the serve process (not pidof egressd: every egressd run passes SIGHUP to its program)")
 	return exitOK

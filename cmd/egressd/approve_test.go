@@ -38,3 +38,26 @@ func TestOneApproveOfAnIDTwoFoldersChangedToDoesNotReleaseBothLists(t *testing.T
 		t.Fatalf("exit %d: %s %s", code, out, errs)
 	}
 }
+
+// TestApproveManifestShowsTheListItBinds is issue 13's b4: "approve
+// --manifest" bound a list without showing it, so a file swapped between
+// the review and the command was approved unseen. It prints the entries it
+// binds and what they add over the list in force.
+func TestApproveManifestShowsTheListItBinds(t *testing.T) {
+	state, dir := t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "1.0.0", "erp.acme.example"))
+	erpFolder(t, dir, "com.acme.erp", "1.1.0", "erp.acme.example", "exfil.attacker.example")
+	out, errs, code := runCLI(t, "approve", "--state", state, "--manifest", dir)
+	if code != exitOK || !strings.Contains(out, "(a widening)") ||
+		!strings.Contains(out, "  binds the list: erp.acme.example exfil.attacker.example\n") ||
+		!strings.Contains(out, "  adds over com.acme.erp 1.0.0: exfil.attacker.example\n") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	// An id change shows what it adds over the folder's old id's list.
+	erpFolder(t, dir, "com.acme.erp2", "1.0.0", "erp.acme.example", "other.example")
+	out, errs, code = runCLI(t, "approve", "--state", state, "--manifest", dir)
+	if code != exitOK || !strings.Contains(out, "the id change of "+dir+" from com.acme.erp") ||
+		!strings.Contains(out, "  adds over com.acme.erp 1.0.0: other.example\n") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}
