@@ -33,11 +33,12 @@ binding made is printed. A running
 	digest := fs.String("digest", "", "with ID VERSION: approve only the pending list with this digest (sha256:…)")
 	folder := fs.String("folder", "", "with ID VERSION: approve the id change or claim waiting at this folder (or \"listener ADDR\"), not the id's widening")
 	newID := fs.Bool("new-id", false, "with --manifest: the id was never loaded; record its list as the first approved one")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseAnywhere(fs, args)
+	if err != nil {
 		return exitUsage
 	}
 	stdout, stderr = termsafe.Lines(stdout), termsafe.Lines(stderr)
-	if (*manifest == "") == (fs.NArg() == 0) || (*manifest == "" && fs.NArg() != 2) || (*newID && *manifest == "") || (*digest != "" && *manifest != "") || (*folder != "" && *manifest != "") {
+	if (*manifest == "") == (len(pos) == 0) || (*manifest == "" && len(pos) != 2) || (*newID && *manifest == "") || (*digest != "" && *manifest != "") || (*folder != "" && *manifest != "") {
 		fs.Usage()
 		return exitUsage
 	}
@@ -57,14 +58,14 @@ binding made is printed. A running
 			return exitFail
 		}
 		made, err = mem.ApproveManifest(m, policy.FolderOf(file), *newID)
-	} else if *digest == "" && showPending(mem, fs.Arg(0), fs.Arg(1), stderr) {
+	} else if *digest == "" && showPending(mem, pos[0], pos[1], stderr) {
 		return exitFail
 	} else {
 		place := ""
 		if *folder != "" {
 			place = policy.PlaceOf(*folder)
 		}
-		made, err = mem.ApprovePending(fs.Arg(0), fs.Arg(1), *digest, place)
+		made, err = mem.ApprovePending(pos[0], pos[1], *digest, place)
 	}
 	if err != nil {
 		printLines(stderr, "egressd approve: "+err.Error())

@@ -61,3 +61,25 @@ func TestApproveManifestShowsTheListItBinds(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestApproveAndStateTakeFlagsAfterTheirArguments is issue 13's b10: the
+// operator types "egressd approve ID VERSION --state DIR" (as many CLIs
+// allow) and got bare usage with exit 2, no word on what was wrong. Flags
+// are read wherever they stand.
+func TestApproveAndStateTakeFlagsAfterTheirArguments(t *testing.T) {
+	state, dir := t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "1.0.0", "erp.acme.example"))
+	erpFolder(t, dir, "com.acme.erp", "1.1.0", "erp.acme.example", "new.acme.example")
+	loadAsServe(t, state, dir)
+	out, errs, code := runCLI(t, "state", "list", "--state", state)
+	if code != exitOK || !strings.Contains(out, "1.1.0 pending") {
+		t.Fatalf("state list --state: exit %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = runCLI(t, "approve", "com.acme.erp", "1.1.0", "--state", state, "--digest", digestOf(t, dir))
+	if code != exitOK || !strings.Contains(out, "approved com.acme.erp 1.1.0") {
+		t.Fatalf("approve ID VERSION --state --digest: exit %d\n%s%s", code, out, errs)
+	}
+	if _, errs, code := runCLI(t, "state", "forget", "--state", state, "com.acme.erp"); code != exitOK {
+		t.Fatalf("state forget --state ID: exit %d\n%s", code, errs)
+	}
+}
