@@ -363,7 +363,7 @@ func (v *verifier) followsRun(file string, f lineFields, id string) bool {
 	case prevRun == "none":
 		return true
 	case !sameFile && (len(v.out.Chains) == 0 || prevRun != v.prev):
-		v.fail(file, f.Seq, fmt.Sprintf("chain %s was appended after an earlier run (ending in hash %s) that is not in the files given: a run was removed from the start of this file, or pass the earlier files", id, prevRun))
+		v.fail(file, f.Seq, fmt.Sprintf("chain %s was appended after an earlier run (ending in hash %s) that is not in the files given: a run was removed from the start of this file, or a whole file of runs (egressd run's ID.PID.log) was deleted, or pass the earlier files in the order the runs started", id, prevRun))
 	case prevRun != v.prev:
 		v.fail(file, f.Seq, fmt.Sprintf("chain %s was appended after a run ending in hash %s, but the run before it here ends in %s: a run in between was removed", id, prevRun, v.prev))
 	}

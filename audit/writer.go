@@ -219,7 +219,7 @@ func (l *Log) Close() error {
 	l.checkpoint()
 	if err == nil && l.runLink != "" {
 		_, hash := l.LastHash()
-		err = writeRunLink(l.runLink, hash)
+		err = closeRunLink(l.runLink, l.chainID, hash)
 	}
 	return err
 }
