@@ -265,8 +265,14 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 	var made []Approval
 	err := m.update(func(s *State) error {
 		made = nil
+		// The listener this folder is served on waits for the same change
+		// from the folder's own id; another folder's listener waiting for
+		// the same list is that folder's change, approved by naming it. A
+		// new folder (bound to nothing) on a recycled listener takes the
+		// listener's change.
+		from := s.Folders[folder].ID
 		for _, c := range pendingOf(s, man.ID, man.Version) {
-			if c.Digest == digest && strings.HasPrefix(c.Place, listenerPlace) {
+			if c.Digest == digest && !isFolder(c.Place) && (from == "" || c.From == from) {
 				made = append(made, c.approve(s))
 			}
 		}

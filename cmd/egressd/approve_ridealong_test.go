@@ -125,6 +125,12 @@ func TestServeApprovingAnIDsWideningDoesNotHandTheIDToAnotherServedFolder(t *tes
 	if code != exitOK || strings.Count(out, "approved ") != 1 || strings.Contains(out, fc) {
 		t.Fatalf("approving B's widening bound more: exit %d\n%s%s", code, out, errs)
 	}
+	// Approving B's manifest by its folder binds nothing of C's either
+	// (C's listener waits for the same change from com.test.c).
+	out, errs, code = runCLI(t, "approve", "--state", state, "--manifest", fb)
+	if code != exitOK || strings.Contains(out, "listener") || strings.Contains(out, fc) {
+		t.Fatalf("approve --manifest of B's folder bound more: exit %d\n%s%s", code, out, errs)
+	}
 	serveUntil("c", func(*lockedBuffer) {
 		for _, host := range []string{"b.example", "b2.example"} {
 			if got := unixConnectReason(t, sock("c"), host); got != "pending_approval" {
