@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
+	"strings"
 )
 
 // CheckpointRecord is one checkpoint line.
@@ -23,6 +25,9 @@ func (v *verifier) unmatchedCheckpoints() {
 	last := map[string]uint64{}
 	for _, c := range v.out.Chains {
 		last[c.ID] = c.Last
+	}
+	if n := len(v.opts.UnreadCheckpoints); n > 0 {
+		v.out.Notes = append(v.out.Notes, fmt.Sprintf("%d line(s) of the checkpoints file name a checkpoint but do not parse as one (line %s): they were not cross-checked; give the checkpoints as egressd wrote them (journalctl -o cat or the default short format)", n, lineList(v.opts.UnreadCheckpoints)))
 	}
 	if len(v.checkpoints) > 0 {
 		for _, c := range v.out.Chains {
@@ -51,31 +56,50 @@ func (v *verifier) unmatchedCheckpoints() {
 	}
 }
 
-// ReadCheckpoints reads checkpoint lines (JSON objects with chain, seq and
-// hash) from r, ignoring every other line, so a whole stderr capture can be
-// given.
-func ReadCheckpoints(r io.Reader) ([]CheckpointRecord, error) {
-	var out []CheckpointRecord
+// CheckpointLines is what ReadCheckpoints found in a file of checkpoint
+// lines.
+type CheckpointLines struct {
+	Records []CheckpointRecord
+	// Unread are the numbers of lines that name a checkpoint but do not
+	// parse as one: a checkpoint verify could not read proves nothing, and
+	// the operator must hear that it was not cross-checked.
+	Unread []int
+}
+
+// checkpointStart begins egressd's checkpoint object; checkpointMention is
+// how a line that holds one in any form names it (JSON, or JSON quoted
+// inside JSON as journalctl -o json prints it).
+var (
+	checkpointStart   = []byte(`{"event":"checkpoint"`)
+	checkpointMention = regexp.MustCompile(`checkpoint\\?"`)
+)
+
+// ReadCheckpoints reads checkpoint lines from r, ignoring every line that
+// does not name one, so a whole stderr capture or journal can be given. A
+// checkpoint is found anywhere in its line: journalctl prefixes each line
+// ("Dec 01 05:16:58 host egressd[42]: {…}"), and a capturing pipeline may
+// too. It is the JSON object from {"event":"checkpoint" to the end of the
+// line, parsed strictly: exactly egressd's four keys, a chain id and a
+// 64-digit hex hash. A line that names a checkpoint otherwise is Unread.
+func ReadCheckpoints(r io.Reader) (CheckpointLines, error) {
+	var out CheckpointLines
 	br := bufio.NewReaderSize(r, 64<<10)
 	long := false // inside a line longer than the buffer: not a checkpoint
-	for {
+	for n := 1; ; {
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
 			long = true
 			continue
 		}
-		if !long {
-			var c struct {
-				Event string `json:"event"`
-				CheckpointRecord
-			}
-			// A checkpoint line is egressd's own, whole: it begins the line
-			// (a message that merely contains one is not a checkpoint).
-			if bytes.HasPrefix(line, []byte(`{"event":"checkpoint",`)) && json.Unmarshal(line, &c) == nil && c.Event == string(Checkpoint) && c.Hash != "" {
-				out = append(out, c.CheckpointRecord)
+		if !long && checkpointMention.Match(line) {
+			if c, ok := parseCheckpoint(line); ok {
+				out.Records = append(out.Records, c)
+			} else {
+				out.Unread = append(out.Unread, n)
 			}
 		}
 		long = false
+		n++
 		if err == io.EOF {
 			return out, nil
 		}
@@ -83,4 +107,50 @@ func ReadCheckpoints(r io.Reader) ([]CheckpointRecord, error) {
 			return out, err
 		}
 	}
+}
+
+// parseCheckpoint reads the checkpoint object in line, if it holds one.
+func parseCheckpoint(line []byte) (CheckpointRecord, bool) {
+	i := bytes.Index(line, checkpointStart)
+	if i < 0 {
+		return CheckpointRecord{}, false
+	}
+	var c struct {
+		Event string `json:"event"`
+		CheckpointRecord
+	}
+	dec := json.NewDecoder(bytes.NewReader(bytes.TrimRight(line[i:], "\r\n")))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&c) != nil || dec.More() || c.Event != string(Checkpoint) || c.Chain == "" || !isHexHash(c.Hash) {
+		return CheckpointRecord{}, false
+	}
+	if _, err := dec.Token(); err != io.EOF { // nothing may follow the object
+		return CheckpointRecord{}, false
+	}
+	return c.CheckpointRecord, true
+}
+
+// lineList names up to five line numbers.
+func lineList(ns []int) string {
+	var parts []string
+	for i, n := range ns {
+		if i == 5 {
+			parts = append(parts, "…")
+			break
+		}
+		parts = append(parts, fmt.Sprint(n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func isHexHash(h string) bool {
+	if len(h) != 64 {
+		return false
+	}
+	for _, r := range h {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return false
+		}
+	}
+	return true
 }

@@ -44,6 +44,20 @@ func readRunLink(path string) string {
 	return s
 }
 
+// closeRunLink records hash, the last line of chain, as the run the next
+// one follows, unless another run started since (the file no longer says
+// "open CHAIN"): runs of one id may overlap, and the next run follows the
+// one started last, whose own genesis already says prev_run=unknown. A run
+// that closes last but started first must not become the next run's
+// predecessor, or intact files given in start order read as a removed run.
+func closeRunLink(path, chain, hash string) error {
+	data, err := safefile.ReadRegularNoFollow(path, runLinkMax)
+	if err == nil && strings.TrimSpace(string(data)) != "open "+chain {
+		return nil
+	}
+	return writeRunLink(path, hash)
+}
+
 // writeRunLink replaces the file's content atomically (a crash leaves the
 // old content or the new, never a torn one).
 func writeRunLink(path, content string) error {

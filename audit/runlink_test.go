@@ -90,3 +90,34 @@ func TestKeyedStdoutLogWithoutRunLinksDoesNotClaimRunOrder(t *testing.T) {
 		t.Errorf("verify does not say run order is unproven: %+v", v.Notes)
 	}
 }
+
+// TestOverlappingRunsLinkTheNextRunToTheLastOneStarted: two runs of one id
+// overlap (an MCP host starts a second while the first runs) and the first
+// closes last. The next run must name the run the files' start order puts
+// before it (the second), not the one that happened to close last, or
+// verify of intact files in start order reports a removed run.
+func TestOverlappingRunsLinkTheNextRunToTheLastOneStarted(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "id.lastrun")
+	open := func() (*Log, *File) {
+		f, err := OpenFile(filepath.Join(t.TempDir(), "run.log"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := New(f, Options{RunLink: link})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l, f
+	}
+	a, fa := open()
+	b, fb := open()
+	b.Close()
+	_, bLast := b.LastHash()
+	a.Close()
+	fa.Close()
+	fb.Close()
+	if got := readRunLink(link); got != bLast {
+		t.Fatalf("the link names %s, want the last line of the run started last, %s", got, bLast)
+	}
+}

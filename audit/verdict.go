@@ -48,7 +48,7 @@ func (v *verifier) proves(out Verdict, unchecked bool) string {
 	case !out.Intact:
 		return fmt.Sprintf("only that the %d line(s) before the problem hold no accidental corruption (an unkeyed chain can be recomputed by whoever edits it); nothing about the rest", out.Lines)
 	case keyed && v.unlinked > 0:
-		return fmt.Sprintf("no line within a run was edited, deleted, reordered or added by anyone without the key, and every chain was closed cleanly. %d run(s) do not name the run before them (see the notes): whole runs before those can have been removed, replayed or reordered without trace", v.unlinked)
+		return fmt.Sprintf("runs not linked: no line within a run was edited, deleted, reordered or added by anyone without the key, and every chain was closed cleanly, but %d run(s) do not name the run before them (see the notes): whole runs before those can have been removed, replayed or reordered without trace", v.unlinked)
 	case keyed:
 		return "no line was edited, deleted, reordered or added by anyone without the key, each run follows the run before it, and every chain was closed cleanly. Whole runs at the end of the last file can be removed without trace unless checkpoints are given"
 	case out.Checkpoints > 0 || len(v.opts.Checkpoints) > 0:

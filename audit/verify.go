@@ -26,6 +26,10 @@ type VerifyOptions struct {
 	// Checkpoints are {chain, seq, hash} records written to an independent
 	// sink; each is cross-checked against the log.
 	Checkpoints []CheckpointRecord
+	// UnreadCheckpoints are the line numbers, in the checkpoints file, of
+	// lines that name a checkpoint but do not parse (CheckpointLines.Unread):
+	// the verdict says they were not cross-checked.
+	UnreadCheckpoints []int
 }
 
 // ChainVerdict is one chain (one writer process's run) found in the files.
@@ -352,10 +356,14 @@ func (v *verifier) followsRun(file string, f lineFields, id string) bool {
 		return true
 	case prevRun == "none" && sameFile:
 		v.fail(file, f.Seq, fmt.Sprintf("chain %s says no run came before it (an empty file, or the first run with its state folder), yet chain %s comes before it here: runs were spliced together", id, v.out.Chains[len(v.out.Chains)-1].ID))
+	case prevRun == "none" && len(v.out.Chains) > 0:
+		v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s (%s) says no run came before it, yet it follows chain %s in another file: the runs are not linked, so that no run was removed between them is not proven", id, file, v.out.Chains[len(v.out.Chains)-1].ID))
+		v.unlinked++
+		return true
 	case prevRun == "none":
 		return true
 	case !sameFile && (len(v.out.Chains) == 0 || prevRun != v.prev):
-		v.fail(file, f.Seq, fmt.Sprintf("chain %s was appended after an earlier run (ending in hash %s) that is not in the files given: a run was removed from the start of this file, or pass the earlier files", id, prevRun))
+		v.fail(file, f.Seq, fmt.Sprintf("chain %s was appended after an earlier run (ending in hash %s) that is not in the files given: a run was removed from the start of this file, or a whole file of runs (egressd run's ID.PID.log) was deleted, or pass the earlier files in the order the runs started", id, prevRun))
 	case prevRun != v.prev:
 		v.fail(file, f.Seq, fmt.Sprintf("chain %s was appended after a run ending in hash %s, but the run before it here ends in %s: a run in between was removed", id, prevRun, v.prev))
 	}

@@ -38,9 +38,10 @@ type Options struct {
 	Checkpoint      io.Writer
 	CheckpointEvery int
 	// RunLink, for a log written to a stream rather than a *File (stdout),
-	// is a file in the state folder remembering the last hash of the run
-	// before, so the genesis can name it as prev_run (see runlink.go).
-	// Without it a stream log's genesis says prev_run=unknown.
+	// or to a new, empty file of the run's own (egressd run), is a file in
+	// the state folder remembering the last hash of the run before, so the
+	// genesis can name it as prev_run (see runlink.go). Without it a stream
+	// log's genesis says prev_run=unknown.
 	RunLink string
 	// OnFailure, if set, is called once, with the error, when the first
 	// write fails: the operator must hear of it at once, not at the next
@@ -90,9 +91,13 @@ func New(out io.Writer, opts Options) (*Log, error) {
 		// is appended to, or for a stream the last hash the state folder
 		// remembers.
 		prevRun := "unknown"
-		if f, ok := out.(*File); ok {
+		f, isFile := out.(*File)
+		if isFile {
 			prevRun = f.tail
-		} else if opts.RunLink != "" {
+		}
+		// A file of its own (egressd run's ID.PID.log) starts empty: the
+		// run before it is the one the link file remembers.
+		if opts.RunLink != "" && (!isFile || prevRun == "none") {
 			prevRun = readRunLink(opts.RunLink)
 			if err := writeRunLink(opts.RunLink, "open "+l.chainID); err != nil {
 				return nil, fmt.Errorf("audit: remembering the run in %s: %w", opts.RunLink, err)
@@ -214,7 +219,7 @@ func (l *Log) Close() error {
 	l.checkpoint()
 	if err == nil && l.runLink != "" {
 		_, hash := l.LastHash()
-		err = writeRunLink(l.runLink, hash)
+		err = closeRunLink(l.runLink, l.chainID, hash)
 	}
 	return err
 }

@@ -13,6 +13,33 @@ import (
 type Approval struct {
 	ID, Version, Digest string
 	What                string // "a widening", "the id change of FOLDER from OLD", "the claim of FOLDER to ID", "the first list"
+	// Entries and Adds, for an approval of a manifest file, are the list
+	// it binds and what that list adds over the list in force it is
+	// compared with (Over, "ID VERSION"): the operator sees what was bound
+	// before a reload applies it.
+	Entries, Adds []string
+	Over          string
+}
+
+// showing fills a's Entries and Adds: the entries of man against the list
+// approved for id in s ("" Over when s holds none).
+func (a Approval) showing(s *State, man *allowlist.Manifest, id string) Approval {
+	a.Entries = approvedOf(man, "").Entries
+	r, known := s.IDs[id]
+	if !known {
+		return a
+	}
+	a.Over = id + " " + r.Approved.Version
+	have := map[string]bool{}
+	for _, e := range r.Approved.Entries {
+		have[e] = true
+	}
+	for _, e := range a.Entries {
+		if !have[e] {
+			a.Adds = append(a.Adds, e)
+		}
+	}
+	return a
 }
 
 // Places are where version memory binds an id: the manifest's folder,
@@ -48,35 +75,96 @@ func FolderOf(manifestFile string) string {
 }
 
 // ApprovePending approves what egressd saw and holds as pending for id at
-// version: a widening, or an id change in a folder. Each approval binds to the digest egressd recorded, so
-// another list at that version is not approved. When the pending records
-// hold different lists, or id changes in different folders, it approves
-// none and lists them: one command approves one list the operator saw.
-// digest, if not "", picks the record. It returns every binding it made.
-func (m *Memory) ApprovePending(id, version, digest string) ([]Approval, error) {
+// version. With place "" it approves only the id's own widening: what
+// waits for the folders already bound to id. An id change or a claim at
+// another place (a folder or a listener) is never approved with it, nor by
+// a command that does not name that place: approving one folder's widening
+// must not hand the id to a folder that copied its version and list. With
+// place set (a folder, or "listener ADDR") it approves the id change or
+// claim waiting there, and the same change on a listener that served the
+// same old id (a folder and its listener are one integration). Each
+// approval binds to the digest egressd recorded, so another list at that
+// version is not approved; digest, if not "", picks the record. It returns
+// every binding it made.
+func (m *Memory) ApprovePending(id, version, digest, place string) ([]Approval, error) {
 	var made []Approval
 	err := m.update(func(s *State) error {
 		all := pendingOf(s, id, version)
-		cands := all[:0:0]
+		var cands []pendingRecord
 		for _, c := range all {
 			if digest == "" || c.Digest == digest {
 				cands = append(cands, c)
 			}
 		}
+		picked := pickPending(cands, place)
 		switch {
 		case len(cands) == 0 && len(all) > 0:
 			return fmt.Errorf("no pending record of %s %s has list digest %s; pending:\n%s", id, version, digest, listPending(all))
 		case len(cands) == 0:
 			return m.notPending(s, id, version)
-		case !oneBinding(cands):
-			return fmt.Errorf("%s %s is pending with more than one list or in more than one folder, and one approval binds one list; approve the one you reviewed with egressd approve --manifest PATH (or --digest DIGEST ID VERSION); pending:\n%s", id, version, listPending(cands))
+		case len(picked) == 0 && place == "":
+			return fmt.Errorf("%s %s waits for approval only as an id change or a claim of another place, and approving %s approves only what waits for the folders bound to it; approve a place's change by naming it; pending:\n%s", id, version, id, listPending(cands))
+		case len(picked) == 0:
+			return fmt.Errorf("nothing of %s %s waits for approval at %s; pending:\n%s", id, version, place, listPending(cands))
 		}
-		for _, c := range cands {
+		for _, c := range picked {
 			made = append(made, c.approve(s))
 		}
 		return nil
 	})
 	return made, err
+}
+
+// pickPending selects from cs what one approval at place binds: the
+// widening when place is "", else the record at place and the listeners
+// changed from the same old id with the same list.
+func pickPending(cs []pendingRecord, place string) []pendingRecord {
+	var out []pendingRecord
+	for _, c := range cs {
+		if c.Place == place {
+			out = append(out, c)
+		}
+	}
+	if place == "" || len(out) == 0 || out[0].From == "" {
+		return out
+	}
+	for _, c := range cs {
+		if c.Place != place && !isFolder(c.Place) && c.From == out[0].From && c.Digest == out[0].Digest {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// PlaceOf is the version memory key of the place the operator names in
+// "egressd approve --folder": a listener as "listener ADDR", as egressd
+// state list prints it, or a folder as FolderOf keys it.
+func PlaceOf(name string) string {
+	if strings.HasPrefix(name, listenerPlace) {
+		return name
+	}
+	if dir, err := filepath.Abs(name); err == nil {
+		return dir
+	}
+	return filepath.Clean(name)
+}
+
+// ApproveCommandFor is the command that approves the pending record at
+// place ("" for a widening) of id at version with digest.
+func ApproveCommandFor(place, digest, id, version string) string {
+	if place == "" {
+		return fmt.Sprintf("egressd approve --digest %s %s %s", digest, id, version)
+	}
+	return fmt.Sprintf("egressd approve --folder %s --digest %s %s %s", shellWord(place), digest, id, version)
+}
+
+// shellWord quotes s for a shell when it holds anything but plain path
+// characters: the command is printed to be pasted.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-:+@,=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // pendingRecord is one thing waiting for approval of id at version: an id
@@ -87,10 +175,11 @@ type pendingRecord struct {
 }
 
 func (c pendingRecord) String() string {
-	if c.Place == "" {
-		return fmt.Sprintf("  a widening, list digest %s", c.Digest)
+	what := "a widening"
+	if c.Place != "" {
+		what = c.what()
 	}
-	return fmt.Sprintf("  %s, list digest %s", c.what(), c.Digest)
+	return fmt.Sprintf("  %s, list digest %s: %s", what, c.Digest, ApproveCommandFor(c.Place, c.Digest, c.ID, c.Version))
 }
 
 // what names an id change or a claim.
@@ -122,26 +211,6 @@ func pendingOf(s *State, id, version string) []pendingRecord {
 		out = append(out, pendingRecord{ID: id, Version: version, Digest: r.Digest})
 	}
 	return out
-}
-
-// oneBinding reports whether cs hold one list in at most one folder: a
-// folder and the listener it is served on are one integration. A folder's
-// claim of an id bound elsewhere is approved alone: it must not ride along
-// with the id's own widening at the same version and list.
-func oneBinding(cs []pendingRecord) bool {
-	folders, claims := 0, 0
-	for _, c := range cs {
-		if c.Digest != cs[0].Digest {
-			return false
-		}
-		if c.Place != "" && isFolder(c.Place) {
-			folders++
-			if c.From == "" {
-				claims++
-			}
-		}
-	}
-	return folders <= 1 && (claims == 0 || len(cs) == 1)
 }
 
 // approve marks c approved in s and says what it bound.
@@ -208,7 +277,11 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 			if len(owners) > 0 {
 				a.What += " (bound to " + folderList(owners) + ")"
 			}
-			made = append(made, a)
+			over := f.ID // an id change: over the folder's old list
+			if over == "" {
+				over = man.ID // a claim: over the claimed id's list
+			}
+			made = append(made, a.showing(s, man, over))
 			return nil
 		}
 		r, known := s.IDs[man.ID]
@@ -219,7 +292,7 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 			s.IDs[man.ID] = Record{Version: man.Version, Digest: digest, Approved: approvedOf(man, digest)}
 			s.Folders[folder] = Folder{ID: man.ID}
 			a.What = "the first list"
-			made = append(made, a)
+			made = append(made, a.showing(s, man, ""))
 			return nil
 		case allowlist.CompareVersions(man.Version, r.Version) < 0:
 			return fmt.Errorf("%s %s is lower than %s, seen before (%s); versions only go up", man.ID, man.Version, r.Version, m.where())
@@ -234,7 +307,7 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 		r.Approvals[man.Version] = digest
 		s.IDs[man.ID] = r
 		a.What = "a widening"
-		made = append(made, a)
+		made = append(made, a.showing(s, man, man.ID))
 		return nil
 	})
 	return made, err
@@ -256,7 +329,7 @@ func (m *Memory) Forget(id string) (Record, []string, error) {
 		for _, place := range sortedKeys(s.Folders) {
 			if f := s.Folders[place]; f.ID == id && f.Pending != nil && !f.Pending.Approved {
 				p := f.Pending
-				return fmt.Errorf("%s, bound to %s, holds an id change to %s %s that waits for approval; forgetting %s would let %s load as a first load, with any list. Approve the change first (egressd approve --digest %s %s %s), or restore the manifest's id, then forget %s (%s)", place, id, p.ID, p.Version, id, p.ID, p.Digest, p.ID, p.Version, id, m.where())
+				return fmt.Errorf("%s, bound to %s, holds an id change to %s %s that waits for approval; forgetting %s would let %s load as a first load, with any list. Approve the change first (%s), or restore the manifest's id, then forget %s (%s)", place, id, p.ID, p.Version, id, p.ID, ApproveCommandFor(place, p.Digest, p.ID, p.Version), id, m.where())
 			}
 		}
 		delete(s.IDs, id)
@@ -292,6 +365,8 @@ type PendingList struct {
 	Place, From string
 	// Adds are the entries a widening adds to the list in force.
 	Adds []string
+	// Command approves this list, and only it.
+	Command string
 }
 
 // PendingLists lists what waits for approval of id at version, so that
@@ -300,7 +375,7 @@ type PendingList struct {
 func (s *State) PendingLists(id, version string) []PendingList {
 	var out []PendingList
 	for _, c := range pendingOf(s, id, version) {
-		l := PendingList{ID: id, Version: version, Digest: c.Digest, Place: c.Place, From: c.From}
+		l := PendingList{ID: id, Version: version, Digest: c.Digest, Place: c.Place, From: c.From, Command: ApproveCommandFor(c.Place, c.Digest, id, version)}
 		if c.Place == "" {
 			l.Adds = s.IDs[id].Adds()
 		}

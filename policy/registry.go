@@ -85,6 +85,10 @@ func (r *Registry) Load(cfg Config) []Outcome {
 		ids[id] = key
 	}
 	serves := servingEntries(cfg, prev)
+	before, beforeErr := r.memory.Read() // who held each id before this load (boundElsewhere)
+	if beforeErr != nil {
+		before = *newState()
+	}
 	for i, in := range cfg.Integrations {
 		if w := serves[in.Manifest]; w != i {
 			// A duplicate entry for a served manifest is refused whole:
@@ -93,24 +97,25 @@ func (r *Registry) Load(cfg Config) []Outcome {
 				Err: fmt.Errorf("this manifest is already served on %s; one manifest is served by one config entry", cfg.Integrations[w].Listen)})
 			continue
 		}
-		out := r.loadOne(cfg, in, prev.Policies[in.Manifest], ids, next.Generation)
+		out := r.loadOne(cfg, in, prev.Policies[in.Manifest], ids, &before, next.Generation)
 		if out.Result != Failed {
 			p := out.policy
-			id, _ := p.InForce() // a rename that waits does not hold its new id
-			if other, dup := ids[id]; dup && other != in.Manifest {
-				// The id in force, not the manifest's: a folder whose
-				// rename waits still serves its old id, and a second
-				// entry must not serve it beside it.
-				out = r.refuseDuplicate(cfg, in, prev.Policies[in.Manifest], ids, next.Generation,
-					fmt.Errorf("id %s is in force for %s and already served from %s; ids must be unique", id, in.Manifest, other))
-				if out.Result == Failed {
-					outs = append(outs, out.Outcome)
-					continue
+			// The id in force, not the manifest's: a folder whose rename
+			// waits still serves its old id, and a second entry must not
+			// serve it beside it. A pending claim holds no id.
+			if id, holds := holdsID(p); holds {
+				if other, dup := ids[id]; dup && other != in.Manifest {
+					out = r.refuseDuplicate(cfg, in, prev.Policies[in.Manifest], ids, next.Generation,
+						fmt.Errorf("id %s is in force for %s and already served from %s; ids must be unique", id, in.Manifest, other))
+					if out.Result == Failed {
+						outs = append(outs, out.Outcome)
+						continue
+					}
+					p = out.policy
+					id, _ = p.InForce()
 				}
-				p = out.policy
-				id, _ = p.InForce()
+				ids[id] = in.Manifest
 			}
-			ids[id] = in.Manifest
 			next.Policies[in.Manifest] = p
 			next.listen[in.Manifest] = in.Listen
 		}
@@ -162,12 +167,23 @@ func servingEntries(cfg Config, prev *Snapshot) map[string]int {
 func servedIDs(prev *Snapshot, cfg Config) map[string]string {
 	out := map[string]string{}
 	for key, p := range prev.Policies {
-		if configured(cfg, key) {
-			id, _ := p.InForce()
+		if id, holds := holdsID(p); holds && configured(cfg, key) {
 			out[id] = key
 		}
 	}
 	return out
+}
+
+// holdsID returns the id p serves under: the manifest's, except while an id
+// change waits (a rename that waits does not hold its new id), and none
+// while p's folder claims an id bound elsewhere (a claim holds nothing, so
+// the id's own folder still loads after it).
+func holdsID(p *Policy) (string, bool) {
+	if p.Pending != "" && p.PendingIDFrom == "" && (len(p.PendingClaimOf) > 0 || p.PendingUnbound) {
+		return "", false
+	}
+	id, _ := p.InForce()
+	return id, true
 }
 
 func configured(cfg Config, key string) bool {
@@ -184,7 +200,7 @@ type loadResult struct {
 	policy *Policy
 }
 
-func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[string]string, gen uint64) loadResult {
+func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[string]string, before *State, gen uint64) loadResult {
 	out := loadResult{Outcome: Outcome{Key: in.Manifest, Generation: gen}}
 	refuse := func(err error) loadResult {
 		out.Err = err
@@ -213,8 +229,12 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 		return refuse(ps.Errors())
 	}
 	out.ID, out.Version = m.ID, m.Version
+	dupOf := ""
 	if other, dup := ids[m.ID]; dup && other != in.Manifest {
-		return refuse(fmt.Errorf("id %s is already served from %s; ids must be unique", m.ID, other))
+		if last != nil || len(before.boundElsewhere(m.ID, FolderOf(file))) == 0 {
+			return refuse(fmt.Errorf("id %s is already served from %s; ids must be unique", m.ID, other))
+		}
+		dupOf = other // at start: a claim of another entry's id, which waits (startClaim)
 	}
 	// A binding the new version no longer allows is refused before the
 	// version memory records it; then again against the list in force.
@@ -225,6 +245,9 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 	err = r.memory.update(func(s *State) error {
 		var err error
 		adm, err = admitAt(s, Places(file, in.Listen), m, in)
+		if err == nil && dupOf != "" && adm.pending == "" {
+			err = fmt.Errorf("id %s is already served from %s; ids must be unique", m.ID, dupOf)
+		}
 		return err
 	})
 	if err != nil {
@@ -234,11 +257,17 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 	if opts.Secrets, err = BindSecrets(m, adm.inForce, in.PassedEnv, in.Secrets); err != nil {
 		return refuse(err)
 	}
+	if dupOf != "" {
+		adm.inForce = []allowlist.Entry{} // nothing for a folder that took a served id
+	}
 	p := NewPolicy(m, adm.inForce, opts)
 	p.ManifestAt, p.Generation = file, gen
 	p.setPending(adm.pending, adm.idFrom, adm.claimOf, adm.unbound)
 	p.PendingIDFromVersion = adm.fromVer
 	out.Notice = p.PendingNotice()
+	if dupOf != "" {
+		out.Notice = startClaimNotice(p, dupOf)
+	}
 	if adm.released != "" {
 		out.Notice = adm.released
 	}
@@ -295,4 +324,20 @@ func (r *Registry) options(cfg Config, in Integration) PolicyOptions {
 
 func sameEntries(a, b []allowlist.Entry) bool {
 	return len(a) == len(b) && !widens(a, b)
+}
+
+// At start there is no last good policy to keep when an entry's manifest
+// declares the id another entry serves (a reload keeps the last good one).
+// Refusing to start would let one integration's author take every
+// integration down; so when version memory binds the id to a folder other
+// than this entry's, the entry that holds it keeps it and this one waits as
+// a pending claim or id change, with nothing allowed. Only when memory
+// cannot tell them apart (the id bound to no folder, or to this one) does
+// the start fail. Memory is read as it was before the load: the first
+// entry's own load must not decide that the second one is the claim.
+
+// startClaimNotice is PendingNotice for such an entry.
+func startClaimNotice(p *Policy, servedFrom string) string {
+	return fmt.Sprintf("%s declares the id %s %s, which version memory binds to another folder and %s serves; nothing is allowed for this entry until the operator approves it (%s) or its manifest's id is restored",
+		p.ManifestAt, p.Manifest.ID, p.Manifest.Version, servedFrom, p.ApproveCommand())
 }

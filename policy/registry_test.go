@@ -163,7 +163,7 @@ func TestWideningWaitsForApprovalAcrossRestart(t *testing.T) {
 	}
 
 	mem, _ := OpenMemory(f.state)
-	if _, err := mem.ApprovePending("com.acme.erp", "1.1.0", ""); err != nil {
+	if _, err := mem.ApprovePending("com.acme.erp", "1.1.0", "", ""); err != nil {
 		t.Fatal(err)
 	}
 	f.load(r, Loaded)
@@ -213,7 +213,7 @@ func TestIDChangeInAKnownFolderWaitsForApprovalAcrossRestarts(t *testing.T) {
 		}
 	}
 	mem, _ := OpenMemory(f.state)
-	if a, err := mem.ApprovePending("com.acme.erp2", "1.0.0", ""); err != nil || len(a) != 1 || !strings.Contains(a[0].What, "id change") {
+	if a, err := mem.ApprovePending("com.acme.erp2", "1.0.0", "", FolderOf(filepath.Join(f.dir, "m"))); err != nil || len(a) != 1 || !strings.Contains(a[0].What, "id change") {
 		t.Fatalf("%+v %v", a, err)
 	}
 	for _, r := range []*Registry{f.registry(), f.registry()} {
@@ -231,17 +231,17 @@ func TestApprovalIsBoundToTheListSeen(t *testing.T) {
 	f := newFixture(t)
 	r := f.registry()
 	mem, _ := OpenMemory(f.state)
-	if _, err := mem.ApprovePending("com.acme.erp", "1.1.0", ""); err == nil || !strings.Contains(err.Error(), "not in version memory") {
+	if _, err := mem.ApprovePending("com.acme.erp", "1.1.0", "", ""); err == nil || !strings.Contains(err.Error(), "not in version memory") {
 		t.Fatalf("unknown id approved: %v", err)
 	}
 	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
 	f.load(r, Loaded)
-	if _, err := mem.ApprovePending("com.acme.erp", "1.1.0", ""); err == nil || !strings.Contains(err.Error(), "has not seen com.acme.erp 1.1.0") {
+	if _, err := mem.ApprovePending("com.acme.erp", "1.1.0", "", ""); err == nil || !strings.Contains(err.Error(), "has not seen com.acme.erp 1.1.0") {
 		t.Fatalf("unseen version approved: %v", err)
 	}
 	f.write("com.acme.erp", "1.1.0", "erp.acme.example", "new.acme.example")
 	f.load(r, Pending)
-	a, err := mem.ApprovePending("com.acme.erp", "1.1.0", "")
+	a, err := mem.ApprovePending("com.acme.erp", "1.1.0", "", "")
 	if err != nil || len(a) != 1 || a[0].Digest != r.Policy(f.dir).Manifest.Digest() {
 		t.Fatalf("%+v %v", a, err)
 	}
@@ -410,11 +410,32 @@ func TestTheIDInForceDuringAWaitingRenameIsServedOnce(t *testing.T) {
 	}
 	for _, key := range []string{dirB, f.dir} {
 		if p := r.Policy(key); p != nil {
-			id, _ := p.InForce()
-			served[id+" in force"]++
+			if id, holds := holdsID(p); holds { // a pending claim allows nothing under it
+				served[id+" in force"]++
+			}
 		}
 	}
 	if served["com.acme.erp in force"] > 1 {
 		t.Fatalf("com.acme.erp is in force on two entries: %v", served)
+	}
+}
+
+// TestStartWithASecondEntryDeclaringABoundIDMakesItAClaim: at start (no
+// last good policy), an entry whose manifest declares an id version memory
+// binds to another entry's folder waits with nothing allowed, and the
+// others load; a first start, where memory binds the id to neither, is
+// still refused (TestDuplicateIDsAreRefused).
+func TestStartWithASecondEntryDeclaringABoundIDMakesItAClaim(t *testing.T) {
+	f := newFixture(t)
+	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
+	f.load(f.registry(), Loaded)
+	other := t.TempDir()
+	data, _ := os.ReadFile(filepath.Join(f.dir, "manifest.json"))
+	os.WriteFile(filepath.Join(other, "manifest.json"), data, 0o600)
+	f.cfg.Integrations = append([]Integration{{Manifest: other, Listen: "127.0.0.1:0"}}, f.cfg.Integrations...)
+	r := f.registry()
+	outs := r.Load(f.cfg)
+	if outs[0].Result != Pending || outs[1].Result != Loaded || r.Policy(other).Decide("erp.acme.example", 443).Verdict.Permits() {
+		t.Fatalf("outcomes %+v", outs)
 	}
 }

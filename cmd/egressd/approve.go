@@ -12,7 +12,7 @@ import (
 )
 
 func runApprove(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("approve", `usage: egressd approve [--state DIR] [--digest DIGEST] ID VERSION
+	fs := newFlagSet("approve", `usage: egressd approve [--state DIR] [--folder PLACE] [--digest DIGEST] ID VERSION
        egressd approve [--state DIR] [--new-id] --manifest PATH
 
 Approves a manifest version whose network list adds entries, whose id
@@ -21,19 +21,24 @@ memory binds to another folder (the folder then carries the id too, and
 shares its version floor). ID VERSION alone shows what waits, as egressd
 loaded it (what it adds, its list digest), and approves nothing: the
 manifest file may have changed since. --digest DIGEST ID VERSION approves
-the pending list with that digest; --manifest approves that manifest's list,
+the id's own pending widening with that digest. An id change or a claim of
+a folder the id is not bound to is approved only by naming that folder:
+--folder PLACE --digest DIGEST ID VERSION (egressd state list prints the
+command for each). --manifest approves that manifest's list,
 seen or not (if a different list waits at its version, it says so). Every
 binding made is printed. A running
 "egressd serve" applies it on its next reload (SIGHUP).`, stderr)
 	state := fs.String("state", policy.DefaultStateDir(), "version memory directory")
 	manifest := fs.String("manifest", "", "approve this manifest file or folder's list")
 	digest := fs.String("digest", "", "with ID VERSION: approve only the pending list with this digest (sha256:…)")
+	folder := fs.String("folder", "", "with ID VERSION: approve the id change or claim waiting at this folder (or \"listener ADDR\"), not the id's widening")
 	newID := fs.Bool("new-id", false, "with --manifest: the id was never loaded; record its list as the first approved one")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseAnywhere(fs, args)
+	if err != nil {
 		return exitUsage
 	}
 	stdout, stderr = termsafe.Lines(stdout), termsafe.Lines(stderr)
-	if (*manifest == "") == (fs.NArg() == 0) || (*manifest == "" && fs.NArg() != 2) || (*newID && *manifest == "") || (*digest != "" && *manifest != "") {
+	if (*manifest == "") == (len(pos) == 0) || (*manifest == "" && len(pos) != 2) || (*newID && *manifest == "") || (*digest != "" && *manifest != "") || (*folder != "" && *manifest != "") {
 		fs.Usage()
 		return exitUsage
 	}
@@ -53,10 +58,14 @@ binding made is printed. A running
 			return exitFail
 		}
 		made, err = mem.ApproveManifest(m, policy.FolderOf(file), *newID)
-	} else if *digest == "" && showPending(mem, fs.Arg(0), fs.Arg(1), stderr) {
+	} else if *digest == "" && showPending(mem, pos[0], pos[1], stderr) {
 		return exitFail
 	} else {
-		made, err = mem.ApprovePending(fs.Arg(0), fs.Arg(1), *digest)
+		place := ""
+		if *folder != "" {
+			place = policy.PlaceOf(*folder)
+		}
+		made, err = mem.ApprovePending(pos[0], pos[1], *digest, place)
 	}
 	if err != nil {
 		printLines(stderr, "egressd approve: "+err.Error())
@@ -64,6 +73,12 @@ binding made is printed. A running
 	}
 	for _, a := range made {
 		fmt.Fprintf(stdout, "approved %s %s, list digest %s (%s) in %s\n", a.ID, a.Version, a.Digest, a.What, mem.Path())
+		if a.Entries != nil {
+			printLine(stdout, "  binds the list: %s", orNone(strings.Join(a.Entries, " ")))
+			if a.Over != "" {
+				printLine(stdout, "  adds over %s: %s", a.Over, orNone(strings.Join(a.Adds, " ")))
+			}
+		}
 	}
 	fmt.Fprintln(stdout, "reload egressd serve to apply it: systemctl reload egressd, or kill -HUP the serve process (not pidof egressd: every egressd run passes SIGHUP to its program)")
 	return exitOK
@@ -86,13 +101,16 @@ func showPending(mem *policy.Memory, id, version string, stderr io.Writer) bool 
 	fmt.Fprintf(stderr, "egressd approve: nothing approved; %s %s waits for approval with the list egressd loaded, which may not be the file as it is now:\n", id, version)
 	for _, l := range lists {
 		what := "a widening"
-		if l.Place != "" {
+		switch {
+		case l.Place != "" && l.From == "":
+			what = "the claim of " + l.Place + " to " + id
+		case l.Place != "":
 			what = "the id change of " + l.Place + " from " + l.From
 		}
 		if l.Adds != nil {
 			what += ", adds " + strings.Join(l.Adds, " ")
 		}
-		fmt.Fprintf(stderr, "  %s, list digest %s: egressd approve --digest %s %s %s\n", what, l.Digest, l.Digest, id, version)
+		fmt.Fprintf(stderr, "  %s, list digest %s: %s\n", what, l.Digest, l.Command)
 	}
 	fmt.Fprintln(stderr, "approve the one you reviewed by its digest (egressd check PATH prints a manifest's digest), or approve the manifest you reviewed: egressd approve --manifest PATH")
 	return true

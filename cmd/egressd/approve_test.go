@@ -33,8 +33,53 @@ func TestOneApproveOfAnIDTwoFoldersChangedToDoesNotReleaseBothLists(t *testing.T
 		t.Fatalf("approving the legitimate folder released the hostile list: %s", out)
 	}
 	// Only the hostile record is left pending: its digest names one list.
-	out, errs, code = runCLI(t, "approve", "--state", state, "--digest", digestOf(t, hostile), "com.acme.new", "1.0.0")
+	out, errs, code = runCLI(t, "approve", "--state", state, "--folder", hostile, "--digest", digestOf(t, hostile), "com.acme.new", "1.0.0")
 	if code != exitOK || strings.Count(out, "approved ") != 1 || !strings.Contains(out, hostile) {
 		t.Fatalf("exit %d: %s %s", code, out, errs)
+	}
+}
+
+// TestApproveManifestShowsTheListItBinds is issue 13's b4: "approve
+// --manifest" bound a list without showing it, so a file swapped between
+// the review and the command was approved unseen. It prints the entries it
+// binds and what they add over the list in force.
+func TestApproveManifestShowsTheListItBinds(t *testing.T) {
+	state, dir := t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "1.0.0", "erp.acme.example"))
+	erpFolder(t, dir, "com.acme.erp", "1.1.0", "erp.acme.example", "exfil.attacker.example")
+	out, errs, code := runCLI(t, "approve", "--state", state, "--manifest", dir)
+	if code != exitOK || !strings.Contains(out, "(a widening)") ||
+		!strings.Contains(out, "  binds the list: erp.acme.example exfil.attacker.example\n") ||
+		!strings.Contains(out, "  adds over com.acme.erp 1.0.0: exfil.attacker.example\n") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	// An id change shows what it adds over the folder's old id's list.
+	erpFolder(t, dir, "com.acme.erp2", "1.0.0", "erp.acme.example", "other.example")
+	out, errs, code = runCLI(t, "approve", "--state", state, "--manifest", dir)
+	if code != exitOK || !strings.Contains(out, "the id change of "+dir+" from com.acme.erp") ||
+		!strings.Contains(out, "  adds over com.acme.erp 1.0.0: other.example\n") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestApproveAndStateTakeFlagsAfterTheirArguments is issue 13's b10: the
+// operator types "egressd approve ID VERSION --state DIR" (as many CLIs
+// allow) and got bare usage with exit 2, no word on what was wrong. Flags
+// are read wherever they stand.
+func TestApproveAndStateTakeFlagsAfterTheirArguments(t *testing.T) {
+	state, dir := t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "1.0.0", "erp.acme.example"))
+	erpFolder(t, dir, "com.acme.erp", "1.1.0", "erp.acme.example", "new.acme.example")
+	loadAsServe(t, state, dir)
+	out, errs, code := runCLI(t, "state", "list", "--state", state)
+	if code != exitOK || !strings.Contains(out, "1.1.0 pending") {
+		t.Fatalf("state list --state: exit %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = runCLI(t, "approve", "com.acme.erp", "1.1.0", "--state", state, "--digest", digestOf(t, dir))
+	if code != exitOK || !strings.Contains(out, "approved com.acme.erp 1.1.0") {
+		t.Fatalf("approve ID VERSION --state --digest: exit %d\n%s%s", code, out, errs)
+	}
+	if _, errs, code := runCLI(t, "state", "forget", "--state", state, "com.acme.erp"); code != exitOK {
+		t.Fatalf("state forget --state ID: exit %d\n%s", code, errs)
 	}
 }

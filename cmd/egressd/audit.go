@@ -53,10 +53,10 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	opts, err := verifyOptions(*keyFile, *ckptFile)
+	opts, code, err := verifyOptions(*keyFile, *ckptFile)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
-		return exitUsage
+		return code
 	}
 	v, err := audit.Verify(fs.Args(), opts)
 	if err != nil {
@@ -70,27 +70,39 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 	return exitFail
 }
 
-// verifyOptions reads verify's --key and --checkpoints files.
-func verifyOptions(keyFile, ckptFile string) (audit.VerifyOptions, error) {
+// verifyOptions reads verify's --key and --checkpoints files, and says
+// with which exit code to stop if it cannot. A checkpoints file from which
+// no checkpoint could be read proves nothing: verify must not then say
+// "intact" with 0 checkpoints cross-checked, so it stops with exit 1.
+func verifyOptions(keyFile, ckptFile string) (audit.VerifyOptions, int, error) {
 	var opts audit.VerifyOptions
 	if keyFile != "" {
 		key, err := readAuditKey(keyFile)
 		if err != nil {
-			return opts, err
+			return opts, exitUsage, err
 		}
 		opts.Key = key
 	}
 	if ckptFile != "" {
 		f, err := os.Open(ckptFile)
 		if err != nil {
-			return opts, err
+			return opts, exitUsage, err
 		}
 		defer f.Close()
-		if opts.Checkpoints, err = audit.ReadCheckpoints(f); err != nil {
-			return opts, err
+		found, err := audit.ReadCheckpoints(f)
+		if err != nil {
+			return opts, exitUsage, fmt.Errorf("%s: %w", ckptFile, err)
 		}
+		if len(found.Records) == 0 {
+			why := "no line holds one"
+			if len(found.Unread) > 0 {
+				why = fmt.Sprintf("%d line(s) name a checkpoint but none parses as one (line %d first)", len(found.Unread), found.Unread[0])
+			}
+			return opts, exitFail, fmt.Errorf("no checkpoint could be read from %s (%s), so nothing could be cross-checked; give egressd's checkpoint lines, e.g. journalctl -u egressd -o cat", ckptFile, why)
+		}
+		opts.Checkpoints, opts.UnreadCheckpoints = found.Records, found.Unread
 	}
-	return opts, nil
+	return opts, exitOK, nil
 }
 
 // maxChainsListed bounds the chains printed one per line: a service in a
@@ -156,10 +168,10 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "egressd audit report: --format must be text, json or html (%q)\n", *format)
 		return exitUsage
 	}
-	opts, err := verifyOptions(*keyFile, *ckptFile)
+	opts, code, err := verifyOptions(*keyFile, *ckptFile)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
-		return exitUsage
+		return code
 	}
 	// Verify and read in one linear pass over one open of each file: a
 	// reviewer never reads the report of a broken log as the report of a

@@ -156,6 +156,28 @@ func dispatch(cmd string, rest []string, stdout, stderr io.Writer) int {
 
 // newFlagSet is a subcommand's flag set: its errors and usage go to stderr,
 // the usage text before the flags.
+// parseAnywhere parses fs's flags wherever they stand among args, before,
+// between or after the positional arguments ("egressd approve ID VERSION
+// --state DIR" is how many CLIs are typed), and returns the positional
+// ones. "--" ends the flags. For subcommands whose positional arguments
+// never begin with "-" (ids, versions, words).
+func parseAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}
+
 func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -29,6 +29,9 @@ type runFlags struct {
 	envPassthrough  multiFlag
 	secrets         multiFlag // NAME=HOST[,HOST…]
 	upstreamCA      string
+	// checkpoints receives the audit log's checkpoint lines when the
+	// config file sets audit.checkpoints: stderr (run's stderr).
+	checkpoints io.Writer
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
@@ -65,6 +68,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
+	f.checkpoints = stderr
 	r, err := prepareRun(f, command)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd run:", err)
@@ -352,13 +356,21 @@ func logName(p *policy.Policy) string {
 	return id
 }
 
+// openAudit opens the run's audit log: by default a file of its own,
+// STATE/audit/NAME.PID.log (NAME from logName), whose genesis names the
+// previous run of the same name through a link file beside it
+// (audit.Options.RunLink), so that deleting a whole run's file breaks a
+// link verify checks. Checkpoints go to stderr when a config file asks for
+// them (serve's default, since a config file means the same for both);
+// without --config, none.
 func (r *runSetup) openAudit(f runFlags, stateDir, name string) error {
-	path := f.auditLog
+	path, runLink := f.auditLog, ""
 	if path == "" || path == "-" {
 		if err := os.MkdirAll(filepath.Join(stateDir, "audit"), 0o700); err != nil {
 			return err
 		}
 		path = filepath.Join(stateDir, "audit", name+"."+strconv.Itoa(os.Getpid())+".log")
+		runLink = filepath.Join(stateDir, "audit", name+".lastrun")
 	}
 	file, err := audit.OpenFile(path, int64(r.cfg.Audit.MaxSizeMB)<<20)
 	if err != nil {
@@ -371,9 +383,14 @@ func (r *runSetup) openAudit(f runFlags, stateDir, name string) error {
 			return err
 		}
 	}
+	var checkpoints io.Writer
+	if f.config != "" && r.cfg.Audit.Checkpoints != "none" {
+		checkpoints = f.checkpoints
+	}
 	registry := r.registry
 	r.sink, r.logPath = &auditSink{out: file, file: file}, path
-	r.log, err = audit.New(file, audit.Options{Key: key, KeyID: r.cfg.Audit.KeyID, Generation: func() uint64 { return registry.Snapshot().Generation }})
+	r.log, err = audit.New(file, audit.Options{Key: key, KeyID: r.cfg.Audit.KeyID, RunLink: runLink, Checkpoint: checkpoints,
+		Generation: func() uint64 { return registry.Snapshot().Generation }})
 	return err
 }
 

@@ -21,11 +21,12 @@ list shows what version memory holds for each id and folder, and what waits
 for "egressd approve". forget removes an id: its next load is a first load,
 with any list, so use it only to undo a mistake.`, stderr)
 	state := fs.String("state", policy.DefaultStateDir(), "version memory directory")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseAnywhere(fs, args)
+	if err != nil {
 		return exitUsage
 	}
 	switch {
-	case fs.NArg() == 1 && fs.Arg(0) == "list":
+	case len(pos) == 1 && pos[0] == "list":
 		mem, err := policy.ReadMemory(*state)
 		if err == nil {
 			var s policy.State
@@ -36,18 +37,18 @@ with any list, so use it only to undo a mistake.`, stderr)
 		}
 		fmt.Fprintln(stderr, "egressd state:", err)
 		return exitFail
-	case fs.NArg() == 2 && fs.Arg(0) == "forget":
+	case len(pos) == 2 && pos[0] == "forget":
 		mem, err := openExistingMemory(*state, false)
 		if err != nil {
 			fmt.Fprintln(stderr, "egressd state:", err)
 			return exitFail
 		}
-		r, dropped, err := mem.Forget(fs.Arg(1))
+		r, dropped, err := mem.Forget(pos[1])
 		if err != nil {
 			printLine(stderr, "egressd state: %v", err)
 			return exitFail
 		}
-		printLine(stdout, "forgot %s (highest version seen: %s) in %s; its next load is a first load, with any list", fs.Arg(1), orNone(r.Version), mem.Path())
+		printLine(stdout, "forgot %s (highest version seen: %s) in %s; its next load is a first load, with any list", pos[1], orNone(r.Version), mem.Path())
 		for _, d := range dropped {
 			printLine(stdout, "dropped %s", d)
 		}
@@ -81,15 +82,19 @@ func printState(w io.Writer, file string, s policy.State) {
 		}
 		line := fmt.Sprintf("%s: %s", place, f.ID)
 		if p := f.Pending; p != nil {
-			verb := "pending, digest " + p.Digest + ": egressd approve --digest " + p.Digest + " " + p.ID + " " + p.Version
+			verb := "pending, digest " + p.Digest + ": " + printable(policy.ApproveCommandFor(dir, p.Digest, p.ID, p.Version))
 			if p.Approved {
 				verb = "approved, applies at the next load"
 			}
-			if f.ID == "" {
-				line = fmt.Sprintf("%s: claims %s %s, bound to %s; %s", place, p.ID, p.Version, folders(s.FoldersOf(p.ID)), verb)
-			} else {
-				line += fmt.Sprintf("; id change to %s %s %s", p.ID, p.Version, verb)
+			was := ""
+			if f.ID != "" {
+				was = " (was " + f.ID + ")"
 			}
+			claim := fmt.Sprintf("claims %s %s, bound to %s", p.ID, p.Version, folders(s.FoldersOf(p.ID)))
+			if len(s.FoldersOf(p.ID)) == 0 {
+				claim = fmt.Sprintf("changes its id to %s %s", p.ID, p.Version)
+			}
+			line = fmt.Sprintf("%s%s %s; %s", place, was, claim, verb)
 		}
 		fmt.Fprintln(w, line)
 	}
