@@ -133,16 +133,17 @@ func requireGroupsGone(t *testing.T, pid int) {
 }
 
 // TestRunCPUSpinnerIsInAGroupWithTheCPUQuota: 100 processes that each
-// call setsid() (an autogroup each) starved the host, since nothing
-// bounded the sandbox's CPU time. Now the whole sandbox, the spinner
-// included, is in a group with a CFS quota, and its other bounds, which the
+// called setsid() (an autogroup each) starved the host, since nothing
+// bounded the sandbox's CPU time. Now setsid is refused (see
+// TestRunSetsidCannotEscapeTheSandboxsCPUShare) and, as root, the whole
+// sandbox, the spinner included, is in a group with a CFS quota, and its other bounds, which the
 // host reads while it runs; the audit log names them; the groups go with
 // the run.
 func TestRunCPUSpinnerIsInAGroupWithTheCPUQuota(t *testing.T) {
 	requireCgroup(t)
 	e := newSandboxEnv(t)
 	cmd := e.configured("sandbox_limits:\n  processes: 48\n  total_memory_mb: 256\n  cpus: 0.5\n",
-		`setsid sh -c 'while :; do :; done' & cat /proc/$!/cgroup; ls /sys/fs/cgroup 2>&1 >/dev/null | grep -q 'No such' || echo cgroupfs visible; echo ready; read x; kill $!`)
+		`sh -c 'while :; do :; done' & cat /proc/$!/cgroup; ls /sys/fs/cgroup 2>&1 >/dev/null | grep -q 'No such' || echo cgroupfs visible; echo ready; read x; kill $!`)
 	inside, proceed := e.pausedRun(cmd)
 	groups := sandboxGroups(t, cmd.Process.Pid)
 	if len(groups) != len(cgroupControllers) {
