@@ -239,8 +239,9 @@ read go <`+turn+`; read line; echo "shell:$line"; fg %1 >/dev/null; echo "egress
 	}
 	done := make(chan error, 1)
 	go func() { done <- shell.Wait() }()
+	ended := false
 	t.Cleanup(func() {
-		if shell.ProcessState == nil {
+		if !ended {
 			syscall.Kill(-shell.Process.Pid, syscall.SIGKILL)
 			<-done
 		}
@@ -253,6 +254,8 @@ read go <`+turn+`; read line; echo "shell:$line"; fg %1 >/dev/null; echo "egress
 	waitFor(t, &shown, `shell:typed-to-the-shell`)
 	io.WriteString(master, "typed-to-the-program\n")
 	waitFor(t, &shown, `egressd:0`)
+	<-done
+	ended = true
 	out := shown.String()
 	if strings.Contains(out, "program:typed-to-the-shell") || !strings.Contains(out, "program:typed-to-the-program") {
 		t.Fatalf("the background program read the shell's line, or the foreground one missed its own:\n%s", out)
