@@ -53,12 +53,17 @@ type stdio struct {
 	ownEnds   []*os.File  // the relays' own ends, closed by the relays
 	relays    []func()    // started once the init runs
 	outputs   sync.WaitGroup
+	fileMax   int64 // bytes a relay writes into a regular file
 }
 
 // newStdio relays each of fds 0-2 that passedAsIs refuses. A stdout and
 // stderr that are the same file share one relay, in order, as 2>&1 does.
-func newStdio() (*stdio, error) {
-	s := &stdio{files: [3]*os.File{os.Stdin, os.Stdout, os.Stderr}}
+// A relay into a regular file writes at most fileMax bytes (the sandbox's
+// RLIMIT_FSIZE, which egressd's own writes are not under); then it closes
+// the pipe, and the program's next write fails as a write past the limit
+// would.
+func newStdio(fileMax int64) (*stdio, error) {
+	s := &stdio{files: [3]*os.File{os.Stdin, os.Stdout, os.Stderr}, fileMax: fileMax}
 	if !passedAsIs(0) {
 		if err := s.relayIn(); err != nil {
 			s.closeAll()
@@ -124,19 +129,24 @@ func (s *stdio) relayOut(fd int) error {
 		return fmt.Errorf("sandbox: stdio pipe: %w", err)
 	}
 	var st unix.Stat_t
-	shut := fd == 1 && unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK && !sameFile(1, 2)
+	unix.Fstat(fd, &st)
+	shut := fd == 1 && st.Mode&unix.S_IFMT == unix.S_IFSOCK && !sameFile(1, 2)
 	s.files[fd], s.childEnds, s.ownEnds = w, append(s.childEnds, w), append(s.ownEnds, r, dst)
 	s.outputs.Add(1)
 	var out io.Writer = writerOnly{dst}
+	var in io.Reader = readerOnly{r}
 	var text *termsafe.TextWriter
 	if isTerminal(fd) {
 		text = termsafe.Text(dst)
 		out = text
 	}
+	if st.Mode&unix.S_IFMT == unix.S_IFREG {
+		in = io.LimitReader(in, s.fileMax)
+	}
 	s.relays = append(s.relays, func() {
 		go func() {
 			defer s.outputs.Done()
-			io.Copy(out, readerOnly{r})
+			io.Copy(out, in)
 			if text != nil {
 				text.Flush()
 			}

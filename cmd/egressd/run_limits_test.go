@@ -400,3 +400,25 @@ func TestRunConcurrentRunsOfOneIntegrationShareItsState(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRunStdoutIntoAFileStopsAtTheFileSizeBound is issue 19's fifth
+// attacker, finding 6: the program's own writes stop at file_size_mb
+// (SIGXFSZ), but through ">> out.log" egressd's relay wrote 400 MB, with no
+// cap. The relay now writes at most file_size_mb into a regular file and
+// then closes the pipe, so the program's next write fails.
+func TestRunStdoutIntoAFileStopsAtTheFileSizeBound(t *testing.T) {
+	e := newSandboxEnv(t)
+	cmd := e.configured("sandbox_limits:\n  file_size_mb: 1\n", `head -c 3000000 /dev/zero; echo "rc=$?" >&2`)
+	out, err := os.Create(filepath.Join(t.TempDir(), "out.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	var errs lockedBuffer
+	cmd.Stdout, cmd.Stderr = out, &errs
+	runErr := cmd.Run()
+	st, _ := out.Stat()
+	if st.Size() != 1<<20 || strings.Contains(errs.String(), "rc=0") {
+		t.Fatalf("egressd: %v; the file holds %d bytes (want exactly 1 MiB) and the program's write %s:\n%s", runErr, st.Size(), "did not fail", errs.String())
+	}
+}
