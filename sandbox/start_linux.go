@@ -113,7 +113,7 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	std, err := newStdio(int64(spec.Limits.FileSizeMB)<<20) // a socket, a file or a device is relayed through a pipe
+	std, err := newStdio(int64(spec.Limits.FileSizeMB) << 20) // a socket, a file or a device is relayed through a pipe
 	if err != nil {
 		cg.remove()
 		return nil, err
