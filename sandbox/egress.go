@@ -186,14 +186,13 @@ func walkIPv6Extensions(proto byte, dst netip.Addr, b []byte) (byte, netip.Addr,
 				return 0, dst, nil, false
 			}
 			n := 8 + int(b[1])*8
-			if proto == protoRouting && b[1] >= 2 && b[1]%2 == 0 {
-				segs := b[8:n] // whole 16-byte addresses for types 0, 2 and 4
-				final := segs[len(segs)-16:]
-				if b[2] == 4 {
-					final = segs[:16]
-				}
-				if b[2] == 0 || b[2] == 2 || b[2] == 4 {
-					dst = netip.AddrFrom16([16]byte(final))
+			if proto == protoRouting && n >= 8+16 {
+				switch b[2] {
+				case 4: // segment routing: segment 0 is the final one, TLVs may follow the list
+					dst = netip.AddrFrom16([16]byte(b[8:24]))
+				case 0, 2: // addresses only: the last one is the final one
+					last := 8 + (n-8)/16*16 - 16
+					dst = netip.AddrFrom16([16]byte(b[last : last+16]))
 				}
 			}
 			proto, b = b[0], b[n:]

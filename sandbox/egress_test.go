@@ -78,3 +78,23 @@ func TestParsePacketFindsTheFinalDestinationBehindExtensionHeaders(t *testing.T)
 		parsePacket(pkt[:n])
 	}
 }
+
+// TestParsePacketFindsTheFinalSegmentBeforeATLV is issue 12's sixth
+// attacker, finding 3: a segment routing header with a PadN TLV after its
+// segments has an odd length, and the reader took only even ones, so the
+// attempt was audited at the decoy and never reset.
+func TestParsePacketFindsTheFinalSegmentBeforeATLV(t *testing.T) {
+	from := netip.MustParseAddrPort("[100::8]:40000")
+	final, decoy := netip.MustParseAddr("2001:db8::77").As16(), netip.MustParseAddr("2001:db8:dec0::9").As16()
+	syn := tcpReset(from, netip.AddrPortFrom(netip.AddrFrom16(decoy), 443), 0)
+	syn[len(syn)-20+13] = tcpSYN
+	srh := append([]byte{protoTCP, 5, 4, 1, 1, 0, 0, 0}, final[:]...)
+	srh = append(append(srh, decoy[:]...), 4, 6, 0, 0, 0, 0, 0, 0) // PadN, 8 bytes: length 5
+	pkt := append(append(append([]byte{}, syn[:40]...), srh...), syn[40:]...)
+	pkt[6] = protoRouting
+	pkt[4], pkt[5] = 0, byte(len(pkt)-40)
+	a, reset, ok := parsePacket(pkt)
+	if want := netip.AddrPortFrom(netip.AddrFrom16(final), 443); !ok || a.Dst != want || reset == nil {
+		t.Fatalf("got %+v %v, want tcp to %s with its reset", a, ok, want)
+	}
+}

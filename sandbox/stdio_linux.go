@@ -36,9 +36,16 @@ func checkStdio() error {
 // of its own the program is outside the terminal's job control, so it read
 // what the user typed to the shell after Ctrl-Z or behind "&", and what it
 // wrote could leave the terminal in any mode. A closed fd passes nothing.
+// Only an anonymous pipe (on pipefs): a named FIFO is a file of the host's,
+// which a normal user's sandbox, running as that user, could fchmod setuid
+// and world-writable or retime through /proc/self/fd.
 func passedAsIs(fd int) bool {
 	var st unix.Stat_t
-	return unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT == unix.S_IFIFO
+	if unix.Fstat(fd, &st) != nil {
+		return true
+	}
+	var fs unix.Statfs_t
+	return st.Mode&unix.S_IFMT == unix.S_IFIFO && unix.Fstatfs(fd, &fs) == nil && fs.Type == unix.PIPEFS_MAGIC
 }
 
 // stdio is what the init gets as fds 0, 1 and 2, and the relays behind

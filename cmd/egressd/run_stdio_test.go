@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -321,5 +322,34 @@ func TestRunProgramHandedAPTYMasterCannotSignalTheHostsJob(t *testing.T) {
 	}
 	if err != nil || !strings.Contains(string(out), "TIOCSIG SIGINT: EPERM") {
 		t.Fatalf("egressd: %v\n%s", err, out)
+	}
+}
+
+// TestRunNamedFIFOAsStdinIsRelayed is issue 12's sixth attacker, finding
+// 2: a named FIFO is a pipe, so it was passed as it is; it is also a file
+// of the host's, which a normal user's sandbox (running as that user, its
+// owner) could fchmod setuid and world-writable. Only an anonymous pipe
+// passes now: the program's stdin is egressd's own pipe, and the data
+// still flows.
+func TestRunNamedFIFOAsStdinIsRelayed(t *testing.T) {
+	e := newSandboxEnv(t)
+	fifo := filepath.Join(t.TempDir(), "in.fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(fifo, os.O_RDWR, 0) // RDWR: neither end blocks opening
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	io.WriteString(f, "through the fifo\n")
+	cmd := e.command(`read line; echo "got:$line"; readlink /proc/self/fd/0; stat -L -c '%i' /proc/self/fd/0`)
+	cmd.Stdin = f
+	out, err := cmd.Output()
+	var st unix.Stat_t
+	unix.Stat(fifo, &st)
+	if err != nil || !strings.Contains(string(out), "got:through the fifo") || !strings.Contains(string(out), "pipe:[") ||
+		strings.Contains(string(out), "\n"+strconv.FormatUint(st.Ino, 10)+"\n") {
+		t.Fatalf("%v: the program held the host's FIFO, or its data did not flow:\n%s", err, out)
 	}
 }
