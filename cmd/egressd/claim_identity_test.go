@@ -72,7 +72,7 @@ func TestRunOfAFolderClaimingAnApprovedIDWritesEveryEventAsTheClaim(t *testing.T
 	}
 	logPath := string(m[1])
 	t.Cleanup(func() { os.Remove(logPath) })
-	if base := filepath.Base(logPath); !strings.HasPrefix(base, "com.test.sandboxed.claim.") {
+	if base := filepath.Base(logPath); !strings.HasPrefix(base, "com.test.sandboxed@claim.") {
 		t.Errorf("the claim's log is named as the owner's: %s", base)
 	}
 	everyEventIsTheClaims(t, logPath, b.dir, "com.test.sandboxed", "pending", "env", "start", "limits", "stop")

@@ -39,7 +39,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", "usage: egressd run [--manifest PATH | DIR] [flags] [-- COMMAND ARGS...]\n\nRuns the integration's program (the manifest's local-mcp runtime, or COMMAND) in\nits own namespaces, where the egress proxy is its only way out. stdin, stdout and\nstderr pass through; its exit status becomes egressd's.", stderr)
 	fs.StringVar(&f.manifest, "manifest", "", "the integration's manifest file or folder")
 	fs.StringVar(&f.config, "config", "", "operator config: its limits, timeouts, denials, resolvers, audit key and env_passthrough apply (its integrations do not)")
-	fs.StringVar(&f.auditLog, "audit-log", "", "audit log file (default STATE/audit/ID.PID.log, ID.claim.PID.log for an unapproved claim of another folder's id; never stdout, which is the program's)")
+	fs.StringVar(&f.auditLog, "audit-log", "", "audit log file (default STATE/audit/ID.PID.log, ID@claim.PID.log for an unapproved claim of another folder's id; never stdout, which is the program's)")
 	fs.StringVar(&f.auditKey, "audit-key", "", "HMAC key file for the audit chain (e.g. $CREDENTIALS_DIRECTORY/audit-key)")
 	fs.StringVar(&f.state, "state", "", "version memory and the integration's writable folder (default "+policy.DefaultStateDir()+")")
 	fs.StringVar(&f.mode, "mode", "", "enforce or audit")
@@ -346,12 +346,12 @@ func (f runFlags) loadForRun() (policy.Config, error) {
 }
 
 // logName is the name a run's audit log file begins with: the id in force,
-// and for an unapproved claim of another folder's id "ID.claim", so a
+// and for an unapproved claim of another folder's id "ID@claim", so a
 // claim's runs are never listed as the owner's.
 func logName(p *policy.Policy) string {
 	id, _ := p.InForce()
 	if p.Claim() != "" {
-		return id + ".claim"
+		return id + "@claim" // "@" is in no id, so no integration's own runs are named so
 	}
 	return id
 }
