@@ -75,6 +75,11 @@ const ReasonHeader = "X-Egress-Reason"
 // on what one client connection costs egressd and the origin.
 const maxUpstreamConns = 2
 
+// upstreamWindow is the HTTP/2 receive window of an upstream connection:
+// the most an origin sends ahead of what the program reads, per connection
+// (a quarter of it per stream).
+const upstreamWindow = 1 << 20
+
 // MaxDescriptors is what one brokered client connection may hold: its own
 // socket and maxUpstreamConns to the origin.
 const MaxDescriptors = 1 + maxUpstreamConns
@@ -124,6 +129,10 @@ func Serve(ctx context.Context, client net.Conn, c *Conn) (up, down int64) {
 		MaxConnsPerHost:     maxUpstreamConns,
 		MaxIdleConnsPerHost: maxUpstreamConns,
 		IdleConnTimeout:     c.IdleTimeout,
+		// What an h2 origin may send ahead of a program that does not
+		// read: Go's default window, 4 MiB a stream, let one client with a
+		// zero window and 8 streams park 32 MiB per connection in egressd.
+		HTTP2: &http.HTTP2Config{MaxReceiveBufferPerConnection: upstreamWindow, MaxReceiveBufferPerStream: upstreamWindow / 4},
 	}
 	b.idle = append(b.idle, tr)
 	defer tr.CloseIdleConnections()
