@@ -1,6 +1,7 @@
 package allowlist
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,3 +45,45 @@ func TestManifestFileNamedInAnotherCaseIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestManifestFileNamedAsWindowsOpensItIsRefused: Windows opens
+// "voiceos.integration.json." (a trailing dot), "voiceos.integration.json "
+// (a trailing space) and "voiceos.integration.json::$DATA" (the default
+// stream) as voiceos.integration.json, so beside manifest.json such a file
+// is a second format with another list on a Windows host or checkout.
+func TestManifestFileNamedAsWindowsOpensItIsRefused(t *testing.T) {
+	for _, c := range []struct{ variant, want string }{
+		{"voiceos.integration.json.", VoiceOSFile},
+		{"voiceos.integration.json ", VoiceOSFile},
+		{"voiceos.integration.json::$DATA", VoiceOSFile},
+		{"voiceos.integration.json:hidden", VoiceOSFile},
+		{"Voiceos.Integration.json. .", VoiceOSFile},
+		{"manifest.json...", SollarFile},
+	} {
+		dir := t.TempDir()
+		other := SollarFile
+		if c.want == SollarFile {
+			other = VoiceOSFile
+		}
+		for _, f := range []string{c.variant, other} {
+			if err := os.WriteFile(filepath.Join(dir, f), []byte(`{"manifest_version":1,"id":"com.a.b","version":"1.0.0","network":{"connect":["evil.example"]}}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := `a manifest file must be named exactly "` + c.want + `"`
+		if _, err := Locate(dir); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), strconvQuote(c.variant)) {
+			t.Fatalf("%q: Locate = %v", c.variant, err)
+		}
+		folder, err := os.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, _, err = LoadIn(folder, dir, nil)
+		folder.Close()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%q: LoadIn = %v", c.variant, err)
+		}
+	}
+}
+
+func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }

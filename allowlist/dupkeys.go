@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -80,6 +81,9 @@ func dupValue(dec *json.Decoder, path string, depth int) (string, string, error)
 			if path != "" {
 				child = path + "." + key
 			}
+			if msg := controlIn(key, "key"); msg != "" {
+				return child, msg, nil
+			}
 			if first, dup := seen[foldKey(key)]; dup {
 				if first == key {
 					return child, "key appears twice; tools disagree on which one counts", nil
@@ -103,6 +107,19 @@ func dupValue(dec *json.Decoder, path string, depth int) (string, string, error)
 		return "", "", err
 	}
 	return "", "", nil
+}
+
+// controlIn says why s, a key or a kind, is refused when it holds a
+// control character (C0 with NUL, DEL, C1), or "" when it holds none. A C
+// reader (json-c) ends "network\u0000" at the NUL and reads a second
+// "network"; others drop control characters: two readers, two lists.
+func controlIn(s, what string) string {
+	at := strings.IndexFunc(s, unicode.IsControl)
+	if at < 0 {
+		return ""
+	}
+	r, _ := utf8.DecodeRuneInString(s[at:])
+	return fmt.Sprintf("%s holds control character U+%04X (%+q); a reader that stops at NUL or drops control characters reads another %s, so tools disagree on what the manifest says", what, r, capString(s, 40), what)
 }
 
 // foldKey maps every spelling that some decoder would take for the same key

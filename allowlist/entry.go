@@ -98,6 +98,9 @@ func (r *Rules) ParseEntry(s string) (Entry, []string, error) {
 		return fail("bare IP addresses are not allowed")
 	}
 
+	if msg := deviationProblem(s); msg != "" {
+		return fail(msg)
+	}
 	name, err := toALabel(s)
 	if err != nil {
 		return fail(err.Error())
@@ -141,6 +144,28 @@ func shapeProblem(s string) string {
 			return "bare IP addresses are not allowed"
 		}
 		return "no port: the port is always 443 unless the operator exempts another"
+	}
+	return ""
+}
+
+// deviations are the code points IDNA2003 (and UTS 46 transitional
+// processing) maps away while IDNA2008 keeps them: "faß.example" is
+// fass.example to Python's idna codec or java.net.IDN, and
+// xn--fa-hia.example to egressd, so the entry names two hosts.
+var deviations = map[rune]struct{ name, other string }{
+	'\u00df': {"ß (U+00DF)", "\"ss\""},
+	'\u03c2': {"ς (U+03C2)", "\"σ\""},
+	'\u200c': {"ZERO WIDTH NON-JOINER (U+200C)", "the name without it"},
+	'\u200d': {"ZERO WIDTH JOINER (U+200D)", "the name without it"},
+}
+
+// deviationProblem refuses an entry holding an IDNA deviation character.
+// Written as its A-label (or with the other spelling), it has one meaning.
+func deviationProblem(s string) string {
+	for _, r := range s {
+		if d, ok := deviations[r]; ok {
+			return "holds " + d.name + ", which IDNA2003 tools read as another host than IDNA2008 tools do; write the A-label (xn--…) or " + d.other + " explicitly"
+		}
 	}
 	return ""
 }

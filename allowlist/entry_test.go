@@ -1,6 +1,7 @@
 package allowlist
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -128,5 +129,27 @@ func TestOperatorExtendsWildcardDNSServices(t *testing.T) {
 	}
 	if _, _, err := ParseEntry("1-2-3-4.rebind.example"); err != nil {
 		t.Fatalf("built-in rules refused a name only the operator listed: %v", err)
+	}
+}
+
+// TestIDNADeviationCharacterNamesTwoHostsAndIsRefused: "faß.example" is
+// xn--fa-hia.example to egressd (IDNA2008) but fass.example to IDNA2003
+// readers (Python's idna codec, java.net.IDN): two readers, two hosts. An
+// entry holding a deviation character (ß, ς, ZWJ, ZWNJ) is an error that
+// says to write the A-label or the other spelling; the A-label passes.
+func TestIDNADeviationCharacterNamesTwoHostsAndIsRefused(t *testing.T) {
+	for _, in := range []string{"faß.example", "ςigma.example", "*.faß.example", "a\u200db.example", "\u0915\u094d\u200c\u0937.example"} {
+		doc := `{"manifest_version":1,"id":"com.x.idna","version":"1.0.0","network":{"connect":["evil.example",` + strconv.Quote(in) + `]}}`
+		m, ps := Parse(SollarFile, []byte(doc), nil)
+		found := false
+		for _, p := range ps.Errors() {
+			found = found || (p.Path == "network.connect[1]" && strings.Contains(p.Msg, "IDNA2003") && strings.Contains(p.Msg, "A-label"))
+		}
+		if m != nil || !found {
+			t.Fatalf("%q: got %v %q", in, m, ps)
+		}
+	}
+	if _, _, err := ParseEntry("xn--fa-hia.example"); err != nil {
+		t.Fatalf("the A-label written explicitly: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // FuzzParseWireHost checks that wire parsing never panics, is idempotent on
@@ -59,7 +60,8 @@ func FuzzParseEntry(f *testing.F) {
 // too: no panic; a manifest that loads has only canonical entries; its
 // format is the one its file name says; and no document holding two keys
 // that differ only in case (strings.EqualFold, checked here independently of
-// the parser's folding) or the other format's network key ever loads.
+// the parser's folding), a key holding a control character, or the other
+// format's network key ever loads.
 func FuzzParse(f *testing.F) {
 	f.Add(VoiceOSFile, []byte(smallestVoiceOS))
 	f.Add(VoiceOSFile, []byte(voiceos(`[{"kind":"network","domains":["a.example.com","*.b.example.com"]}]`)))
@@ -70,6 +72,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(SollarFile, []byte(`{"manifest_version":1,"id":"com.a.b","version":"1.0.0","network":{"connect":["a.example.com"]},"Network":{"connect":["evil.example"]}}`))
 	f.Add(VoiceOSFile, []byte(voiceos(`[{"kind":"network","domains":["a.example.com"]}],"PERMISSIONS":[{"kind":"network","domains":["evil.example"]}]`)))
 	f.Add("dir/"+VoiceOSFile, []byte(voiceos(`[{"\u212Aind":"network","kind":"network","domains":[]}]`)))
+	f.Add(SollarFile, []byte(`{"manifest_version":1,"id":"com.a.b","version":"1.0.0","network":{"connect":["a.example.com"]},"network\u0000":{"connect":["evil.example"]}}`))
 	f.Fuzz(func(t *testing.T, name string, data []byte) {
 		m, ps := Parse(name, data, nil)
 		if (m == nil) != ps.HasErrors() {
@@ -114,7 +117,8 @@ func otherFormat(f Format) Format {
 }
 
 // equalFoldKeys returns two keys of one object that strings.EqualFold calls
-// equal, or "", "". It compares every pair, the slow obvious way.
+// equal, or a key holding a control character and why, or "", "". It
+// compares every pair, the slow obvious way.
 func equalFoldKeys(t *testing.T, data []byte) (string, string) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var objects [][]string // keys of each open object; nil for an array
@@ -138,6 +142,9 @@ func equalFoldKeys(t *testing.T, data []byte) (string, string) {
 		// dec.Token alternates key and value inside an object; a key is a
 		// string read where the decoder expects one.
 		if k, ok := tok.(string); ok && expectKey() && dec.InputOffset() > 0 && isKeyPosition(data, dec.InputOffset()) {
+			if strings.IndexFunc(k, unicode.IsControl) >= 0 {
+				return k, "(it holds a control character)"
+			}
 			keys := objects[len(objects)-1]
 			for _, other := range keys {
 				if strings.EqualFold(other, k) {

@@ -42,7 +42,9 @@ func Locate(path string) (string, error) {
 // under case folding (Voiceos.integration.json, MANIFEST.JSON): on a
 // case-insensitive file system (macOS, Windows, a reviewer's checkout) it
 // is that manifest, so the folder would hold a second list egressd never
-// read, or hold egressd's under a name it does not look for.
+// read, or hold egressd's under a name it does not look for. Names Windows
+// opens as a manifest's (a trailing dot or space, a ":stream" suffix) are
+// refused the same way.
 func pickManifest(path string, names []string) (string, error) {
 	var found []string
 	for _, name := range names {
@@ -52,6 +54,8 @@ func pickManifest(path string, names []string) (string, error) {
 				found = append(found, filepath.Join(path, name))
 			case strings.EqualFold(name, want):
 				return "", fmt.Errorf("%s: %q is a manifest file name in another case (a case-insensitive file system reads it as %s); a manifest file must be named exactly %q", path, name, want, want)
+			case strings.EqualFold(asWindowsOpensIt(name), want):
+				return "", fmt.Errorf("%s: %q is a manifest file name as Windows reads it (it drops trailing dots and spaces and a \":stream\" suffix, so it opens %s); a manifest file must be named exactly %q", path, name, want, want)
 			}
 		}
 	}
@@ -62,6 +66,14 @@ func pickManifest(path string, names []string) (string, error) {
 		return found[0], nil
 	}
 	return "", fmt.Errorf("%s: holds both %s and %s; keep one", path, VoiceOSFile, SollarFile)
+}
+
+// asWindowsOpensIt is the name Win32 opens for name: an NTFS stream suffix
+// (":stream", "::$DATA") names a stream of the file before it, and trailing
+// dots and spaces are dropped.
+func asWindowsOpensIt(name string) string {
+	name, _, _ = strings.Cut(name, ":")
+	return strings.TrimRight(name, ". ")
 }
 
 // Load locates, reads and parses a manifest. file is the manifest file that

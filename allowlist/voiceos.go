@@ -55,7 +55,9 @@ func parseVoiceOS(top fields, m *Manifest, rules *Rules) {
 // folded or space trimmed, or it carries "domains"), the manifest would
 // mean two things, so it is an error.
 func notNetwork(p fields, kind string) {
-	switch {
+	switch msg := controlIn(kind, "kind"); {
+	case msg != "":
+		p.ps.errorf(p.at("kind"), msg)
 	case strings.EqualFold(strings.TrimSpace(kind), "network"):
 		p.ps.errorf(p.at("kind"), fmt.Sprintf("must be exactly \"network\" (%+q): a reader that folds case or trims would take this permission for the network list", capString(kind, 40)))
 	case p.has("domains"):

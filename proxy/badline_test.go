@@ -122,3 +122,38 @@ func rawRequest(t *testing.T, addr, head string) *http.Response {
 	}
 	return resp
 }
+
+// TestRequestLineSplitByOtherWhitespaceNamesItsTarget is issue 18's sixth
+// review: the kept request line was split on single spaces, so
+// "CONNECT  host:443" (two spaces), a tab or a vertical tab after the
+// method, or a leading space audited the target as "", "HTTP/1.1" or
+// "CONNECT": the host the client asked for was hidden. The target is the
+// token after the method across any run of ASCII whitespace; a line with
+// no clean method and target is logged whole, escaped, as host_raw.
+func TestRequestLineSplitByOtherWhitespaceNamesItsTarget(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		head string
+		want map[string]any
+	}{
+		{"CONNECT  ws1.one.example:443 HTTP/1.1\r\n\r\n", map[string]any{"host": "ws1.one.example", "port": float64(443), "method": "CONNECT"}},
+		{"CONNECT\tws2.two.example:443 HTTP/1.1\r\n\r\n", map[string]any{"host": "ws2.two.example", "method": "CONNECT"}},
+		{"CONNECT\x0bws3.three.example:443 HTTP/1.1\r\n\r\n", map[string]any{"host": "ws3.three.example", "method": "CONNECT"}},
+		{" CONNECT ws4.four.example:443 HTTP/1.1\r\n\r\n", map[string]any{"host": "ws4.four.example", "method": "CONNECT"}},
+		{"CONNECT \t\f ws5.five.example:443\t\tHTTP/1.1\r\n\r\n", map[string]any{"host": "ws5.five.example", "method": "CONNECT"}},
+		{"C(NNECT ws6.six.example:443 HTTP/1.1\r\n\r\n", map[string]any{"host_raw": `C(NNECT ws6.six.example:443 HTTP/1.1`}},
+		{"\x01CONNECT\x1b[2J ws7.seven.example:443\r\n\r\n", map[string]any{"host_raw": `\x01CONNECT\x1b[2J ws7.seven.example:443`}},
+	} {
+		resp := rawRequest(t, e.addr, c.head)
+		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(ReasonHeader) != "bad_request" {
+			t.Fatalf("%q: %v", c.head, resp.Status)
+		}
+		want := map[string]any{"event": "connect", "reason": "bad_request"}
+		for k, v := range c.want {
+			want[k] = v
+		}
+		if !e.log.has(t, want) {
+			t.Fatalf("%q: no record %v; log:\n%s", c.head, want, e.log.String())
+		}
+	}
+}

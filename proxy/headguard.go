@@ -127,22 +127,25 @@ type requestTarget struct {
 	raw    string // the request target, or the whole line when it has no space
 }
 
-// target reads the kept line as net/http would: method, space, target,
-// space, version.
+// target reads the kept line for what it asked for: the method and the
+// token after it, across any run of ASCII whitespace (leading whitespace
+// skipped), so "CONNECT  host:443" or a tab after the method still names
+// its host. A line with no clean method and target is the raw target
+// whole, escaped by the writer, so nothing the client sent is hidden.
 func (l *firstLine) target() requestTarget {
 	l.mu.Lock()
 	line := strings.TrimSuffix(string(l.b), "\r")
 	l.mu.Unlock()
-	method, rest, ok := strings.Cut(line, " ")
-	if !ok {
+	fields := strings.FieldsFunc(line, isASCIISpace)
+	if len(fields) < 2 || len(fields[0]) > 16 || strings.IndexFunc(fields[0], func(r rune) bool { return !isTokenChar(r) }) >= 0 {
 		return requestTarget{raw: line}
 	}
-	raw, _, _ := strings.Cut(rest, " ")
-	if len(method) > 16 || strings.IndexFunc(method, func(r rune) bool { return !isTokenChar(r) }) >= 0 {
-		method = ""
-	}
-	return requestTarget{method: method, raw: raw}
+	return requestTarget{method: fields[0], raw: fields[1]}
 }
+
+// isASCIISpace reports whether r is ASCII whitespace: space, tab, line
+// feed, vertical tab, form feed or carriage return.
+func isASCIISpace(r rune) bool { return r == ' ' || (r >= '\t' && r <= '\r') }
 
 // isTokenChar reports whether r may appear in an HTTP method (RFC 9110 tchar).
 func isTokenChar(r rune) bool {

@@ -23,18 +23,21 @@ type SandboxDNS struct {
 	TTL uint32
 }
 
-// ServeDNS answers one query. miekg/dns's default MsgAcceptFunc has
-// already refused messages without exactly one question.
+// ServeDNS answers one query. Every message reaches it (see UDPServer);
+// what is not one class-IN QUERY of one question is refused and audited.
 func (d *SandboxDNS) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
+	if msg, rcode := queryProblem(r); msg != "" {
+		d.refuseQuery(r, msg)
+		if rcode >= 0 { // a response gets none
+			w.WriteMsg(new(dns.Msg).SetRcode(r, rcode))
+		}
+		return
+	}
 	m := new(dns.Msg)
 	m.SetReply(r)
 	m.RecursionAvailable = true
 	defer w.WriteMsg(m)
 	q := r.Question[0]
-	if r.Opcode != dns.OpcodeQuery || q.Qclass != dns.ClassINET {
-		m.Rcode = dns.RcodeRefused
-		return
-	}
 	s := d.Server
 	p := s.opts.Registry.Policy(s.opts.Key)
 	ev := s.baseEvent(p)

@@ -46,6 +46,7 @@ func (d *SandboxDNS) TCPServer(ln net.Listener) *dns.Server {
 	capped := &dnsTCPListener{Listener: ln, d: d}
 	return &dns.Server{
 		Listener: capped, Handler: d,
+		MsgAcceptFunc: acceptEveryMessage, MsgInvalidFunc: d.malformed,
 		ReadTimeout: dnsTCPReadTimeout,
 		IdleTimeout: func() time.Duration { return dnsTCPIdleTimeout },
 		DecorateReader: func(inner dns.Reader) dns.Reader {

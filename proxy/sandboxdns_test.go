@@ -25,7 +25,8 @@ func startSandboxDNS(t *testing.T, e *env, names *Synthetic) string {
 		t.Fatal(err)
 	}
 	started := make(chan struct{})
-	srv := &dns.Server{PacketConn: pc, Handler: &SandboxDNS{Server: e.srv, Synthetic: names, TTL: 30}, NotifyStartedFunc: func() { close(started) }}
+	srv := (&SandboxDNS{Server: e.srv, Synthetic: names, TTL: 30}).UDPServer(pc)
+	srv.NotifyStartedFunc = func() { close(started) }
 	go srv.ActivateAndServe()
 	<-started
 	t.Cleanup(func() { srv.Shutdown() })

@@ -94,3 +94,36 @@ func TestHeldBackNamesFromTheResourceBoundsReview(t *testing.T) {
 		}
 	}
 }
+
+// TestCIAndRegistryCredentialsAreHeldBack is issue 18's sixth review: a
+// manifest declaring the launcher's CI or package-registry credential
+// (Azure Pipelines' SYSTEM_ACCESSTOKEN, a Buildkite agent token, Poetry's
+// per-repository token, uv's publish token, Docker Hub, CircleCI, Sonar)
+// received its value. Every variable of a CI system or a registry client's
+// publishing credentials is held back by family, not only the names seen.
+// A manifest's own key, and names that only begin alike, still cross.
+func TestCIAndRegistryCredentialsAreHeldBack(t *testing.T) {
+	held := []string{"SYSTEM_ACCESSTOKEN", "BUILDKITE_AGENT_ACCESS_TOKEN", "POETRY_PYPI_TOKEN_PYPI", "POETRY_HTTP_BASIC_CORP_PASSWORD",
+		"UV_PUBLISH_TOKEN", "UV_PUBLISH_PASSWORD", "DOCKERHUB_TOKEN", "CIRCLE_TOKEN", "CIRCLECI_TOKEN", "SONAR_TOKEN",
+		"TRAVIS_API_TOKEN", "GITLAB_TOKEN", "CI_JOB_TOKEN", "CI_JOB_JWT_V2", "CI_REGISTRY_PASSWORD", "CI_DEPLOY_PASSWORD",
+		"ACTIONS_CACHE_URL", "RUNNER_TOKEN", "TWINE_USERNAME", "CARGO_REGISTRY_TOKEN", "CARGO_REGISTRIES_CORP_TOKEN",
+		"GEM_HOST_API_KEY", "RUBYGEMS_API_KEY", "HF_TOKEN", "NUGET_API_KEY", "HEX_API_KEY", "COMPOSER_AUTH",
+		"JFROG_ACCESS_TOKEN", "ARTIFACTORY_API_KEY", "BITBUCKET_TOKEN", "DRONE_TOKEN", "JENKINS_API_TOKEN",
+		"TEAMCITY_TOKEN", "CODEBUILD_WEBHOOK_SECRET", "QUAY_TOKEN", "GRADLE_PUBLISH_SECRET", "SONATYPE_PASSWORD",
+		"OSSRH_PASSWORD", "CONAN_PASSWORD", "NX_CLOUD_ACCESS_TOKEN", "TURBO_TOKEN", "FIREBASE_TOKEN", "EXPO_TOKEN",
+		"CACHIX_AUTH_TOKEN", "COVERALLS_REPO_TOKEN", "CODACY_PROJECT_TOKEN", "CHROMATIC_PROJECT_TOKEN", "CYPRESS_RECORD_KEY",
+		"PERCY_TOKEN", "SEMAPHORE_API_TOKEN", "APPVEYOR_API_TOKEN", "WOODPECKER_TOKEN"}
+	own := []string{"CIDR_BLOCK", "CIRCLET_SIZE", "COFFEE_API_KEY", "SONARQUBE_LIKE", "SYSTEM_PROMPT", "TURBOCHARGE"} // sorted, as Crossed is
+	var launcher []string
+	for _, k := range append(append([]string{}, held...), own...) {
+		launcher = append(launcher, k+"=launcher-secret")
+	}
+	declared := append(append([]string{}, own...), held...)
+	if got, want := strings.Join(Crossed(launcher, declared, nil), ","), strings.Join(own, ","); got != want {
+		t.Fatalf("crossed %q, want only %q", got, want)
+	}
+	env := strings.Join(BuildEnv(launcher, declared, []string{"SYSTEM_ACCESSTOKEN"}), "\n")
+	if !strings.Contains(env, "SYSTEM_ACCESSTOKEN=launcher-secret") || strings.Contains(env, "SONAR_TOKEN=") {
+		t.Fatalf("the operator's name must let a held-back key cross, and only it:\n%s", env)
+	}
+}

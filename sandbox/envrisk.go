@@ -42,6 +42,27 @@ var credentialPrefixes = []string{"AWS_", "AZURE_", "ARM_", "GCLOUD_", "CLOUDSDK
 	"PYPI_", "TWINE_", "CARGO_REGISTR", "SLACK_", "STRIPE_", "TWILIO_", "SENDGRID_", "SENTRY_", "DATADOG_", "DD_API",
 	"OP_", "BW_", "BWS_", "PULUMI_", "NGROK_", "SSH_", "GPG_", "GNUPG"}
 
+// ciNames and ciPrefixes are the credentials a CI runner or a package
+// registry client finds in its environment: a launcher running in CI holds
+// them, and a manifest that declares one would carry the pipeline's token to
+// its own host. A CI system's variables are held back as a family (its names
+// change, and few are the integration's own to ask for); a registry's, by
+// its publishing and login names.
+var ciNames = map[string]bool{
+	"SYSTEM_ACCESSTOKEN": true, "GEM_HOST_API_KEY": true, "COMPOSER_AUTH": true, "NUGET_API_KEY": true, "HEX_API_KEY": true,
+	"TURBO_TOKEN": true, "FIREBASE_TOKEN": true, "EXPO_TOKEN": true, "CYPRESS_RECORD_KEY": true, "PERCY_TOKEN": true,
+}
+
+var ciPrefixes = []string{
+	// CI systems: GitLab's CI_JOB_TOKEN, CI_REGISTRY_PASSWORD, ...; GitHub
+	// Actions' runner; Buildkite, CircleCI, Travis, Jenkins and the rest.
+	"CI_", "ACTIONS_", "RUNNER_", "BUILDKITE_", "CIRCLE_", "CIRCLECI_", "TRAVIS_", "JENKINS_", "TEAMCITY_", "BITBUCKET_",
+	"DRONE_", "WOODPECKER_", "SEMAPHORE_", "APPVEYOR_", "CODEBUILD_",
+	// Registries and the services a pipeline publishes to.
+	"POETRY_", "UV_PUBLISH_", "DOCKERHUB_", "QUAY_", "RUBYGEMS_", "CARGO_REGISTR", "JFROG_", "ARTIFACTORY_", "SONAR_",
+	"SONATYPE_", "OSSRH_", "GRADLE_PUBLISH_", "CONAN_", "NX_CLOUD_", "CACHIX_", "COVERALLS_", "CODACY_", "CHROMATIC_",
+}
+
 // loaderNames change what the loader or an interpreter reads or trusts.
 var loaderNames = map[string]bool{
 	"NODE_OPTIONS": true, "NODE_PATH": true, "NODE_EXTRA_CA_CERTS": true, "NODE_TLS_REJECT_UNAUTHORIZED": true,
@@ -69,7 +90,7 @@ var loaderPrefixes = []string{"LD_", "DYLD_", "PYTHON", "GIT_", "MALLOC_", "NPM_
 // operator names it too, or "" when it may cross.
 func HeldBack(key string) string {
 	switch {
-	case credentialNames[key] || hasAnyPrefix(key, credentialPrefixes):
+	case credentialNames[key] || hasAnyPrefix(key, credentialPrefixes) || ciNames[key] || hasAnyPrefix(key, ciPrefixes):
 		return "a well-known credential of another service"
 	case loaderNames[key] || hasAnyPrefix(key, loaderPrefixes):
 		return "a variable that changes what the loader or an interpreter loads or trusts"

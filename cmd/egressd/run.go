@@ -449,7 +449,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 		close(egressDone)
 	}()
 	resolver := &proxy.SandboxDNS{Server: r.server, Synthetic: names, TTL: 30}
-	dnsServers := []*dns.Server{{PacketConn: sb.DNSUDP, Handler: resolver}, resolver.TCPServer(sb.DNSTCP)} // TCP: bounded connections and messages
+	dnsServers := []*dns.Server{resolver.UDPServer(sb.DNSUDP), resolver.TCPServer(sb.DNSTCP)} // TCP: bounded connections and messages
 	for _, s := range dnsServers {
 		go s.ActivateAndServe()
 	}
