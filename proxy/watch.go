@@ -187,8 +187,12 @@ func (w WatchSet) fingerprint() string {
 
 const maxWatchedFile = 4 << 20
 
+// contentSum opens what path resolves to without blocking (a FIFO) and
+// without O_NOCTTY's absence making a terminal the integration put there
+// egressd's controlling one (egressd runs as a session leader with none
+// under systemd: the terminal's ^C or ^\ would then stop every integration).
 func contentSum(path string) string {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return "missing"
 	}
