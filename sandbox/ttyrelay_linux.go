@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// isTerminal says whether fd is a terminal: one that answers TCGETS.
 func isTerminal(fd int) bool {
 	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 	return err == nil
