@@ -7,7 +7,7 @@ import (
 
 // StateName names an integration's persistent sandbox state (its state
 // folder, its image and, through the folder's owner, its uid) after both
-// its id and its manifest folder (policy.FolderOf: absolute, as the
+// its id and its manifest folder (policy.ManifestPlace: absolute, as the
 // operator named it, so a deploy link swapped to a new release keeps it).
 // An id alone is what a manifest says: a manifest in another folder that
 // claims the same id gets other state, never this one's. The folder is
