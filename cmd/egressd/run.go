@@ -316,7 +316,8 @@ func (f runFlags) bindSecrets(cfg *policy.Config) error {
 }
 
 // stateName names the persistent sandbox state of id loaded from
-// manifestFile: its own, never that of another folder claiming the id.
+// manifestFile: its own, never that of another place (folder or manifest
+// file) claiming the id.
 func stateName(id, manifestFile string) string {
 	return sandbox.StateName(id, policy.ManifestPlace(manifestFile))
 }
