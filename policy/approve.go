@@ -42,15 +42,15 @@ func (a Approval) showing(s *State, man *allowlist.Manifest, id string) Approval
 	return a
 }
 
-// Places are where version memory binds an id: the manifest's folder,
-// and nothing else. A listener is not a place: an address the operator
-// gives to another folder's integration (a recycled port or socket path)
-// is a new integration, never a rename of whoever used the address
-// before, and one folder's approved list is never put in force for
-// another folder's manifest. listen is kept for the callers' sake and
+// Places are where version memory binds an id: the manifest's place
+// (ManifestPlace), and nothing else. A listener is not a place: an
+// address the operator gives to another integration (a recycled port or
+// socket path) is a new integration, never a rename of whoever used the
+// address before, and one place's approved list is never put in force for
+// another place's manifest. listen is kept for the callers' sake and
 // ignored.
 func Places(manifestFile, _ string) []string {
-	return []string{FolderOf(manifestFile)}
+	return []string{ManifestPlace(manifestFile)}
 }
 
 // listenerPlace prefixes a listener's key in version memory written by an
@@ -58,20 +58,34 @@ func Places(manifestFile, _ string) []string {
 // shown, never judged by: see Places.
 const listenerPlace = "listener "
 
-// FolderOf is the key version memory binds an id to: the manifest file's
-// folder, absolute and clean, as the operator named it (on the command
-// line or in the config). Symlinks are not resolved: the integration's
-// place is the path the operator gave, so a deploy link swapped to a new
-// release ("ln -sfn releases/v2 current") leaves it in the same place,
-// with the same bindings and the same sandbox state. Two spellings of one
-// folder are two folders: a second spelling claims the id and waits (see
-// sameFolder).
-func FolderOf(manifestFile string) string {
-	dir, err := filepath.Abs(filepath.Dir(manifestFile))
+// ManifestPlace is the key version memory binds an id to, and the place
+// the sandbox's state is named after: the manifest's folder when the file
+// has one of the two standard names (voiceos.integration.json,
+// manifest.json), which a folder holds at most one of each, and otherwise
+// the manifest file itself. A folder may hold several manifest files of
+// other names (m/a.json, m/b.json), each an integration of its own; keyed
+// by the folder they shared one identity, and the second was taken for a
+// rename of the first and ran with its list and state. A standard-named
+// manifest keeps the folder as its place, so version memory and state
+// written before stay valid.
+//
+// The path is absolute and clean, as the operator named it (on the
+// command line or in the config). Symlinks are not resolved: the
+// integration's place is the path the operator gave, so a deploy link
+// swapped to a new release ("ln -sfn releases/v2 current") leaves it in
+// the same place, with the same bindings and the same sandbox state. Two
+// spellings of one place are two places: a second spelling claims the id
+// and waits (see sameFolder).
+func ManifestPlace(manifestFile string) string {
+	file, err := filepath.Abs(manifestFile)
 	if err != nil {
-		return filepath.Clean(filepath.Dir(manifestFile))
+		file = filepath.Clean(manifestFile)
 	}
-	return dir
+	switch filepath.Base(file) {
+	case allowlist.VoiceOSFile, allowlist.SollarFile:
+		return filepath.Dir(file)
+	}
+	return file
 }
 
 // ApprovePending approves what egressd saw and holds as pending for id at
@@ -138,15 +152,13 @@ func pickPending(cs []pendingRecord, place string) []pendingRecord {
 
 // PlaceOf is the version memory key of the place the operator names in
 // "egressd approve --folder": a listener as "listener ADDR", as egressd
-// state list prints it, or a folder as FolderOf keys it.
+// state list prints it, a folder, or a manifest file as ManifestPlace
+// keys it (a standard-named file stands for its folder).
 func PlaceOf(name string) string {
 	if strings.HasPrefix(name, listenerPlace) {
 		return name
 	}
-	if dir, err := filepath.Abs(name); err == nil {
-		return dir
-	}
-	return filepath.Clean(name)
+	return ManifestPlace(name)
 }
 
 // ApproveCommandFor is the command that approves the pending record at

@@ -139,7 +139,7 @@ func claimNotice(p *Policy) string {
 // memory binds to no folder.
 func unboundClaimNotice(p *Policy) string {
 	return fmt.Sprintf("%s claims the id %s %s; version memory from an earlier egressd does not say which folder owns %s, so this folder is not that integration until the operator says so, and nothing is allowed for it until then: if %s is %s's folder, egressd approve --manifest %s binds it, once (it then keeps the version floor and the sandbox state egressd kept for %s)",
-		p.ManifestAt, p.Manifest.ID, p.Pending, p.Manifest.ID, FolderOf(p.ManifestAt), p.Manifest.ID, FolderOf(p.ManifestAt), p.Manifest.ID)
+		p.ManifestAt, p.Manifest.ID, p.Pending, p.Manifest.ID, ManifestPlace(p.ManifestAt), p.Manifest.ID, ManifestPlace(p.ManifestAt), p.Manifest.ID)
 }
 
 func folderList(dirs []string) string {

@@ -40,7 +40,7 @@ func TestIDClaimedFromAnotherFolderWaitsAndKeepsNothing(t *testing.T) {
 	for range 2 {
 		r := f.registry()
 		out := loadOne(t, r, cfgB, Pending)
-		for _, want := range []string{filepath.Join(b, "manifest.json") + " claims the id com.acme.erp 9.0.0", "binds to folder " + FolderOf(filepath.Join(f.dir, "m")),
+		for _, want := range []string{filepath.Join(b, "manifest.json") + " claims the id com.acme.erp 9.0.0", "binds to folder " + ManifestPlace(filepath.Join(f.dir, "manifest.json")),
 			"egressd approve com.acme.erp 9.0.0", "egressd state forget com.acme.erp"} {
 			if !strings.Contains(out.Notice, want) {
 				t.Fatalf("notice lacks %q: %s", want, out.Notice)
@@ -57,7 +57,7 @@ func TestIDClaimedFromAnotherFolderWaitsAndKeepsNothing(t *testing.T) {
 	if r := s.IDs["com.acme.erp"]; r.Version != "1.0.0" || len(r.Approved.Entries) != 1 {
 		t.Fatalf("the claim changed the id's record: %+v", r)
 	}
-	if got := s.FoldersOf("com.acme.erp"); len(got) != 1 || got[0] != FolderOf(filepath.Join(f.dir, "m")) {
+	if got := s.FoldersOf("com.acme.erp"); len(got) != 1 || got[0] != ManifestPlace(filepath.Join(f.dir, "manifest.json")) {
 		t.Fatalf("folders of the id: %v", got)
 	}
 }
@@ -72,8 +72,8 @@ func TestApprovedClaimJoinsTheIDAndForgetRemovesIt(t *testing.T) {
 	b, cfgB := f.second("127.0.0.1:0", "com.acme.erp", "1.0.0", "erp.acme.example")
 	loadOne(t, f.registry(), cfgB, Pending)
 	mem, _ := OpenMemory(f.state)
-	a, err := mem.ApprovePending("com.acme.erp", "1.0.0", "", FolderOf(filepath.Join(b, "m")))
-	if err != nil || len(a) != 1 || !strings.Contains(a[0].What, "the claim of "+FolderOf(filepath.Join(b, "m"))+" to com.acme.erp (bound to folder ") {
+	a, err := mem.ApprovePending("com.acme.erp", "1.0.0", "", ManifestPlace(filepath.Join(b, "manifest.json")))
+	if err != nil || len(a) != 1 || !strings.Contains(a[0].What, "the claim of "+ManifestPlace(filepath.Join(b, "manifest.json"))+" to com.acme.erp (bound to folder ") {
 		t.Fatalf("approve: %+v %v", a, err)
 	}
 	r := f.registry()
@@ -127,7 +127,7 @@ func TestApproveManifestOfAForeignFolderApprovesItsClaimNotAWidening(t *testing.
 	r := f.registry()
 	loadOne(t, r, cfgB, Pending)
 	mem, _ := OpenMemory(f.state)
-	a, err := mem.ApproveManifest(r.Policy(b).Manifest, FolderOf(filepath.Join(b, "m")), false)
+	a, err := mem.ApproveManifest(r.Policy(b).Manifest, ManifestPlace(filepath.Join(b, "manifest.json")), false)
 	if err != nil || len(a) != 1 || !strings.HasPrefix(a[0].What, "the claim of") {
 		t.Fatalf("approve --manifest: %+v %v", a, err)
 	}
@@ -248,7 +248,7 @@ func TestDeployLinkPointedAtAnotherFolderIsAClaim(t *testing.T) {
 		t.Fatal("the victim's next release is not in force")
 	}
 	s, _ := (&Memory{dir: f.state}).Read()
-	if got := s.FoldersOf("com.victim.app"); len(got) != 1 || got[0] != FolderOf(filepath.Join(f.dir, "m")) {
+	if got := s.FoldersOf("com.victim.app"); len(got) != 1 || got[0] != ManifestPlace(filepath.Join(f.dir, "manifest.json")) {
 		t.Fatalf("folders of the victim's id: %v", got)
 	}
 }

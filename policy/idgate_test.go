@@ -42,7 +42,7 @@ func assertVictimUntouched(t *testing.T, f *fixture) {
 	if r.Version != "1.0.0" || len(r.Approved.Entries) != 1 || r.Approved.Entries[0] != "api.victim.example" {
 		t.Fatalf("the takeover rewrote the victim's record: %+v", r)
 	}
-	if got := s.Folders[FolderOf(f.dir+"/manifest.json")].ID; got != "com.t.a" {
+	if got := s.Folders[ManifestPlace(f.dir+"/manifest.json")].ID; got != "com.t.a" {
 		t.Fatalf("A's folder is now bound to %q", got)
 	}
 }

@@ -39,14 +39,14 @@ func TestLegacyIDIsNotHandedToTheFirstFolderThatLoadsIt(t *testing.T) {
 		r := f.registry()
 		out := loadOne(t, r, cfgB, Pending)
 		for _, want := range []string{"version memory from an earlier egressd does not say which folder owns com.acme.erp",
-			"egressd approve --manifest " + FolderOf(filepath.Join(b, "m"))} {
+			"egressd approve --manifest " + ManifestPlace(filepath.Join(b, "manifest.json"))} {
 			if !strings.Contains(out.Notice, want) {
 				t.Fatalf("notice lacks %q: %s", want, out.Notice)
 			}
 		}
 		p := r.Policy(b)
 		if d := p.Decide("erp.acme.example", 443); d.Verdict.Permits() || d.Reason != PendingApproval ||
-			!strings.Contains(Sentence(d, p), "egressd approve --manifest "+FolderOf(filepath.Join(b, "m"))) {
+			!strings.Contains(Sentence(d, p), "egressd approve --manifest "+ManifestPlace(filepath.Join(b, "manifest.json"))) {
 			t.Fatalf("a claim of an unbound id allows its list: %+v %s", d, Sentence(d, p))
 		}
 	}
@@ -63,15 +63,15 @@ func TestLegacyIDIsNotHandedToTheFirstFolderThatLoadsIt(t *testing.T) {
 	mem, _ := OpenMemory(f.state)
 	r := f.registry()
 	r.Load(f.cfg)
-	if a, err := mem.ApproveManifest(r.Policy(f.dir).Manifest, FolderOf(filepath.Join(f.dir, "m")), false); err != nil || len(a) != 1 || !strings.HasPrefix(a[0].What, "the claim of") {
+	if a, err := mem.ApproveManifest(r.Policy(f.dir).Manifest, ManifestPlace(filepath.Join(f.dir, "manifest.json")), false); err != nil || len(a) != 1 || !strings.HasPrefix(a[0].What, "the claim of") {
 		t.Fatalf("approve --manifest: %+v %v", a, err)
 	}
 	f.load(f.registry(), Loaded)
 	s, _ = mem.Read()
-	if got := s.FoldersOf("com.acme.erp"); len(got) != 1 || got[0] != FolderOf(filepath.Join(f.dir, "m")) {
+	if got := s.FoldersOf("com.acme.erp"); len(got) != 1 || got[0] != ManifestPlace(filepath.Join(f.dir, "manifest.json")) {
 		t.Fatalf("folders of the id after approval: %v", got)
 	}
-	if out := loadOne(t, f.registry(), cfgB, Pending); !strings.Contains(out.Notice, "binds to folder "+FolderOf(filepath.Join(f.dir, "m"))) {
+	if out := loadOne(t, f.registry(), cfgB, Pending); !strings.Contains(out.Notice, "binds to folder "+ManifestPlace(filepath.Join(f.dir, "manifest.json"))) {
 		t.Fatalf("b's claim after the binding: %s", out.Notice)
 	}
 }
@@ -86,7 +86,7 @@ func TestLegacyIDStateGoesOnlyToTheApprovedFolder(t *testing.T) {
 	f.load(f.registry(), Loaded)
 	f.forgetFolders()
 	mem, _ := OpenMemory(f.state)
-	folder := FolderOf(filepath.Join(f.dir, "m"))
+	folder := ManifestPlace(filepath.Join(f.dir, "manifest.json"))
 
 	before, _ := mem.Read()
 	f.load(f.registry(), Pending)
@@ -109,7 +109,7 @@ func TestLegacyIDStateGoesOnlyToTheApprovedFolder(t *testing.T) {
 	before, _ = mem.Read()
 	loadOne(t, f.registry(), cfgB, Pending)
 	after, _ = mem.Read()
-	if before.InheritsIDState("com.acme.erp", FolderOf(filepath.Join(cfgB.Integrations[0].Manifest, "m")), after) {
+	if before.InheritsIDState("com.acme.erp", ManifestPlace(filepath.Join(cfgB.Integrations[0].Manifest, "manifest.json")), after) {
 		t.Fatal("a claim inherits the id's state")
 	}
 }
@@ -126,7 +126,7 @@ func TestLegacyIDBoundOnlyToAListenerWaitsForTheOperator(t *testing.T) {
 	f.load(f.registry(), Loaded)
 	mem, _ := OpenMemory(f.state)
 	mem.update(func(s *State) error { // the folder's binding lost, the listener's kept
-		delete(s.Folders, FolderOf(filepath.Join(f.dir, "m")))
+		delete(s.Folders, ManifestPlace(filepath.Join(f.dir, "manifest.json")))
 		s.Folders[listenerPlace+"127.0.0.1:18080"] = Folder{ID: "com.acme.erp"}
 		return nil
 	})

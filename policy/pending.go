@@ -40,7 +40,7 @@ func (p *Policy) Claim() string {
 	if p == nil || p.Pending == "" || len(p.PendingClaimOf) == 0 || p.PendingIDFrom != "" {
 		return ""
 	}
-	return FolderOf(p.ManifestAt)
+	return ManifestPlace(p.ManifestAt)
 }
 
 // Identify is ev written for p's integration: the id and version in force

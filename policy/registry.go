@@ -231,7 +231,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 	out.ID, out.Version = m.ID, m.Version
 	dupOf := ""
 	if other, dup := ids[m.ID]; dup && other != in.Manifest {
-		if last != nil || len(before.boundElsewhere(m.ID, FolderOf(file))) == 0 {
+		if last != nil || len(before.boundElsewhere(m.ID, ManifestPlace(file))) == 0 {
 			return refuse(fmt.Errorf("id %s is already served from %s; ids must be unique", m.ID, other))
 		}
 		dupOf = other // at start: a claim of another entry's id, which waits (startClaim)

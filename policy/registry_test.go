@@ -213,7 +213,7 @@ func TestIDChangeInAKnownFolderWaitsForApprovalAcrossRestarts(t *testing.T) {
 		}
 	}
 	mem, _ := OpenMemory(f.state)
-	if a, err := mem.ApprovePending("com.acme.erp2", "1.0.0", "", FolderOf(filepath.Join(f.dir, "m"))); err != nil || len(a) != 1 || !strings.Contains(a[0].What, "id change") {
+	if a, err := mem.ApprovePending("com.acme.erp2", "1.0.0", "", ManifestPlace(filepath.Join(f.dir, "manifest.json"))); err != nil || len(a) != 1 || !strings.Contains(a[0].What, "id change") {
 		t.Fatalf("%+v %v", a, err)
 	}
 	for _, r := range []*Registry{f.registry(), f.registry()} {
@@ -325,7 +325,7 @@ func TestFirstLayoutStateStillReads(t *testing.T) {
 	r := f.registry()
 	f.load(r, Pending) // the claim of an id bound to no folder
 	mem, _ := OpenMemory(f.state)
-	if _, err := mem.ApproveManifest(r.Policy(f.dir).Manifest, FolderOf(filepath.Join(f.dir, "m")), false); err != nil {
+	if _, err := mem.ApproveManifest(r.Policy(f.dir).Manifest, ManifestPlace(filepath.Join(f.dir, "manifest.json")), false); err != nil {
 		t.Fatal(err)
 	}
 	if out := f.load(r, Pending); out.Notice == "" || !strings.Contains(out.Notice, "adds new.acme.example") { // the widening

@@ -52,7 +52,7 @@ func TestRefusalsOfAFolderClaimingAnotherIDAreMarkedAsTheClaim(t *testing.T) {
 	if err != nil || resp.StatusCode != 403 || resp.Header.Get(ReasonHeader) != "pending_approval" {
 		t.Fatalf("CONNECT from the claiming folder: %v %v", resp, err)
 	}
-	folder := policy.FolderOf(filepath.Join(b, "voiceos.integration.json"))
+	folder := policy.ManifestPlace(filepath.Join(b, "voiceos.integration.json"))
 	e.log.waitEvent(t, map[string]any{"event": "connect", "integration": "com.test.weather", "host": "c2.attacker.example", "reason": "pending_approval", "claim": folder})
 
 	var recs []audit.Record

@@ -57,7 +57,7 @@ binding made is printed. A running
 			fmt.Fprintln(stderr, "egressd approve:", loadErr)
 			return exitFail
 		}
-		made, err = mem.ApproveManifest(m, policy.FolderOf(file), *newID)
+		made, err = mem.ApproveManifest(m, policy.ManifestPlace(file), *newID)
 	} else if *digest == "" && showPending(mem, pos[0], pos[1], stderr) {
 		return exitFail
 	} else {

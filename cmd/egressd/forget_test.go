@@ -31,7 +31,7 @@ func TestForgettingTheOldIDDoesNotReleaseAPendingIDChange(t *testing.T) {
 	}
 
 	out, errs, code := runCLI(t, "state", "--state", state, "forget", "com.acme.erp2")
-	if code != exitOK || !strings.Contains(out, "dropped the pending id change of "+policy.FolderOf(dir+"/manifest.json")+" to com.acme.erp2 1.0.0") {
+	if code != exitOK || !strings.Contains(out, "dropped the pending id change of "+policy.ManifestPlace(dir+"/manifest.json")+" to com.acme.erp2 1.0.0") {
 		t.Fatalf("forget of the new id: exit %d: %s %s", code, out, errs)
 	}
 	if o := loadAsServe(t, state, dir); o.Result != policy.Pending {

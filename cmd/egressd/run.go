@@ -212,7 +212,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 		return nil, err
 	}
 	name, legacy := stateName(p.Manifest.ID, manifestFile), ""
-	if before.InheritsIDState(p.Manifest.ID, policy.FolderOf(manifestFile), after) {
+	if before.InheritsIDState(p.Manifest.ID, policy.ManifestPlace(manifestFile), after) {
 		legacy = p.Manifest.ID
 	}
 	integrationState, stateUID, err := sandbox.ClaimStateFolder(filepath.Join(stateDir, "sandbox"), name, legacy)
@@ -316,9 +316,10 @@ func (f runFlags) bindSecrets(cfg *policy.Config) error {
 }
 
 // stateName names the persistent sandbox state of id loaded from
-// manifestFile: its own, never that of another folder claiming the id.
+// manifestFile: its own, never that of another place (folder or manifest
+// file) claiming the id.
 func stateName(id, manifestFile string) string {
-	return sandbox.StateName(id, policy.FolderOf(manifestFile))
+	return sandbox.StateName(id, policy.ManifestPlace(manifestFile))
 }
 
 // loadForRun is serveFlags.load for one manifest: with --config, the

@@ -1,0 +1,75 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestManifestPlaceIsTheFolderOnlyForAStandardName: a standard-named
+// manifest keeps the folder as its place (version memory and sandbox state
+// written before stay valid), and a file of any other name is its own.
+func TestManifestPlaceIsTheFolderOnlyForAStandardName(t *testing.T) {
+	for _, c := range []struct{ file, want string }{
+		{"/srv/m/voiceos.integration.json", "/srv/m"},
+		{"/srv/m/manifest.json", "/srv/m"},
+		{"/srv/m/./manifest.json", "/srv/m"},
+		{"/srv/m/a.json", "/srv/m/a.json"},
+		{"/srv/m/b.json", "/srv/m/b.json"},
+		{"/srv/m/Manifest.json", "/srv/m/Manifest.json"}, // another name: a place of its own, never the folder's
+		{"/srv/m/x/../a.json", "/srv/m/a.json"},
+	} {
+		if got := ManifestPlace(c.file); got != c.want {
+			t.Errorf("ManifestPlace(%s) = %s, want %s", c.file, got, c.want)
+		}
+	}
+	if got, want := PlaceOf("/srv/m/a.json"), "/srv/m/a.json"; got != want {
+		t.Errorf("PlaceOf(file) = %s, want %s", got, want)
+	}
+	if got, want := PlaceOf("/srv/m/voiceos.integration.json"), "/srv/m"; got != want {
+		t.Errorf("PlaceOf(standard file) = %s, want %s", got, want)
+	}
+}
+
+// TestSecondManifestFileInAFolderClaimingTheFirstsIDWaits: with a file
+// its own place, a second file of the same folder that declares the
+// first's id is a claim, like one from another folder: pending, nothing
+// allowed, the id's record untouched; and the first file changing its id
+// is still an id change of that file.
+func TestSecondManifestFileInAFolderClaimingTheFirstsIDWaits(t *testing.T) {
+	f := newFixture(t)
+	write := func(name, id, host string) string {
+		file := filepath.Join(f.dir, name)
+		doc := `{"manifest_version":1,"id":"` + id + `","version":"1.0.0","network":{"connect":["` + host + `"]}}`
+		if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	cfgOf := func(file string) Config {
+		cfg := f.cfg
+		cfg.Integrations = []Integration{{Manifest: file, Listen: "127.0.0.1:0"}}
+		return cfg
+	}
+	a := write("a.json", "com.acme.a", "a.example")
+	loadOne(t, f.registry(), cfgOf(a), Loaded)
+	b := write("b.json", "com.acme.a", "evil.example")
+	for range 2 {
+		r := f.registry()
+		out := loadOne(t, r, cfgOf(b), Pending)
+		if !strings.Contains(out.Notice, b+" claims the id com.acme.a") || !strings.Contains(out.Notice, "binds to folder "+a) {
+			t.Fatalf("notice: %s", out.Notice)
+		}
+		if r.Policy(b).Decide("a.example", 443).Verdict.Permits() || r.Policy(b).Decide("evil.example", 443).Verdict.Permits() {
+			t.Fatal("a pending claim from a second file of the folder allows something")
+		}
+	}
+	if r := loadOne(t, f.registry(), cfgOf(a), Loaded); r.ID != "com.acme.a" {
+		t.Fatalf("the first file: %+v", r)
+	}
+	write("a.json", "com.acme.a2", "a.example")
+	if out := loadOne(t, f.registry(), cfgOf(a), Pending); !strings.Contains(out.Notice, "changed its id from com.acme.a") {
+		t.Fatalf("the first file's id change: %s", out.Notice)
+	}
+}
