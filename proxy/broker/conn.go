@@ -224,15 +224,26 @@ func (b *broker) authority() string {
 
 func (b *broker) closeUpstreams() {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.closed = true
 	if b.first != nil {
 		b.first.Close()
 		b.first = nil
 	}
+	open := make([]net.Conn, 0, len(b.conns))
 	for c := range b.conns {
+		open = append(open, c)
+	}
+	b.mu.Unlock()
+	for _, c := range open { // outside the lock: each Close takes it to leave the set
 		c.Close()
 	}
+}
+
+// forget drops c from the set of open upstream connections.
+func (b *broker) forget(c net.Conn) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.conns, c)
 }
 
 // byUpgrade sends an upgrade request by its own transport.
@@ -272,7 +283,10 @@ func (b *broker) dialTLS(ctx context.Context, protos []string) (net.Conn, error)
 			return nil, &dialError{err}
 		}
 	}
-	// The slot is given back when the connection closes, whoever closes it.
+	// The slot is given back when the connection closes, whoever closes it
+	// (an origin answering "Connection: close" has the transport close it
+	// after each request); the connection leaves the set first, or a
+	// long-lived client connection would keep every one it ever had.
 	raw := &slotConn{Conn: first, release: release}
 	tc := tls.Client(raw, &tls.Config{
 		ServerName: b.c.Host,
@@ -293,6 +307,7 @@ func (b *broker) dialTLS(ctx context.Context, protos []string) (net.Conn, error)
 		return nil, net.ErrClosed
 	}
 	b.conns[tc] = true
+	raw.release = func() { b.forget(tc); release() }
 	return tc, nil
 }
 
