@@ -29,6 +29,10 @@ type Conn struct {
 	// whose placeholder is refused on this connection. Every secret's
 	// value is scrubbed from responses.
 	Bound, Unbound []policy.Secret
+	// Secrets, when set, are every secret in force now (a reload may have
+	// rotated one since the connection opened): each response is
+	// scrubbed of them too.
+	Secrets func() []policy.Secret
 	// Upstream is the first connection to the origin. Redial makes any
 	// other, by the same pinned, checked path; nothing else dials.
 	Upstream net.Conn
