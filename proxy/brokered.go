@@ -89,6 +89,7 @@ func (s *Server) serveBrokered(p *policy.Policy, t *tunnel, connect audit.Event,
 	c := &broker.Conn{
 		Host: t.host.String(), Port: t.port, Leaf: leaf, Roots: s.opts.Broker.UpstreamRoots,
 		Bound: bound, Unbound: unbound,
+		Secrets:          func() []policy.Secret { return s.secretsInForce(p) },
 		Upstream:         t.upstream,
 		Redial:           func(ctx context.Context) (net.Conn, error) { return s.redial(ctx, t) },
 		Record:           func(r broker.Request) { s.recordRequest(p, t, connect, r) },
@@ -102,6 +103,15 @@ func (s *Server) serveBrokered(p *policy.Policy, t *tunnel, connect audit.Event,
 	}
 	client := &replayConn{Conn: t.client, r: io.MultiReader(bytes.NewReader(replay), t.client)}
 	return broker.Serve(s.baseCtx, client, c)
+}
+
+// secretsInForce are the secrets of the integration's policy now, or
+// those of p (the policy the tunnel opened under) if it has none loaded.
+func (s *Server) secretsInForce(p *policy.Policy) []policy.Secret {
+	if now := s.opts.Registry.Policy(s.opts.Key); now != nil {
+		return now.Secrets()
+	}
+	return p.Secrets()
 }
 
 // brokeredSentence is the line a refused brokered request answers with.

@@ -19,8 +19,11 @@ const maxBasicPerRequest = 4
 // inside), the most recently used last, and the token the integration
 // wrote for each. An origin that stores a request's Authorization header
 // and shows it back later (a request log, a "last request" endpoint) must
-// find it scrubbed in every later answer, as a raw value is. It is safe
-// for concurrent use.
+// find it scrubbed in every later answer, as a raw value is. It is the
+// second layer: every answer is also scrubbed of each value's base64 at
+// every alignment (encodedPairs), which needs no memory; this one gives
+// the integration back exactly the token it wrote, edges included. It is
+// safe for concurrent use.
 type BuiltTokens struct {
 	mu    sync.Mutex
 	pairs []pair

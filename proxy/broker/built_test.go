@@ -40,7 +40,7 @@ func TestScrubPairsOfAResponseAreBoundedWhateverTheRequests(t *testing.T) {
 		st.used, st.echoes = substituteHeaders(h, b.c.Bound)
 		b.built.remember(st.echoes)
 	}
-	want := 1 + maxBuiltTokens + maxBasicPerRequest
+	want := pairsPerSecret + maxBuiltTokens + maxBasicPerRequest
 	if got := len(b.pairs(st)); got > want {
 		t.Fatalf("a response is scrubbed with %d pairs, want at most %d", got, want)
 	}
@@ -83,5 +83,36 @@ func BenchmarkScrubManyMatchesManyPairs(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	for range b.N {
 		io.Copy(io.Discard, newScrubReader(io.NopCloser(bytes.NewReader(body)), pairs, nil))
+	}
+}
+
+// TestAnyBase64BlobHoldingAValueIsScrubbedWithNoTokenRemembered: with no
+// Basic token remembered (a new broker, or one evicted), a base64 blob an
+// origin stored with the value anywhere inside, in either alphabet,
+// padded or not, comes back without the value in what it decodes to.
+func TestAnyBase64BlobHoldingAValueIsScrubbedWithNoTokenRemembered(t *testing.T) {
+	a := secret(t, "A", "a.example", phA, valA)
+	b := &broker{c: &Conn{Bound: []policy.Secret{a}}, built: NewBuiltTokens()}
+	pairs := b.pairs(&reqState{})
+	if len(pairs) > pairsPerSecret {
+		t.Fatalf("one secret makes %d pairs, want at most %d", len(pairs), pairsPerSecret)
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		for pre := range 7 {
+			for post := range 4 {
+				plain := bytes.Repeat([]byte{0xfb}, pre)
+				plain = append(append(plain, valA...), bytes.Repeat([]byte{0xff}, post)...)
+				blob := enc.EncodeToString(plain)
+				body, err := io.ReadAll(newScrubReader(io.NopCloser(iotest.OneByteReader(bytes.NewReader([]byte("x="+blob+";")))), pairs, nil))
+				if err != nil {
+					t.Fatal(err)
+				}
+				inner := bytes.TrimSuffix(bytes.TrimPrefix(body, []byte("x=")), []byte(";"))
+				decoded, _ := enc.DecodeString(string(inner))
+				if bytes.Contains(decoded, []byte(valA)) || bytes.Contains(body, []byte(blob)) {
+					t.Fatalf("prefix %d suffix %d: %q came back as %q", pre, post, blob, body)
+				}
+			}
+		}
 	}
 }

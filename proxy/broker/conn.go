@@ -29,6 +29,10 @@ type Conn struct {
 	// whose placeholder is refused on this connection. Every secret's
 	// value is scrubbed from responses.
 	Bound, Unbound []policy.Secret
+	// Secrets, when set, are every secret in force now (a reload may have
+	// rotated one since the connection opened): each response is
+	// scrubbed of them too.
+	Secrets func() []policy.Secret
 	// Upstream is the first connection to the origin. Redial makes any
 	// other, by the same pinned, checked path; nothing else dials.
 	Upstream net.Conn
@@ -224,15 +228,26 @@ func (b *broker) authority() string {
 
 func (b *broker) closeUpstreams() {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.closed = true
 	if b.first != nil {
 		b.first.Close()
 		b.first = nil
 	}
+	open := make([]net.Conn, 0, len(b.conns))
 	for c := range b.conns {
+		open = append(open, c)
+	}
+	b.mu.Unlock()
+	for _, c := range open { // outside the lock: each Close takes it to leave the set
 		c.Close()
 	}
+}
+
+// forget drops c from the set of open upstream connections.
+func (b *broker) forget(c net.Conn) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.conns, c)
 }
 
 // byUpgrade sends an upgrade request by its own transport.
@@ -272,7 +287,10 @@ func (b *broker) dialTLS(ctx context.Context, protos []string) (net.Conn, error)
 			return nil, &dialError{err}
 		}
 	}
-	// The slot is given back when the connection closes, whoever closes it.
+	// The slot is given back when the connection closes, whoever closes it
+	// (an origin answering "Connection: close" has the transport close it
+	// after each request); the connection leaves the set first, or a
+	// long-lived client connection would keep every one it ever had.
 	raw := &slotConn{Conn: first, release: release}
 	tc := tls.Client(raw, &tls.Config{
 		ServerName: b.c.Host,
@@ -293,6 +311,7 @@ func (b *broker) dialTLS(ctx context.Context, protos []string) (net.Conn, error)
 		return nil, net.ErrClosed
 	}
 	b.conns[tc] = true
+	raw.release = func() { b.forget(tc); release() }
 	return tc, nil
 }
 

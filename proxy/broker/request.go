@@ -103,7 +103,8 @@ func (b *broker) check(r *http.Request) policy.Reason {
 	if !b.sameHost(r.Host) || (r.URL.Host != "" && !b.sameHost(r.URL.Host)) {
 		return policy.HostMismatch
 	}
-	if misdirected(r.RequestURI, r.Header, b.c.Unbound) {
+	// The whole request line: the method reaches the origin as the target does.
+	if misdirected(r.Method+" "+r.RequestURI, r.Header, b.c.Unbound) {
 		return policy.SecretMisdirected
 	}
 	if headerGrowth(r.Header, b.c.Bound) > maxHeaderGrowth || oversized(r.Header, b.c.Bound) ||
@@ -145,9 +146,26 @@ func (b *broker) rewrite(pr *httputil.ProxyRequest) {
 
 // every is each secret egressd knows, bound here or not: responses are
 // scrubbed of them all, since a value one host stored may be served back
-// by another host of the same service.
+// by another host of the same service. Those in force now (Conn.Secrets,
+// read per response) come with those of the connection's opening: a
+// reload that rotated another host's value must not let the new one
+// through on a connection opened before it, nor the old one.
 func (b *broker) every() []policy.Secret {
-	return append(append([]policy.Secret(nil), b.c.Bound...), b.c.Unbound...)
+	all := append(append([]policy.Secret(nil), b.c.Bound...), b.c.Unbound...)
+	if b.c.Secrets == nil {
+		return all
+	}
+	seen := map[string]bool{}
+	for _, sec := range all {
+		seen[string(sec.Value)] = true
+	}
+	for _, sec := range b.c.Secrets() {
+		if !seen[string(sec.Value)] {
+			seen[string(sec.Value)] = true
+			all = append(all, sec)
+		}
+	}
+	return all
 }
 
 // modifyResponse puts placeholders back in place of the values in the
@@ -214,9 +232,15 @@ func (b *broker) pairs(st *reqState) []pair {
 // transport or the reverse proxy may quote a request header after
 // substitution (a mismatched Upgrade did, raw and as a Basic token): it
 // goes to the audit log, which names secrets only by NAME.
+//
+// Each value is also replaced in every escaped form egressd or a library
+// it uses prints a string in (escapedForms): a value holding `"`, `\` or
+// a control byte is not itself in an error that quoted it with %q.
 func (b *broker) redact(s string, st *reqState) string {
 	for _, p := range b.pairs(st) {
-		s = strings.ReplaceAll(s, string(p.from), string(p.to))
+		for _, form := range escapedForms(string(p.from)) {
+			s = strings.ReplaceAll(s, form, string(p.to))
+		}
 	}
 	return s
 }

@@ -308,13 +308,15 @@ func lenientBasic(v string) (string, bool) {
 type pair struct{ from, to []byte }
 
 // scrubPairs are the replacements for responses on a connection: each
-// secret's value by its placeholder, then the Basic tokens a request was
-// sent with by the tokens the integration wrote.
+// secret's value by its placeholder, its base64 encodings by the
+// placeholder's (encodedPairs), then the Basic tokens a request was sent
+// with by the tokens the integration wrote.
 func scrubPairs(secrets []policy.Secret, echoes []pair) []pair {
 	var out []pair
 	for _, sec := range secrets {
 		if len(sec.Value) > 0 {
 			out = append(out, pair{from: sec.Value, to: []byte(sec.Placeholder)})
+			out = append(out, encodedPairs(sec.Value, []byte(sec.Placeholder))...)
 		}
 	}
 	for _, e := range echoes {
@@ -323,6 +325,56 @@ func scrubPairs(secrets []policy.Secret, echoes []pair) []pair {
 		}
 	}
 	return out
+}
+
+// pairsPerSecret bounds the pairs one secret adds (its value, and its
+// base64 encodings at three alignments in two alphabets), so the
+// scrubber's work stays linear in the body with a small constant.
+const pairsPerSecret = 1 + 3*2
+
+// encodedPairs are the pieces of value's base64 encodings that do not
+// depend on what surrounds it, by the same pieces of the placeholder's:
+// for the value starting at each offset mod 3 in a base64 stream, in the
+// standard and the URL alphabet. A Basic token egressd built (or any
+// base64 blob an origin stored with the value inside) is caught whatever
+// was encoded before the value, with no memory of the tokens built: an
+// origin that stored one shows it back scrubbed after any number of other
+// requests, and after a restart. The one or two characters at each edge
+// mix the value's bits with its neighbours' and are left as they are: at
+// most the top 4 bits of the value's first byte and the low 4 of its last
+// come back (a residual the README names).
+func encodedPairs(value, placeholder []byte) []pair {
+	var out []pair
+	seen := map[string]bool{}
+	for align := range 3 {
+		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+			from, to := stableBase64(enc, align, value), stableBase64(enc, align, placeholder)
+			if len(from) == 0 || seen[string(from)] {
+				continue
+			}
+			seen[string(from)] = true
+			out = append(out, pair{from: from, to: to})
+		}
+	}
+	return out
+}
+
+// stableBase64 is the part of enc's encoding of b, placed align bytes
+// into a 3-byte group, that only b's bits decide: the first character
+// that mixes a neighbour's bits (2 with align 1, 3 with align 2) and the
+// last (unless b ends a group) are cut.
+func stableBase64(enc *base64.Encoding, align int, b []byte) []byte {
+	full := make([]byte, align+len(b))
+	copy(full[align:], b)
+	s := []byte(enc.EncodeToString(full))
+	if len(full)%3 != 0 {
+		s = s[:len(s)-1]
+	}
+	skip := [3]int{0, 2, 3}[align]
+	if len(s) <= skip {
+		return nil
+	}
+	return s[skip:]
 }
 
 // scrubHeader replaces, in every value of h, each pair's from by its to.

@@ -1,0 +1,180 @@
+package proxy
+
+import (
+	"encoding/base64"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/egressd/egressd/policy"
+)
+
+// storingOrigin keeps the last Authorization header it was sent on /store
+// and shows it back on /last, as an origin's request log would.
+type storingOrigin struct {
+	mu   sync.Mutex
+	last string
+}
+
+func (o *storingOrigin) handle(w http.ResponseWriter, r *http.Request) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch r.URL.Path {
+	case "/last":
+		io.WriteString(w, "last="+o.last)
+		return
+	case "/store":
+		o.last = r.Header.Get("Authorization")
+	}
+	io.WriteString(w, "ok")
+}
+
+// basicReq is a request whose Authorization is Basic user:placeholder.
+func (b *brokerEnv) basicReq(t *testing.T, path, user string) *http.Request {
+	req, err := http.NewRequest("GET", b.url("api.allowed.example", path), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(user+":"+tokenPH)))
+	return req
+}
+
+// doOK sends req and wants a 200; it returns the body.
+func (b *brokerEnv) doOK(t *testing.T, c *http.Client, req *http.Request) string {
+	t.Helper()
+	resp, body := do(t, c, req)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s %s: status %d, body %q", req.Method, req.URL.Path, resp.StatusCode, body)
+	}
+	return body
+}
+
+// noValueDecodedIn fails if body holds a base64 token (after "Basic ")
+// that decodes to anything holding a secret's value.
+func noValueDecodedIn(t *testing.T, body string) {
+	t.Helper()
+	_, token, found := strings.Cut(body, "Basic ")
+	if !found {
+		t.Fatalf("no Basic token shown back: %q", body)
+	}
+	raw, _ := base64.StdEncoding.DecodeString(token)
+	noValueIn(t, "the decoded echo "+body, string(raw))
+}
+
+// TestBrokerStoredBasicTokenComesBackScrubbedAfterSixteenOthersEvictIt:
+// the origin stores a Basic credential egressd built, the integration
+// sends 16 other Basic credentials (each a token egressd remembered, the
+// first forgotten), then asks for the stored one: it must come back
+// without the value inside.
+func TestBrokerStoredBasicTokenComesBackScrubbedAfterSixteenOthersEvictIt(t *testing.T) {
+	o := &storingOrigin{}
+	b := newBrokerEnv(t, false, o.handle, withConfig(func(c *policy.Config) {
+		c.Limits.RequestsPerSecond, c.Limits.RequestBurst = 1e6, 1e6 // evicting takes more requests than the default burst
+	}))
+	c := b.client(false)
+	for _, user := range []string{"a", "ab", "abc"} { // the value at each alignment of the token
+		b.doOK(t, c, b.basicReq(t, "/store", user))
+		for i := range 17 {
+			b.doOK(t, c, b.basicReq(t, "/other", "evict"+strings.Repeat("x", i)))
+		}
+		noValueDecodedIn(t, b.doOK(t, c, b.basicReq(t, "/last", "z")))
+	}
+}
+
+// TestBrokerStoredBasicTokenComesBackScrubbedAfterARestart: a new proxy
+// (a new broker, nothing remembered) asked for a token an earlier one
+// sent must still hand it back without the value.
+func TestBrokerStoredBasicTokenComesBackScrubbedAfterARestart(t *testing.T) {
+	o := &storingOrigin{}
+	first := newBrokerEnv(t, false, o.handle)
+	for _, user := range []string{"a", "ab", "abc"} {
+		first.doOK(t, first.client(false), first.basicReq(t, "/store", user))
+		second := newBrokerEnv(t, false, o.handle)
+		noValueDecodedIn(t, second.doOK(t, second.client(false), second.basicReq(t, "/last", "z")))
+	}
+}
+
+// TestBrokerReloadRotatingAnotherSecretScrubsItsNewValueOnAnOpenConnection:
+// a reload gives OTHER a new value (TOKEN's binding unchanged, so the
+// connection to api.allowed.example stays open); an origin serving the new
+// value back on that connection must not hand it to the integration.
+func TestBrokerReloadRotatingAnotherSecretScrubsItsNewValueOnAnOpenConnection(t *testing.T) {
+	const rotated = "other-ROTATED-value-zyxwvu987"
+	b := newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "stored="+rotated)
+	})
+	c := b.client(false)
+	if resp, _ := do(t, c, b.credentialRequest(t, "api.allowed.example")); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	in := &b.cfg.Integrations[0]
+	in.PassedEnv = []string{"TOKEN", "OTHER"}
+	in.Secrets = []policy.SecretSpec{
+		{At: "t", Name: "TOKEN", Hosts: []string{"api.allowed.example"}, Placeholder: tokenPH, Value: []byte(tokenValue), From: "test"},
+		{At: "o", Name: "OTHER", Hosts: []string{"other.allowed.example"}, Placeholder: otherPH, Value: []byte(rotated), From: "test"},
+	}
+	if outs := b.registry.Load(b.cfg); outs[0].Err != nil {
+		t.Fatalf("reload: %+v", outs)
+	}
+	b.srv.Redecide()
+	reused := false
+	req := b.credentialRequest(t, "api.allowed.example")
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused },
+	}))
+	resp, body := do(t, c, req)
+	if !reused {
+		t.Fatal("the reload closed the connection: the test needs it open")
+	}
+	if resp.StatusCode != 200 || strings.Contains(body, rotated) || body != "stored="+otherPH {
+		t.Fatalf("status %d body %q: OTHER's rotated value should read back as its placeholder", resp.StatusCode, body)
+	}
+}
+
+// TestBrokerValueWithQuotesAndBackslashesStaysOutOfTheLogEscaped: a value
+// holding `"` and `\` is quoted with escapes by the reverse proxy's
+// upgrade error; the audit log must hold no form of it.
+func TestBrokerValueWithQuotesAndBackslashesStaysOutOfTheLogEscaped(t *testing.T) {
+	const value = `sk-"Q7uoted"-\B4ack\slash-<&>-0123`
+	secrets := []policy.Secret{testSecrets(t)[0], testSecrets(t)[1]}
+	secrets[0].Value = []byte(value)
+	b := newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "Upgrade")
+		w.Header().Set("Upgrade", "websocket")
+		w.WriteHeader(http.StatusSwitchingProtocols)
+	}, withBroker(nil, nil, secrets))
+	req, _ := http.NewRequest("GET", b.url("api.allowed.example", "/ws"), nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket, "+tokenPH)
+	resp, err := b.client(false).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	b.log.waitEvent(t, map[string]any{"event": "request", "host": "api.allowed.example"})
+	// Whatever the escaping, these pieces of the value would show.
+	for _, piece := range []string{"Q7uoted", "B4ack"} {
+		if strings.Contains(b.log.String(), piece) {
+			t.Fatalf("the audit log holds the value, escaped: %s", b.log.String())
+		}
+	}
+}
+
+// TestBrokerPlaceholderForAnotherHostInTheMethodIsRefused: the request
+// method is part of what the origin receives; another host's placeholder
+// there is refused as it is in the query.
+func TestBrokerPlaceholderForAnotherHostInTheMethodIsRefused(t *testing.T) {
+	b := newBrokerEnv(t, false, nil)
+	req := b.credentialRequest(t, "api.allowed.example")
+	req.Method = otherPH
+	resp, body := do(t, b.client(false), req)
+	if resp.StatusCode != 403 || resp.Header.Get(ReasonHeader) != string(policy.SecretMisdirected) {
+		t.Fatalf("status %d reason %q body %q, want 403 secret_misdirected", resp.StatusCode, resp.Header.Get(ReasonHeader), body)
+	}
+	if n := len(b.origin.requests()); n != 0 {
+		t.Fatalf("the origin received %d requests with another host's placeholder as their method", n)
+	}
+}
