@@ -31,7 +31,8 @@ type Limits struct {
 	StateMB int
 	// TotalMemoryMB bounds the memory of the whole sandbox, the kernel
 	// memory its processes make the kernel allocate included (the
-	// sandbox's cgroup: memory.limit_in_bytes, or memory.max).
+	// sandbox's cgroup: memory.max; on v1 memory.limit_in_bytes plus
+	// memory.kmem.tcp.limit_in_bytes, which add up to it, see v1TCPBytes).
 	TotalMemoryMB int
 	// CPUs is the CPU time the whole sandbox may use, in CPUs (the
 	// cgroup's CFS quota per period).

@@ -26,26 +26,22 @@ func checkStdio() error {
 }
 
 // passedAsIs says whether the program may hold egressd's own descriptor
-// fd: only a pipe. Anything else is relayed through a pipe (stdio). A
-// socket (inetd, systemd's Accept=yes, Node's spawn) belongs to the host's
-// network namespace: the program would disconnect it (connect AF_UNSPEC)
-// and connect it anywhere past the proxy, or list the host's interfaces
-// with an ioctl on it. A regular file could be rewritten (clear O_APPEND,
-// seek, ftruncate) or reopened writable through /proc/self/fd. A device is
-// the launcher's, not the program's. A terminal is the user's: in a session
-// of its own the program is outside the terminal's job control, so it read
-// what the user typed to the shell after Ctrl-Z or behind "&", and what it
-// wrote could leave the terminal in any mode. A closed fd passes nothing.
-// Only an anonymous pipe (on pipefs): a named FIFO is a file of the host's,
-// which a normal user's sandbox, running as that user, could fchmod setuid
-// and world-writable or retime through /proc/self/fd.
+// fd: only when it is closed, which passes nothing. Stdio is always
+// relayed through egressd's own pipes (stdio). Whatever the launcher
+// hands egressd is an open file description shared with others, and
+// holding it gives the program more than its bytes: a socket belongs to
+// the host's network namespace (connect AF_UNSPEC, then anywhere past the
+// proxy; interface-listing ioctls); a regular file can be rewritten (clear
+// O_APPEND, seek, ftruncate) or reopened writable through /proc/self/fd; a
+// device or terminal is the launcher's or the user's (job control, modes);
+// a named FIFO is a host file a normal user's program could fchmod. Even an
+// anonymous pipe: a normal user's program reopened /proc/self/fd/2
+// read-only and took the lines another job wrote to the shared pipe before
+// its real reader saw them, and F_SETPIPE_SZ left the launcher's pipe at 4
+// KiB after exit.
 func passedAsIs(fd int) bool {
 	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil {
-		return true
-	}
-	var fs unix.Statfs_t
-	return st.Mode&unix.S_IFMT == unix.S_IFIFO && unix.Fstatfs(fd, &fs) == nil && fs.Type == unix.PIPEFS_MAGIC
+	return unix.Fstat(fd, &st) != nil
 }
 
 // stdio is what the init gets as fds 0, 1 and 2, and the relays behind

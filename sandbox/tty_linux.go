@@ -11,8 +11,9 @@ const nTTY = 0
 
 // Terminal is the launcher's terminal as it was before the program ran. A
 // sandboxed program never holds it (the sandbox relays a terminal through
-// pipes, see passedAsIs), so there only the file status flags of the
-// pipes it does share are saved (SaveStdioFlags): restoring modes on a
+// pipes, see passedAsIs), nor any other stdio of the launcher's, so there
+// only the file status flags are saved (SaveStdioFlags), which is now a
+// harmless second guard: restoring modes on a
 // terminal nobody else touched would only stop a background egressd with
 // SIGTTOU. Under --insecure-env-only the program shares it and can change
 // its line discipline (TIOCSETD n_null leaves it dead), stop its output

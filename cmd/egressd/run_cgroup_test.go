@@ -151,7 +151,7 @@ func TestRunCPUSpinnerIsInAGroupWithTheCPUQuota(t *testing.T) {
 	}
 	for c, want := range map[string]map[string]string{
 		"pids":   {"pids.max": "48"},
-		"memory": {"memory.limit_in_bytes": strconv.Itoa(256 << 20), "memory.memsw.limit_in_bytes": strconv.Itoa(256 << 20), "memory.kmem.tcp.limit_in_bytes": strconv.Itoa(256 << 20)},
+		"memory": {"memory.limit_in_bytes": strconv.Itoa(192 << 20), "memory.memsw.limit_in_bytes": strconv.Itoa(192 << 20), "memory.kmem.tcp.limit_in_bytes": strconv.Itoa(64 << 20)},
 		"cpu":    {"cpu.cfs_quota_us": "50000", "cpu.cfs_period_us": "100000"},
 	} {
 		for file, value := range want {
@@ -186,7 +186,7 @@ func TestRunCPUSpinnerIsInAGroupWithTheCPUQuota(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	requireGroupsGone(t, cmd.Process.Pid)
-	if want := `"msg":"cgroup v1: tasks 48, memory 256 MB for the whole sandbox (kernel memory and socket buffers included, no swap), CPU 0.50 (quota 50000us per 100000us)"`; !strings.Contains(e.auditLog(), want) {
+	if want := `"msg":"cgroup v1: tasks 48, memory 256 MB for the whole sandbox: 192 MB for its processes and kernel memory, 64 MB for socket buffers (no swap), CPU 0.50 (quota 50000us per 100000us)"`; !strings.Contains(e.auditLog(), want) {
 		t.Fatalf("want %s in the audit log:\n%s", want, e.auditLog())
 	}
 }
