@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/internal/safefile"
 	"github.com/fsnotify/fsnotify"
 )
 
@@ -173,7 +173,7 @@ func (w WatchSet) fingerprint() string {
 		io.WriteString(h, contentSum(final)+"\x00")
 	}
 	for _, r := range w.Roots {
-		entries, err := os.ReadDir(r)
+		entries, err := safefile.ReadDir(r) // no terminal, no FIFO: only a folder
 		io.WriteString(h, r+"\x00")
 		if err != nil {
 			io.WriteString(h, "unreadable\x00")
@@ -187,20 +187,17 @@ func (w WatchSet) fingerprint() string {
 
 const maxWatchedFile = 4 << 20
 
-// contentSum opens what path resolves to without blocking (a FIFO) and
-// without O_NOCTTY's absence making a terminal the integration put there
-// egressd's controlling one (egressd runs as a session leader with none
-// under systemd: the terminal's ^C or ^\ would then stop every integration).
+// contentSum sums what path resolves to through safefile, which opens
+// only a regular file, never blocking (a FIFO) and never with a terminal
+// becoming egressd's controlling one: an integration linked its manifest
+// to a pty it held, and egressd, a session leader without a terminal under
+// systemd, took it, so the integration's ^C stopped every integration.
 func contentSum(path string) string {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, err := safefile.OpenRegular(path)
 	if err != nil {
-		return "missing"
+		return "not a regular file: " + err.Error()
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return "not a regular file"
-	}
 	h := sha256.New()
 	io.Copy(h, io.LimitReader(f, maxWatchedFile))
 	return hex.EncodeToString(h.Sum(nil))
