@@ -45,6 +45,7 @@ type Daemon struct {
 	// make slow or block; nothing but another reload ever waits on it.
 	reloadMu  sync.Mutex
 	announced map[exemptionKey]bool // in force, as last announced; under reloadMu
+	writable  writableNotices       // under reloadMu
 	// mu guards the fields below. It is never held across file I/O or a
 	// drain, so Ready, Listeners and Shutdown never wait behind a reload.
 	mu        sync.Mutex
@@ -113,24 +114,29 @@ func (d *Daemon) Start(ctx context.Context) error {
 	return nil
 }
 
-// warnWritableManifests warns, at start and on every reload, about each
+// warnWritableManifests warns, at start and after a reload, about each
 // manifest that someone besides the operator can change (see
 // manifestWriters): an integration running as such a user could rewrite
-// its own allowlist before the next reload.
+// its own allowlist before the next reload. One line per manifest, again
+// only when who can write it changes, within a budget (writableNotices).
 func (d *Daemon) warnWritableManifests(cfg policy.Config) {
+	keys := map[string]bool{}
 	for _, in := range cfg.Integrations {
 		p := d.Registry.Policy(in.Manifest)
 		if p == nil {
 			continue
 		}
-		for _, w := range manifestWriters(p.ManifestAt) {
-			msg := fmt.Sprintf("%s: whoever can write it can change %s's allowlist at the next reload", w, p.Manifest.ID)
-			if d.Warn != nil {
-				d.Warn(msg)
-			}
-			d.Audit.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "writable_manifest", Msg: msg}))
+		keys[in.Manifest] = true
+		msg, ok := d.writable.notice(in.Manifest, p.Manifest.ID, manifestWriters(p.ManifestAt))
+		if !ok {
+			continue
 		}
+		if d.Warn != nil {
+			d.Warn(msg)
+		}
+		d.Audit.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "writable_manifest", Msg: msg}))
 	}
+	d.writable.keep(keys)
 }
 
 // warnSharedCap warns when the integrations' own bounds add up to more than

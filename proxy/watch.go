@@ -8,11 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/internal/safefile"
 	"github.com/fsnotify/fsnotify"
 )
 
@@ -58,67 +57,32 @@ func WatchSetFor(manifests, roots []string, configFile string) WatchSet {
 	return w
 }
 
-// maxLinks bounds how many symbolic links one path may go through, as the
-// kernel's ELOOP does.
-const maxLinks = 40
+// resolution is what each of a watch set's files resolves to, taken once
+// per check: the fingerprint, the names relevant() keeps and the folders
+// to watch all come from it.
+type resolution []linkChain
 
-// resolveChain follows path's symbolic links one at a time and returns
-// every link it went through and the path it ends at. A missing component
-// ends the walk there.
-func resolveChain(path string) (links []string, final string) {
-	p, err := filepath.Abs(path)
-	if err != nil {
-		return nil, path
+// resolve follows each file's links, within resolveChain's bounds.
+func (w WatchSet) resolve() resolution {
+	out := make(resolution, len(w.Files))
+	for i, f := range w.Files {
+		out[i] = resolveChain(f)
 	}
-	for range maxLinks {
-		link, next, ok := firstLink(p)
-		if !ok {
-			return links, p
-		}
-		links = append(links, link)
-		p = next
-	}
-	return links, p
-}
-
-// firstLink finds the first symbolic link among p's components and returns
-// it with p rewritten through it.
-func firstLink(p string) (link, next string, ok bool) {
-	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	cur := "/"
-	for i, part := range parts {
-		here := filepath.Join(cur, part)
-		st, err := os.Lstat(here)
-		if err != nil {
-			return "", "", false
-		}
-		if st.Mode()&os.ModeSymlink != 0 {
-			target, err := os.Readlink(here)
-			if err != nil {
-				return "", "", false
-			}
-			if !filepath.IsAbs(target) {
-				target = filepath.Join(cur, target)
-			}
-			return here, filepath.Join(append([]string{target}, parts[i+1:]...)...), true
-		}
-		cur = here
-	}
-	return "", "", false
+	return out
 }
 
 // paths are the names whose change may change what Files resolve to: each
-// file as named, each link on its way, and where it ends.
-func (w WatchSet) paths() []string {
+// file as named, each link on its way, and where it ends (where the walk
+// stopped, for a path past the bounds).
+func (w WatchSet) paths(r resolution) []string {
 	var out []string
-	for _, f := range w.Files {
+	for i, f := range w.Files {
 		abs, err := filepath.Abs(f)
 		if err != nil {
 			abs = f
 		}
-		links, final := resolveChain(abs)
-		out = append(out, filepath.Clean(abs), final)
-		out = append(out, links...)
+		out = append(out, filepath.Clean(abs), r[i].final)
+		out = append(out, r[i].links...)
 	}
 	return out
 }
@@ -128,7 +92,7 @@ func (w WatchSet) paths() []string {
 // watch on the old file would miss.
 func (w WatchSet) dirs() []string {
 	var dirs []string
-	for _, p := range w.paths() {
+	for _, p := range w.resolved {
 		dirs = append(dirs, filepath.Dir(p))
 	}
 	for _, r := range w.Roots {
@@ -143,7 +107,7 @@ func (w WatchSet) relevant(name string, op fsnotify.Op) bool {
 	name = filepath.Clean(name)
 	paths := w.resolved
 	if paths == nil {
-		paths = w.paths()
+		paths = w.paths(w.resolve())
 	}
 	if slices.Contains(paths, name) {
 		return true
@@ -165,15 +129,20 @@ func (w WatchSet) relevant(name string, op fsnotify.Op) bool {
 // changes, so a touched file or a link swapped for an identical one costs
 // nothing. Files are opened without blocking and only regular files are
 // read (at most maxWatchedFile bytes), so a FIFO cannot stall the watcher.
-func (w WatchSet) fingerprint() string {
+// A path past resolveChain's bounds is not opened at all: it sums as
+// unresolvable, as a missing file does, until it resolves again.
+func (w WatchSet) fingerprint(r resolution) string {
 	h := sha256.New()
-	for _, f := range w.Files {
-		_, final := resolveChain(f)
-		io.WriteString(h, final+"\x00")
-		io.WriteString(h, contentSum(final)+"\x00")
+	for _, c := range r {
+		io.WriteString(h, c.final+"\x00")
+		if c.tooDeep != "" {
+			io.WriteString(h, "unresolvable: "+c.tooDeep+"\x00")
+			continue
+		}
+		io.WriteString(h, contentSum(c.final)+"\x00")
 	}
 	for _, r := range w.Roots {
-		entries, err := os.ReadDir(r)
+		entries, err := safefile.ReadDir(r) // no terminal, no FIFO: only a folder
 		io.WriteString(h, r+"\x00")
 		if err != nil {
 			io.WriteString(h, "unreadable\x00")
@@ -187,20 +156,17 @@ func (w WatchSet) fingerprint() string {
 
 const maxWatchedFile = 4 << 20
 
-// contentSum opens what path resolves to without blocking (a FIFO) and
-// without O_NOCTTY's absence making a terminal the integration put there
-// egressd's controlling one (egressd runs as a session leader with none
-// under systemd: the terminal's ^C or ^\ would then stop every integration).
+// contentSum sums what path resolves to through safefile, which opens
+// only a regular file, never blocking (a FIFO) and never with a terminal
+// becoming egressd's controlling one: an integration linked its manifest
+// to a pty it held, and egressd, a session leader without a terminal under
+// systemd, took it, so the integration's ^C stopped every integration.
 func contentSum(path string) string {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, err := safefile.OpenRegular(path)
 	if err != nil {
-		return "missing"
+		return "not a regular file: " + err.Error()
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return "not a regular file"
-	}
 	h := sha256.New()
 	io.Copy(h, io.LimitReader(f, maxWatchedFile))
 	return hex.EncodeToString(h.Sum(nil))
@@ -231,8 +197,9 @@ func NewWatcher(current func() WatchSet, settle time.Duration) (*Watcher, error)
 		return nil, err
 	}
 	w := &Watcher{fw: fw, current: current, set: current(), settle: settle, poll: watchPoll}
-	w.set.resolved = w.set.paths()
-	w.print = w.set.fingerprint()
+	r := w.set.resolve()
+	w.set.resolved = w.set.paths(r)
+	w.print = w.set.fingerprint(r)
 	for _, d := range w.set.dirs() {
 		if err := fw.Add(d); err != nil {
 			fw.Close()
@@ -281,18 +248,22 @@ func (w *Watcher) Run(ctx context.Context, reload func()) {
 // The fingerprint kept is the one taken before the reload read the files,
 // so a change made while it reads is seen at the next check (at worst one
 // reload too many, never one too few). Only when the reload changed the
-// set itself is the new set's fingerprint taken afresh.
+// set itself is the new set's fingerprint taken afresh. Each check
+// resolves each file once (three times before: one integration's link
+// chains then cost three bounded walks where one does).
 func (w *Watcher) check(reload func()) {
-	print := w.set.fingerprint()
+	r := w.set.resolve()
+	print := w.set.fingerprint(r)
 	if print != w.print {
 		reload()
 	}
 	next := w.current()
 	if !slices.Equal(next.Files, w.set.Files) || !slices.Equal(next.Roots, w.set.Roots) {
-		print = next.fingerprint()
+		r = next.resolve()
+		print = next.fingerprint(r)
 	}
 	w.set, w.print = next, print
-	w.set.resolved = w.set.paths()
+	w.set.resolved = w.set.paths(r)
 	dirs := w.set.dirs()
 	for _, d := range w.watched {
 		if !slices.Contains(dirs, d) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"unicode/utf8"
 )
 
 // manifestWriters lists, one sentence each, who besides the operator can
@@ -15,17 +16,27 @@ import (
 // through its group or other bits, can change the list. A sticky folder
 // (like /tmp) lets others create entries but not replace one that root or
 // egressd owns, so it is not counted when the entry below it is safe.
+//
+// The work is bounded as the watcher's is (resolveChain): a path past the
+// bounds is one sentence saying so, and its target is not examined; at
+// most maxComponents folders are examined above each end.
 func manifestWriters(path string) []string {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil
 	}
-	_, final := resolveChain(abs)
-	seen := map[string]bool{}
+	c := resolveChain(abs)
 	var out []string
-	for _, start := range []string{abs, final} {
+	starts := []string{c.final, abs} // the file it reads first: the first writer a warning names
+	if c.tooDeep != "" {
+		out = append(out, fmt.Sprintf("%s %s: egressd does not follow it, so it cannot tell who can change what it leads to, and does not watch it for changes", shortPath(abs), c.tooDeep))
+		starts = starts[1:]
+	}
+	seen := map[string]bool{}
+	for _, start := range starts {
 		childSafe := true
-		for p := start; ; p = filepath.Dir(p) {
+		p := start
+		for range maxComponents {
 			if !seen[p] {
 				seen[p] = true
 				why, safe := writers(p, childSafe)
@@ -37,9 +48,28 @@ func manifestWriters(path string) []string {
 			if p == "/" || p == "." {
 				break
 			}
+			p = filepath.Dir(p)
 		}
 	}
 	return out
+}
+
+// shortPath keeps a path of a sentence readable and its line short: an
+// integration chooses how deep its own folders go (a 4,000-byte path,
+// once per folder, was 4 MB of audit log per reload).
+func shortPath(p string) string {
+	const keep = 96
+	if len(p) <= 2*keep+16 {
+		return p
+	}
+	head, tail := keep, len(p)-keep
+	for head > 0 && !utf8.RuneStart(p[head]) {
+		head--
+	}
+	for tail < len(p) && !utf8.RuneStart(p[tail]) {
+		tail++
+	}
+	return fmt.Sprintf("%s…(%d bytes)…%s", p[:head], tail-head, p[tail:])
 }
 
 // writers says who besides the operator can change p ("" if no one), and
@@ -81,5 +111,5 @@ func writers(p string, childSafe bool) (string, bool) {
 			list += ", " + w
 		}
 	}
-	return fmt.Sprintf("%s can be changed by %s (mode %v, owner %d, group %d)", p, list, mode.Perm(), uid, gid), owned
+	return fmt.Sprintf("%s can be changed by %s (mode %v, owner %d, group %d)", shortPath(p), list, mode.Perm(), uid, gid), owned
 }
