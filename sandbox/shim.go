@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"fmt"
+	"github.com/egressd/egressd/internal/safefile"
 	"io"
 	"os"
 	"path/filepath"
@@ -51,7 +52,7 @@ func isHomeShim(path, home string) bool {
 			return true
 		}
 	}
-	f, err := os.Open(path)
+	f, err := safefile.OpenRegular(path) // a FIFO or a terminal there must neither block nor become egressd's
 	if err != nil {
 		return false
 	}
