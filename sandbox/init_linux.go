@@ -253,7 +253,7 @@ func startTarget(spec Spec) (int, error) {
 	done := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		if err := hideHostCgroups(); err != nil {
+		if err := unlessOff("cgroupns", hideHostCgroups); err != nil {
 			done <- result{err: step("cgroup namespace", err)}
 			return
 		}

@@ -36,6 +36,14 @@ func kernelProbes() []probe {
 		{"userfaultfd", LayerSeccomp, func(context.Context, *Config) (string, string) {
 			return reach("userfaultfd", unix.SYS_USERFAULTFD, unix.O_CLOEXEC|uffdUserModeOnly, 0, 0)
 		}},
+		// A watch on a folder bound from the host sees the host's own
+		// activity there: refused whole, whatever the folder.
+		{"inotify", LayerSeccomp, func(context.Context, *Config) (string, string) {
+			return reach("inotify_init1", unix.SYS_INOTIFY_INIT1, unix.IN_CLOEXEC, 0, 0)
+		}},
+		{"fanotify", LayerSeccomp, func(context.Context, *Config) (string, string) {
+			return reach("fanotify_init(FAN_REPORT_FID)", unix.SYS_FANOTIFY_INIT, unix.FAN_CLASS_NOTIF|unix.FAN_REPORT_FID|unix.FAN_CLOEXEC, unix.O_RDONLY, 0)
+		}},
 		{"tiocsti", LayerSeccomp, func(context.Context, *Config) (string, string) { return probeTIOCSTI(unix.TIOCSTI) }},
 		{"tiocsti-high-bit", LayerSeccomp, func(context.Context, *Config) (string, string) { return probeTIOCSTI(unix.TIOCSTI | highBit) }},
 		{"tiocsctty", LayerSeccomp, func(context.Context, *Config) (string, string) {
@@ -77,7 +85,8 @@ func reach(what string, nr, a1, a2, a3 uintptr) (string, string) {
 	r, _, e := unix.Syscall(nr, a1, a2, a3)
 	switch e {
 	case 0:
-		if strings.HasPrefix(what, "socket") || what == "io_uring_setup" || what == "userfaultfd" {
+		if strings.HasPrefix(what, "socket") || what == "io_uring_setup" || what == "userfaultfd" ||
+			what == "inotify_init1" || strings.HasPrefix(what, "fanotify_init") {
 			unix.Close(int(r))
 		}
 		return opened("%s succeeded", what)
