@@ -219,8 +219,10 @@ func baselineRules() []rule {
 // process that ran a program or opened a file, live, and two sandboxes
 // could signal each other by opening files in a shared folder. Neither
 // seccomp nor Landlock can tell a bound host folder from the sandbox's
-// own, so inotify goes whole; on ENOSYS libuv, chokidar and watchdog fall
-// back to polling (node's fs.watch throws, which is the documented cost).
+// own, so inotify goes whole. ENOSYS says plainly that the kernel has no
+// such call; a watcher must poll instead (node's fs.watch throws ENOSYS
+// and chokidar reports it unless told usePolling; fs.watchFile works):
+// the documented cost.
 // archWatchCalls adds the legacy inotify_init where the ABI has it.
 var watchCalls = map[string]uint32{"inotify_init1": unix.SYS_INOTIFY_INIT1}
 

@@ -47,9 +47,9 @@ while watching:
 // a program or opened a file there, and two sandboxes could signal each
 // other by opening files in a shared folder. Neither Landlock nor seccomp
 // can tell the host's folders from the sandbox's own, so the calls are
-// refused outright: inotify_init1 (and inotify_init) with ENOSYS, on which
-// libuv, chokidar and watchdog fall back to polling, fanotify_init with
-// EPERM. The test opens the watched host file once the child is ready;
+// refused outright: inotify_init1 (and inotify_init) with ENOSYS, which
+// tells a watcher the kernel has no such call (it must poll), and
+// fanotify_init with EPERM. The test opens the watched host file once the child is ready;
 // the child must not see it.
 func TestRunChildCannotWatchHostActivityInBoundFolders(t *testing.T) {
 	e := newSandboxEnv(t)
