@@ -226,12 +226,18 @@ func baselineRules() []rule {
 // archWatchCalls adds the legacy inotify_init where the ABI has it.
 var watchCalls = map[string]uint32{"inotify_init1": unix.SYS_INOTIFY_INIT1}
 
-// hostWatchRules refuse inotify (watchCalls) and fanotify, whose inode
+// hostWatchRules refuse inotify (watchCalls), fanotify, whose inode
 // marks (FAN_REPORT_FID, allowed without privilege since Linux 5.13) see
-// the same host activity; EPERM is what a kernel that refuses unprivileged
-// fanotify answers.
+// the same host activity (EPERM is what a kernel that refuses
+// unprivileged fanotify answers), and dnotify, inotify's predecessor:
+// fcntl(F_NOTIFY) on any folder the program can open signals it on each
+// access, write, create or delete there; EINVAL is what a kernel built
+// without dnotify answers.
 func hostWatchRules() []rule {
-	rules := []rule{{name: "fanotify_init", nr: unix.SYS_FANOTIFY_INIT, action: retErrno(unix.EPERM)}}
+	rules := []rule{
+		{name: "fanotify_init", nr: unix.SYS_FANOTIFY_INIT, action: retErrno(unix.EPERM)},
+		{name: "fcntl(F_NOTIFY)", nr: unix.SYS_FCNTL, conds: []cond{{arg: 1, op: equal, value: unix.F_NOTIFY}}, action: retErrno(unix.EINVAL)},
+	}
 	for _, calls := range []map[string]uint32{watchCalls, archWatchCalls} {
 		for _, name := range sortedKeys(calls) {
 			rules = append(rules, rule{name: name, nr: calls[name], action: retErrno(unix.ENOSYS)})

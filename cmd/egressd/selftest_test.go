@@ -113,7 +113,7 @@ var allProbes = []string{"tcp-ip-literal-443", "tcp-ip-literal-other-port", "ipv
 	"read-other-integration-state", "read-outside-landlock-list", "environment-secret", "proc-other-fd",
 	"proc-other-cwd-root", "proc-other-environ", "proc-other-mem", "cgroup-host-paths", "inherited-descriptor", "capabilities",
 	"no-new-privs", "nested-user-namespace", "mount", "ptrace", "io_uring", "bpf", "perf_event_open", "keyctl",
-	"userfaultfd", "inotify", "fanotify", "tiocsti", "tiocsti-high-bit", "tiocsctty", "tiocsserial", "socket-vsock-high-bit", "socket-netlink-uevent-high-bit",
+	"userfaultfd", "inotify", "fanotify", "dnotify", "tiocsti", "tiocsti-high-bit", "tiocsctty", "tiocsserial", "socket-vsock-high-bit", "socket-netlink-uevent-high-bit",
 	"socket-packet", "foreign-abi", "x32-abi", "pidfd-getfd-parent", "process-vm-readv-parent", "signal-supervisor", "terminal",
 	"legacy-aio", "mmap-growsdown", "shm-lock", "setsid", "signal-init-sigquit", "attempts-audited"}
 
@@ -167,7 +167,7 @@ func TestSelftestInsecureEnvOnlyReportsTheHolesOpen(t *testing.T) {
 		"write-integration-folder", "write-manifest", "read-audit-log", "read-other-integration-state",
 		"read-outside-landlock-list", "proc-other-fd", "proc-other-cwd-root", "proc-other-environ", "proc-other-mem",
 		"inherited-descriptor", "no-new-privs", "nested-user-namespace", "ptrace", "io_uring", "bpf", "perf_event_open",
-		"keyctl", "userfaultfd", "inotify", "fanotify", "tiocsti", "tiocsctty", "tiocsserial", "pidfd-getfd-parent", "process-vm-readv-parent", "signal-supervisor", "terminal", "attempts-audited",
+		"keyctl", "userfaultfd", "inotify", "fanotify", "dnotify", "tiocsti", "tiocsctty", "tiocsserial", "pidfd-getfd-parent", "process-vm-readv-parent", "signal-supervisor", "terminal", "attempts-audited",
 		"legacy-aio", "mmap-growsdown", "shm-lock", "setsid"}
 	if os.Geteuid() == 0 {
 		mustOpen = append(mustOpen, "write-host-home", "write-system-folders", "capabilities", "mount", "socket-packet")
@@ -201,7 +201,7 @@ func TestSelftestEachLayerSwitchedOffTurnsItsProbesOpen(t *testing.T) {
 		// The terminal ioctls are the filter's too, but with it off the
 		// lent terminal still reaches the program relayed, as a pipe, so
 		// "terminal" stays closed: two layers.
-		{"seccomp", []string{"ptrace", "io_uring", "bpf", "perf_event_open", "keyctl", "userfaultfd", "inotify", "fanotify", "tiocsti", "tiocsctty", "tiocsserial", "process-vm-readv-parent",
+		{"seccomp", []string{"ptrace", "io_uring", "bpf", "perf_event_open", "keyctl", "userfaultfd", "inotify", "fanotify", "dnotify", "tiocsti", "tiocsctty", "tiocsserial", "process-vm-readv-parent",
 			"tiocsti-high-bit", "socket-netlink-uevent-high-bit", "legacy-aio", "mmap-growsdown", "setsid"}},
 		// RLIMIT_MEMLOCK 0 backs the filter's SHM_LOCK rule up.
 		// max_user_namespaces=0 inside backs the filter up.

@@ -44,6 +44,7 @@ func kernelProbes() []probe {
 		{"fanotify", LayerSeccomp, func(context.Context, *Config) (string, string) {
 			return reach("fanotify_init(FAN_REPORT_FID)", unix.SYS_FANOTIFY_INIT, unix.FAN_CLASS_NOTIF|unix.FAN_REPORT_FID|unix.FAN_CLOEXEC, unix.O_RDONLY, 0)
 		}},
+		{"dnotify", LayerSeccomp, probeDnotify},
 		{"tiocsti", LayerSeccomp, func(context.Context, *Config) (string, string) { return probeTIOCSTI(unix.TIOCSTI) }},
 		{"tiocsti-high-bit", LayerSeccomp, func(context.Context, *Config) (string, string) { return probeTIOCSTI(unix.TIOCSTI | highBit) }},
 		{"tiocsctty", LayerSeccomp, func(context.Context, *Config) (string, string) {
@@ -72,6 +73,7 @@ func kernelProbes() []probe {
 }
 
 const (
+	dnAccess         = 1 // DN_ACCESS (linux/fcntl.h), which x/sys/unix does not name
 	highBit          = 1 << 32
 	keySpecSession   = ^uintptr(2) // KEY_SPEC_SESSION_KEYRING, -3
 	uffdUserModeOnly = 1           // UFFD_USER_MODE_ONLY
@@ -333,4 +335,24 @@ func probeVMReadv(context.Context, *Config) (string, string) {
 		}
 	}
 	return closed("process_vm_readv on pid %d's %d threads: %s", ppid, len(tids), short(last))
+}
+
+// probeDnotify asks for access notices on a system folder bound from the
+// host with fcntl(F_NOTIFY), inotify's predecessor. EINVAL is the filter's
+// answer (and a kernel's built without dnotify); success is OPEN. Closing
+// the folder ends the watch.
+func probeDnotify(context.Context, *Config) (string, string) {
+	fd, err := unix.Open("/usr/bin", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return skipped("/usr/bin: %v", err)
+	}
+	defer unix.Close(fd)
+	switch _, err := unix.FcntlInt(uintptr(fd), unix.F_NOTIFY, dnAccess); err {
+	case nil:
+		return opened("fcntl(/usr/bin, F_NOTIFY, DN_ACCESS) succeeded")
+	case unix.EINVAL, unix.EPERM:
+		return closed("fcntl(F_NOTIFY): %v", err)
+	default:
+		return opened("fcntl(F_NOTIFY) reached the kernel: %v", err)
+	}
 }
