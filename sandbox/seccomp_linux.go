@@ -232,11 +232,16 @@ var watchCalls = map[string]uint32{"inotify_init1": unix.SYS_INOTIFY_INIT1}
 // unprivileged fanotify answers), and dnotify, inotify's predecessor:
 // fcntl(F_NOTIFY) on any folder the program can open signals it on each
 // access, write, create or delete there; EINVAL is what a kernel built
-// without dnotify answers.
+// without dnotify answers. And leases: a normal user's sandbox owns the
+// launcher's files bound into it (the launcher's uid is its root), and a
+// lease on one signalled the program at each open on the host and held
+// that open up to lease-break-time (45 s). EINVAL is a kernel's answer
+// without file locking; no integration serves files over SMB or NFS.
 func hostWatchRules() []rule {
 	rules := []rule{
 		{name: "fanotify_init", nr: unix.SYS_FANOTIFY_INIT, action: retErrno(unix.EPERM)},
 		{name: "fcntl(F_NOTIFY)", nr: unix.SYS_FCNTL, conds: []cond{{arg: 1, op: equal, value: unix.F_NOTIFY}}, action: retErrno(unix.EINVAL)},
+		{name: "fcntl(F_SETLEASE)", nr: unix.SYS_FCNTL, conds: []cond{{arg: 1, op: equal, value: unix.F_SETLEASE}}, action: retErrno(unix.EINVAL)},
 	}
 	for _, calls := range []map[string]uint32{watchCalls, archWatchCalls} {
 		for _, name := range sortedKeys(calls) {
