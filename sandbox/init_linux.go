@@ -253,6 +253,10 @@ func startTarget(spec Spec) (int, error) {
 	done := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		if err := unlessOff("cgroupns", hideHostCgroups); err != nil {
+			done <- result{err: step("cgroup namespace", err)}
+			return
+		}
 		if err := unlessOff("caps", dropPrivileges); err != nil {
 			done <- result{err: step("drop privileges", err)}
 			return
@@ -289,6 +293,17 @@ func startTarget(spec Spec) (int, error) {
 	r := <-done
 	return r.pid, r.err
 }
+
+// hideHostCgroups gives this thread, and so the target it forks, a cgroup
+// namespace of its own, rooted at the group the init is in: the
+// sandbox's, which the supervisor moved the init into before it sent the
+// spec. /proc/self/cgroup then shows "/" rather than the host's paths, the
+// launcher's group and egressd's host pid in the group's name; where no
+// group was made (a normal user), the launcher's path is hidden the same
+// way. Namespaces are per thread (the nsproxy), so it is done on the
+// thread that starts the target, while it still has CAP_SYS_ADMIN in the
+// sandbox's user namespace.
+func hideHostCgroups() error { return unix.Unshare(unix.CLONE_NEWCGROUP) }
 
 // superviseTarget forwards SIGINT, SIGTERM and SIGHUP to the target's
 // session, reaps every orphan, and returns the target's exit status.

@@ -212,7 +212,46 @@ func baselineRules() []rule {
 		personas = append(personas, cond{arg: 0, op: notEqual, value: p})
 	}
 	rules = append(rules, rule{name: "personality(other)", nr: unix.SYS_PERSONALITY, conds: personas, action: eperm})
+	rules = append(rules, hostWatchRules()...)
 	return append(rules, hostPoolRules()...)
+}
+
+// watchCalls return ENOSYS: the folders bound read-only into the sandbox
+// (/usr, /etc/ssl/certs) are the host's own inodes, and inotify events are
+// per inode, not per mount or namespace, so a watch there saw every host
+// process that ran a program or opened a file, live, and two sandboxes
+// could signal each other by opening files in a shared folder. Neither
+// seccomp nor Landlock can tell a bound host folder from the sandbox's
+// own, so inotify goes whole. ENOSYS says plainly that the kernel has no
+// such call; a watcher must poll instead (node's fs.watch throws ENOSYS
+// and chokidar reports it unless told usePolling; fs.watchFile works):
+// the documented cost.
+// archWatchCalls adds the legacy inotify_init where the ABI has it.
+var watchCalls = map[string]uint32{"inotify_init1": unix.SYS_INOTIFY_INIT1}
+
+// hostWatchRules refuse inotify (watchCalls), fanotify, whose inode
+// marks (FAN_REPORT_FID, allowed without privilege since Linux 5.13) see
+// the same host activity (EPERM is what a kernel that refuses
+// unprivileged fanotify answers), and dnotify, inotify's predecessor:
+// fcntl(F_NOTIFY) on any folder the program can open signals it on each
+// access, write, create or delete there; EINVAL is what a kernel built
+// without dnotify answers. And leases: a normal user's sandbox owns the
+// launcher's files bound into it (the launcher's uid is its root), and a
+// lease on one signalled the program at each open on the host and held
+// that open up to lease-break-time (45 s). EINVAL is a kernel's answer
+// without file locking; no integration serves files over SMB or NFS.
+func hostWatchRules() []rule {
+	rules := []rule{
+		{name: "fanotify_init", nr: unix.SYS_FANOTIFY_INIT, action: retErrno(unix.EPERM)},
+		{name: "fcntl(F_NOTIFY)", nr: unix.SYS_FCNTL, conds: []cond{{arg: 1, op: equal, value: unix.F_NOTIFY}}, action: retErrno(unix.EINVAL)},
+		{name: "fcntl(F_SETLEASE)", nr: unix.SYS_FCNTL, conds: []cond{{arg: 1, op: equal, value: unix.F_SETLEASE}}, action: retErrno(unix.EINVAL)},
+	}
+	for _, calls := range []map[string]uint32{watchCalls, archWatchCalls} {
+		for _, name := range sortedKeys(calls) {
+			rules = append(rules, rule{name: name, nr: calls[name], action: retErrno(unix.ENOSYS)})
+		}
+	}
+	return rules
 }
 
 // hostPoolRules keep the program out of memory no sandbox bound counts.

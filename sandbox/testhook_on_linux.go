@@ -9,7 +9,7 @@ import (
 )
 
 // testHookEnv names the layers a test switches off, comma-separated:
-// seccomp, caps, landlock, fd, userns-limit; and "setup", which makes the
+// seccomp, caps, landlock, fd, userns-limit, cgroupns; and "setup", which makes the
 // init stall before it reports, as a starved kernel quota made it. Only binaries built with the
 // egressd_testhooks tag read it; the selftest tests build one to prove each
 // probe reports OPEN when the layer that stops it is missing.

@@ -178,8 +178,11 @@ func TestRunCPUSpinnerIsInAGroupWithTheCPUQuota(t *testing.T) {
 	if strings.Contains(strings.Join(inside, "\n"), "cgroupfs visible") {
 		t.Error("the program sees a cgroupfs it could move itself out through")
 	}
-	if !strings.Contains(strings.Join(inside, "\n"), ":cpu:") || !strings.Contains(strings.Join(inside, "\n"), filepath.Base(groups["cpu"])) {
-		t.Errorf("the spinner's /proc/PID/cgroup does not name the sandbox's cpu group:\n%s", strings.Join(inside, "\n"))
+	// Inside, the sandbox's cgroup namespace is rooted at its group: the
+	// spinner's cpu group reads "/", and the host's name for it (with
+	// egressd's host pid) does not show (TestRunChildSeesNoHostCgroupPaths).
+	if !strings.Contains(strings.Join(inside, "\n"), ":cpu:/\n") || strings.Contains(strings.Join(inside, "\n"), filepath.Base(groups["cpu"])) {
+		t.Errorf("the spinner's /proc/PID/cgroup inside is not its namespace's root \"/\" for cpu:\n%s", strings.Join(inside, "\n"))
 	}
 	out, code := proceed()
 	if code != 0 {

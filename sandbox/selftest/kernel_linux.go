@@ -36,6 +36,15 @@ func kernelProbes() []probe {
 		{"userfaultfd", LayerSeccomp, func(context.Context, *Config) (string, string) {
 			return reach("userfaultfd", unix.SYS_USERFAULTFD, unix.O_CLOEXEC|uffdUserModeOnly, 0, 0)
 		}},
+		// A watch on a folder bound from the host sees the host's own
+		// activity there: refused whole, whatever the folder.
+		{"inotify", LayerSeccomp, func(context.Context, *Config) (string, string) {
+			return reach("inotify_init1", unix.SYS_INOTIFY_INIT1, unix.IN_CLOEXEC, 0, 0)
+		}},
+		{"fanotify", LayerSeccomp, func(context.Context, *Config) (string, string) {
+			return reach("fanotify_init(FAN_REPORT_FID)", unix.SYS_FANOTIFY_INIT, unix.FAN_CLASS_NOTIF|unix.FAN_REPORT_FID|unix.FAN_CLOEXEC, unix.O_RDONLY, 0)
+		}},
+		{"dnotify", LayerSeccomp, probeDnotify},
 		{"tiocsti", LayerSeccomp, func(context.Context, *Config) (string, string) { return probeTIOCSTI(unix.TIOCSTI) }},
 		{"tiocsti-high-bit", LayerSeccomp, func(context.Context, *Config) (string, string) { return probeTIOCSTI(unix.TIOCSTI | highBit) }},
 		{"tiocsctty", LayerSeccomp, func(context.Context, *Config) (string, string) {
@@ -64,6 +73,7 @@ func kernelProbes() []probe {
 }
 
 const (
+	dnAccess         = 1 // DN_ACCESS (linux/fcntl.h), which x/sys/unix does not name
 	highBit          = 1 << 32
 	keySpecSession   = ^uintptr(2) // KEY_SPEC_SESSION_KEYRING, -3
 	uffdUserModeOnly = 1           // UFFD_USER_MODE_ONLY
@@ -77,7 +87,8 @@ func reach(what string, nr, a1, a2, a3 uintptr) (string, string) {
 	r, _, e := unix.Syscall(nr, a1, a2, a3)
 	switch e {
 	case 0:
-		if strings.HasPrefix(what, "socket") || what == "io_uring_setup" || what == "userfaultfd" {
+		if strings.HasPrefix(what, "socket") || what == "io_uring_setup" || what == "userfaultfd" ||
+			what == "inotify_init1" || strings.HasPrefix(what, "fanotify_init") {
 			unix.Close(int(r))
 		}
 		return opened("%s succeeded", what)
@@ -324,4 +335,24 @@ func probeVMReadv(context.Context, *Config) (string, string) {
 		}
 	}
 	return closed("process_vm_readv on pid %d's %d threads: %s", ppid, len(tids), short(last))
+}
+
+// probeDnotify asks for access notices on a system folder bound from the
+// host with fcntl(F_NOTIFY), inotify's predecessor. EINVAL is the filter's
+// answer (and a kernel's built without dnotify); success is OPEN. Closing
+// the folder ends the watch.
+func probeDnotify(context.Context, *Config) (string, string) {
+	fd, err := unix.Open("/usr/bin", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return skipped("/usr/bin: %v", err)
+	}
+	defer unix.Close(fd)
+	switch _, err := unix.FcntlInt(uintptr(fd), unix.F_NOTIFY, dnAccess); err {
+	case nil:
+		return opened("fcntl(/usr/bin, F_NOTIFY, DN_ACCESS) succeeded")
+	case unix.EINVAL, unix.EPERM:
+		return closed("fcntl(F_NOTIFY): %v", err)
+	default:
+		return opened("fcntl(F_NOTIFY) reached the kernel: %v", err)
+	}
 }

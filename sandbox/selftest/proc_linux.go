@@ -16,8 +16,25 @@ func procProbes() []probe {
 		{"proc-other-cwd-root", LayerPID, func(context.Context, *Config) (string, string) { return procOpen("cwd", "root") }},
 		{"proc-other-environ", LayerPID, func(context.Context, *Config) (string, string) { return procOpen("environ") }},
 		{"proc-other-mem", LayerPID, func(context.Context, *Config) (string, string) { return procOpen("mem") }},
+		{"cgroup-host-paths", LayerCgroupNS, probeCgroupPaths},
 		{"inherited-descriptor", LayerFD, probeInherited},
 	}
+}
+
+// probeCgroupPaths reads /proc/self/cgroup: in the sandbox's own cgroup
+// namespace every path is "/"; any other is the host's (the launcher's
+// group, egressd's host pid in the sandbox group's name).
+func probeCgroupPaths(context.Context, *Config) (string, string) {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return skipped("/proc/self/cgroup: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && parts[2] != "/" {
+			return opened("/proc/self/cgroup shows the host path %q", line)
+		}
+	}
+	return closed("/proc/self/cgroup shows only \"/\"")
 }
 
 // maxProcs bounds the walk: outside a sandbox /proc holds the whole host.

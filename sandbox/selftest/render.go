@@ -23,9 +23,10 @@ var fixes = map[string]string{
 	LayerCaps: "The program holds capabilities or may gain them. Report this output as a bug.",
 	LayerEnv: "A launcher variable the manifest does not declare crossed. Remove it from env_passthrough and --env, or " +
 		"unset it in the service's environment.",
-	LayerFD:  "A descriptor leaked to egressd reached the program. Report this output as a bug; meanwhile have the launcher close its descriptors.",
-	LayerPID: "The program can reach another process (its descriptors, memory, variables, or signals). Report this output as a bug.",
-	LayerUTS: "The host's hostname is visible inside the sandbox. Report this output as a bug.",
+	LayerFD:       "A descriptor leaked to egressd reached the program. Report this output as a bug; meanwhile have the launcher close its descriptors.",
+	LayerPID:      "The program can reach another process (its descriptors, memory, variables, or signals). Report this output as a bug.",
+	LayerUTS:      "The host's hostname is visible inside the sandbox. Report this output as a bug.",
+	LayerCgroupNS: "The host's cgroup paths (the launcher's group, egressd's host pid) are visible inside the sandbox. Report this output as a bug.",
 	LayerAudit: "The program's attempts to get out left no trace in egressd's audit log, so a reviewer cannot see them. " +
 		"Report this output as a bug.",
 	LayerTTY: "The program can reconfigure the terminal it shares with the user while it runs (echo, line discipline, output flow, " +

@@ -36,6 +36,7 @@ const (
 	LayerFD       = "fd hygiene"
 	LayerPID      = "pid namespace"
 	LayerUTS      = "UTS namespace"
+	LayerCgroupNS = "cgroup namespace"
 	LayerTTY      = "terminal" // the program must not hold the user's terminal
 	LayerAudit    = "audit log"
 )
