@@ -19,7 +19,8 @@ func runState(args []string, stdout, stderr io.Writer) int {
 
 list shows what version memory holds for each id and folder, and what waits
 for "egressd approve". forget removes an id: its next load is a first load,
-with any list, so use it only to undo a mistake.`, stderr)
+with any list, so use it only to undo a mistake. It refuses while a folder
+bound to the id holds an id change, pending or approved, that has not loaded.`, stderr)
 	state := fs.String("state", policy.DefaultStateDir(), "version memory directory")
 	pos, err := parseAnywhere(fs, args)
 	if err != nil {
