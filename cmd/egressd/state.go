@@ -36,12 +36,12 @@ bound to the id holds an id change, pending or approved, that has not loaded.`, 
 				return exitOK
 			}
 		}
-		fmt.Fprintln(stderr, "egressd state:", err)
+		printLine(stderr, "egressd state: %v", err) // the state folder may be the service user's: nothing of it reaches the terminal raw
 		return exitFail
 	case len(pos) == 2 && pos[0] == "forget":
 		mem, err := openExistingMemory(*state, false)
 		if err != nil {
-			fmt.Fprintln(stderr, "egressd state:", err)
+			printLine(stderr, "egressd state: %v", err)
 			return exitFail
 		}
 		r, dropped, err := mem.Forget(pos[1])
