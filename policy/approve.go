@@ -330,7 +330,8 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 // with any list: the operator's deliberate way out. It refuses while a
 // place bound to id holds an id change that waits for approval: dropping
 // the binding would make the new id's next load a first load too, which
-// releases the change unapproved. It returns the id changes it dropped.
+// releases the change unapproved; and while that change is approved but
+// not loaded yet, for the same reason. It returns the id changes it dropped.
 func (m *Memory) Forget(id string) (Record, []string, error) {
 	var r Record
 	var dropped []string
@@ -339,10 +340,18 @@ func (m *Memory) Forget(id string) (Record, []string, error) {
 		found := false
 		r, found = s.IDs[id]
 		for _, place := range sortedKeys(s.Folders) {
-			if f := s.Folders[place]; f.ID == id && f.Pending != nil && !f.Pending.Approved {
-				p := f.Pending
-				return fmt.Errorf("%s, bound to %s, holds an id change to %s %s that waits for approval; forgetting %s would let %s load as a first load, with any list. Approve the change first (%s), or restore the manifest's id, then forget %s (%s)", place, id, p.ID, p.Version, id, p.ID, ApproveCommandFor(place, p.Digest, p.ID, p.Version), id, m.where())
+			f := s.Folders[place]
+			if f.ID != id || f.Pending == nil {
+				continue
 			}
+			p := f.Pending
+			if p.Approved {
+				// The approval is bound to this folder's binding: without it the
+				// new id's next load is a first load, with whatever list it has
+				// by then, and the approval covers nothing.
+				return fmt.Errorf("%s, bound to %s, holds an approved id change to %s %s that has not loaded yet; forgetting %s now would let %s load as a first load, with any list. Let egressd load it first (a reload of serve, or the next run), then forget %s (%s)", place, id, p.ID, p.Version, id, p.ID, id, m.where())
+			}
+			return fmt.Errorf("%s, bound to %s, holds an id change to %s %s that waits for approval; forgetting %s would let %s load as a first load, with any list. Approve the change first (%s), or restore the manifest's id, then forget %s (%s)", place, id, p.ID, p.Version, id, p.ID, ApproveCommandFor(place, p.Digest, p.ID, p.Version), id, m.where())
 		}
 		delete(s.IDs, id)
 		for _, place := range sortedKeys(s.Folders) {

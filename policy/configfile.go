@@ -135,6 +135,15 @@ func LoadConfig(file string) (Config, error) {
 			c.Integrations[i].Manifest = filepath.Join(filepath.Dir(file), in.Manifest)
 		}
 	}
+	// state_dir and audit.path are the config file's folder's, like
+	// manifests: read against the working directory, a start from another
+	// folder would make a new, empty version memory.
+	if c.StateDir != "" && !filepath.IsAbs(c.StateDir) {
+		c.StateDir = filepath.Join(filepath.Dir(file), c.StateDir)
+	}
+	if p := c.Audit.Path; p != "" && p != "-" && !filepath.IsAbs(p) {
+		c.Audit.Path = filepath.Join(filepath.Dir(file), p)
+	}
 	var ps problems
 	c.TLS = c.TLS.relativeTo(filepath.Dir(file))
 	for i := range c.Integrations {

@@ -134,3 +134,24 @@ func TestSandboxMemoryBoundThatCouldFillFileMaxIsWarned(t *testing.T) {
 		t.Fatalf("warned with fs.file-max unknown: %s", msg)
 	}
 }
+
+// TestRelativeStateDirAndAuditPathResolveAgainstTheConfigFile is the sixth
+// attacker's b5: a relative state_dir was read against serve's working
+// directory, so serve started from another folder made a new, empty
+// version memory (a pending widening then loaded as a first load). Like
+// manifests, relative paths in the config are the config file's folder's.
+func TestRelativeStateDirAndAuditPathResolveAgainstTheConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "egressd.yaml")
+	if err := os.WriteFile(file, []byte("state_dir: st\naudit: {path: logs/audit.log}\nintegrations:\n  - manifest: m\n    listen: 127.0.0.1:0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	c, err := LoadConfig(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.StateDir != filepath.Join(dir, "st") || c.Audit.Path != filepath.Join(dir, "logs", "audit.log") {
+		t.Fatalf("state_dir %q, audit.path %q: not under %s", c.StateDir, c.Audit.Path, dir)
+	}
+}

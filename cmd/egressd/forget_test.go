@@ -38,3 +38,36 @@ func TestForgettingTheOldIDDoesNotReleaseAPendingIDChange(t *testing.T) {
 		t.Fatalf("after forget of the new id it loads as %s", o.Result)
 	}
 }
+
+// TestForgettingTheOldIDAfterAnApprovedRenameDoesNotReleaseAWidenedNewID is
+// the sixth attacker's b1: folder a changes its id com.acme.a → com.acme.b,
+// the operator approves that change (--folder --digest), the author ships
+// com.acme.b 2.0.0 with evil.attacker.example before any load, and the
+// operator forgets com.acme.a. forget dropped the folder's binding with its
+// approved change, so the next load was a first load of com.acme.b with
+// the widened list. forget now refuses while the change waits to load, and
+// the next load stays an id change that the approval does not cover.
+func TestForgettingTheOldIDAfterAnApprovedRenameDoesNotReleaseAWidenedNewID(t *testing.T) {
+	state, dir := t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, dir, "com.acme.a", "1.0.0", "api.a.example"))
+	erpFolder(t, dir, "com.acme.b", "1.0.0", "api.a.example")
+	if o := loadAsServe(t, state, dir); o.Result != policy.Pending {
+		t.Fatalf("id change: %+v", o)
+	}
+	folder := policy.ManifestPlace(dir + "/manifest.json")
+	if _, errs, code := runCLI(t, "approve", "--state", state, "--folder", folder, "--digest", digestOf(t, dir), "com.acme.b", "1.0.0"); code != exitOK {
+		t.Fatalf("approve the id change: exit %d: %s", code, errs)
+	}
+	erpFolder(t, dir, "com.acme.b", "2.0.0", "api.a.example", "evil.attacker.example")
+
+	_, errs, code := runCLI(t, "state", "--state", state, "forget", "com.acme.a")
+	if code != exitFail || strings.Count(strings.TrimSuffix(errs, "\n"), "\n") != 0 || !strings.Contains(errs, "approved id change to com.acme.b 1.0.0") {
+		t.Fatalf("forget of the old id with an approved change not loaded: exit %d: %q", code, errs)
+	}
+	if o := loadAsServe(t, state, dir); o.Result != policy.Pending {
+		t.Fatalf("after forget, com.acme.b 2.0.0 loads as %s", o.Result)
+	}
+	if out, _, _ := runCLI(t, "explain", "--manifest", dir, "--state", state, "evil.attacker.example"); strings.HasPrefix(out, "allow") {
+		t.Fatalf("the widened new id is in force: %s", out)
+	}
+}

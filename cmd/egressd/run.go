@@ -370,6 +370,11 @@ func (r *runSetup) openAudit(f runFlags, stateDir, name string) error {
 		if err := os.MkdirAll(filepath.Join(stateDir, "audit"), 0o700); err != nil {
 			return err
 		}
+		// The state folder may be the service user's: a symlink there would
+		// have root create the log and rename NAME.lastrun wherever it points.
+		if st, err := os.Lstat(filepath.Join(stateDir, "audit")); err != nil || !st.IsDir() {
+			return fmt.Errorf("%s is not a folder (a symlink or another file); egressd does not follow it: remove it, and egressd makes the folder", filepath.Join(stateDir, "audit"))
+		}
 		path = filepath.Join(stateDir, "audit", name+"."+strconv.Itoa(os.Getpid())+".log")
 		runLink = filepath.Join(stateDir, "audit", name+".lastrun")
 	}

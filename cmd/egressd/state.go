@@ -19,7 +19,8 @@ func runState(args []string, stdout, stderr io.Writer) int {
 
 list shows what version memory holds for each id and folder, and what waits
 for "egressd approve". forget removes an id: its next load is a first load,
-with any list, so use it only to undo a mistake.`, stderr)
+with any list, so use it only to undo a mistake. It refuses while a folder
+bound to the id holds an id change, pending or approved, that has not loaded.`, stderr)
 	state := fs.String("state", policy.DefaultStateDir(), "version memory directory")
 	pos, err := parseAnywhere(fs, args)
 	if err != nil {
@@ -35,12 +36,12 @@ with any list, so use it only to undo a mistake.`, stderr)
 				return exitOK
 			}
 		}
-		fmt.Fprintln(stderr, "egressd state:", err)
+		printLine(stderr, "egressd state: %v", err) // the state folder may be the service user's: nothing of it reaches the terminal raw
 		return exitFail
 	case len(pos) == 2 && pos[0] == "forget":
 		mem, err := openExistingMemory(*state, false)
 		if err != nil {
-			fmt.Fprintln(stderr, "egressd state:", err)
+			printLine(stderr, "egressd state: %v", err)
 			return exitFail
 		}
 		r, dropped, err := mem.Forget(pos[1])

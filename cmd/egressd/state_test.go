@@ -150,3 +150,25 @@ func digestOf(t *testing.T, dir string) string {
 	}
 	return m.Digest()
 }
+
+// TestStateListEscapesAHandEditedKey is the sixth attacker's b3: the
+// service user's versions.json held an id key with OSC and CSI sequences
+// and a newline; "state list" printed it raw to root's terminal through
+// its "corrupt" error. Every field is escaped, and the error is one line.
+func TestStateListEscapesAHandEditedKey(t *testing.T) {
+	state, dir := t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "1.0.0", "a.example.com"))
+	file := filepath.Join(state, "versions.json")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := `"\u001b]0;all clear\u0007\u001b[2J\n\u001b[32mnothing pending": {}, "com.acme.erp"`
+	if err := os.WriteFile(file, []byte(strings.Replace(string(data), `"com.acme.erp"`, evil, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := runCLI(t, "state", "--state", state, "list")
+	if code != exitFail || strings.ContainsAny(out+errs, "\x1b\x07") || strings.Count(errs, "\n") != 1 {
+		t.Fatalf("exit %d: %q %q", code, out, errs)
+	}
+}
