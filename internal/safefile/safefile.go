@@ -45,6 +45,9 @@ func readOpened(f *os.File, path string, max int64) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: is %s, not a regular file", path, kind(st.Mode()))
 	}
+	if err := onPseudoFS(f, path); err != nil {
+		return nil, err
+	}
 	return readAll(f, path, max)
 }
 
@@ -82,6 +85,10 @@ func OpenRegular(path string) (*os.File, error) {
 	if !st.Mode().IsRegular() {
 		f.Close()
 		return nil, fmt.Errorf("%s: is %s, not a regular file", path, kind(st.Mode()))
+	}
+	if err := onPseudoFS(f, path); err != nil {
+		f.Close()
+		return nil, err
 	}
 	return f, nil
 }
@@ -242,6 +249,9 @@ func ReadRegularAt(dir *os.File, name, path string, max int64) ([]byte, error) {
 	}
 	if !info.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: is %s, not a regular file", path, kind(info.Mode()))
+	}
+	if err := onPseudoFS(f, path); err != nil {
+		return nil, err
 	}
 	return readAll(f, path, max)
 }

@@ -76,3 +76,22 @@ func TestReadDirRefusesAFIFOWithoutBlocking(t *testing.T) {
 		t.Fatalf("ReadDir = %v", err)
 	}
 }
+
+// TestAKernelPseudoFileIsNotARegularFile is issue 17's seventh attacker:
+// a manifest linked to /proc/kmsg (regular and empty by its stat) blocked
+// the loader until the kernel logged a megabyte, freezing serve's start
+// and every later reload. Files of procfs and sysfs are refused at once.
+func TestAKernelPseudoFileIsNotARegularFile(t *testing.T) {
+	for _, p := range []string{"/proc/self/status", "/proc/kmsg", "/sys/kernel/uevent_seqnum"} {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		if _, err := ReadRegular(p, 1<<20); err == nil || !strings.Contains(err.Error(), "of the kernel's") {
+			t.Errorf("ReadRegular(%s): %v", p, err)
+		}
+		if f, err := OpenRegular(p); err == nil {
+			f.Close()
+			t.Errorf("OpenRegular(%s) opened it", p)
+		}
+	}
+}
