@@ -154,8 +154,6 @@ func dispatch(cmd string, rest []string, stdout, stderr io.Writer) int {
 	return exitUsage
 }
 
-// newFlagSet is a subcommand's flag set: its errors and usage go to stderr,
-// the usage text before the flags.
 // parseAnywhere parses fs's flags wherever they stand among args, before,
 // between or after the positional arguments ("egressd approve ID VERSION
 // --state DIR" is how many CLIs are typed), and returns the positional
@@ -178,6 +176,8 @@ func parseAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// newFlagSet is a subcommand's flag set: its errors and usage go to stderr,
+// the usage text before the flags.
 func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
