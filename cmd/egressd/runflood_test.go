@@ -16,7 +16,8 @@ import (
 // limits.max_handshakes it is closed at once and audited, folded. The
 // child opens 40 idle connections with max_handshakes 8: the last is
 // closed by egressd (EOF), 32 refusals are audited, and once the child
-// lets its 8 go, its CONNECT is served.
+// lets its 8 go, its CONNECT is served (retried: egressd sees the 8 close
+// asynchronously, so curl may come first and be refused at accept).
 func TestRunIdleFloodOnTheSandboxProxyIsBoundedFromAccept(t *testing.T) {
 	e := newSandboxEnv(t)
 	if _, err := exec.LookPath("bash"); err != nil {
@@ -28,7 +29,7 @@ func TestRunIdleFloodOnTheSandboxProxyIsBoundedFromAccept(t *testing.T) {
 for i in $(seq 10 49); do eval "exec $i<>/dev/tcp/$host/$port" || exit 9; done
 read -t 30 -u 49; echo "last read rc=$?"
 for i in $(seq 10 49); do eval "exec $i>&-"; done
-curl -sS -m 10 --cacert ca.pem ` + e.url("api.allowed.example") + `; echo; echo curl rc=$?`
+curl -sS -m 10 --retry 8 --retry-all-errors --cacert ca.pem ` + e.url("api.allowed.example") + `; echo; echo curl rc=$?`
 	cmd := exec.Command(egressdBinary(t), "run", "--config", cfg, "--state", e.state, "--audit-log", e.audit, "--resolver", e.dns.Addr,
 		"--allow-private", "127.0.0.2/32", "--allow-port", e.port, e.dir, "--", "/bin/bash", "-c", script)
 	out, err := cmd.CombinedOutput()
@@ -49,7 +50,9 @@ curl -sS -m 10 --cacert ca.pem ` + e.url("api.allowed.example") + `; echo; echo 
 			}
 		}
 	}
-	if refused != 32 {
-		t.Fatalf("%d refusals at accept audited, want 32:\n%s", refused, e.auditLog())
+	// curl may come before egressd has seen the 8 close, and be refused
+	// (and audited) too, then retry: at most its 8 retries more.
+	if refused < 32 || refused > 32+8 {
+		t.Fatalf("%d refusals at accept audited, want 32 (and at most curl's 8 retries):\n%s", refused, e.auditLog())
 	}
 }
