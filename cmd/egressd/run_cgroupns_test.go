@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,14 +41,7 @@ func TestRunNormalUsersChildSeesNoLauncherCgroupPaths(t *testing.T) {
 		t.Skipf("no cgroup namespace here: %v", err)
 	}
 	const uid, gid = 64992, 64992
-	bin := filepath.Join(t.TempDir(), "egressd")
-	copyExecutable(t, egressdBinary(t), bin)
-	for _, d := range []string{filepath.Dir(bin), filepath.Dir(e.dir), filepath.Dir(e.state)} {
-		os.Chmod(d, 0o755)
-	}
-	for _, d := range []string{e.dir, e.state} {
-		filepath.Walk(d, func(p string, _ os.FileInfo, _ error) error { return os.Chown(p, uid, gid) })
-	}
+	bin := e.binaryForUser(uid, gid)
 	cmd := e.command(cgroupScript)
 	cmd.Path, cmd.Args[0] = bin, bin
 	cmd.Env = append(cmd.Env, "HOME="+e.state)

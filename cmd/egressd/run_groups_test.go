@@ -37,14 +37,7 @@ func TestRunLauncherGroupCannotReadAGroupSecretUnderEtc(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	bin := filepath.Join(t.TempDir(), "egressd")
-	copyExecutable(t, egressdBinary(t), bin)
-	for _, d := range []string{filepath.Dir(bin), filepath.Dir(e.dir), filepath.Dir(e.state)} {
-		os.Chmod(d, 0o755)
-	}
-	for _, d := range []string{e.dir, e.state} {
-		filepath.Walk(d, func(p string, _ os.FileInfo, _ error) error { return os.Chown(p, uid, gid) })
-	}
+	bin := e.binaryForUser(uid, gid)
 	cmd := e.command(`cat ` + secret + ` 2>&1; echo rc=$?`)
 	cmd.Path, cmd.Args[0] = bin, bin
 	cmd.Env = append(cmd.Env, "HOME="+e.state)
@@ -53,6 +46,21 @@ func TestRunLauncherGroupCannotReadAGroupSecretUnderEtc(t *testing.T) {
 	if strings.Contains(out, "HOST-PRIVATE-KEY") || !strings.Contains(out, "rc=") {
 		t.Fatalf("the program read a group-only secret under /etc:\nstdout %s\nstderr %s", out, errs)
 	}
+}
+
+// binaryForUser hands e's integration folder and state to uid:gid and
+// returns a copy of egressd that user can run (the test binary's folder
+// is root's alone).
+func (e *sandboxEnv) binaryForUser(uid, gid int) string {
+	bin := filepath.Join(e.t.TempDir(), "egressd")
+	copyExecutable(e.t, egressdBinary(e.t), bin)
+	for _, d := range []string{filepath.Dir(bin), filepath.Dir(e.dir), filepath.Dir(e.state)} {
+		os.Chmod(d, 0o755)
+	}
+	for _, d := range []string{e.dir, e.state} {
+		filepath.Walk(d, func(p string, _ os.FileInfo, _ error) error { return os.Chown(p, uid, gid) })
+	}
+	return bin
 }
 
 func copyExecutable(t *testing.T, from, to string) {

@@ -26,14 +26,7 @@ func TestRunChildCannotLeaseALaunchersFileToSeeItOpened(t *testing.T) {
 	}
 	e := newSandboxEnv(t)
 	const uid, gid = 64993, 64993
-	bin := filepath.Join(t.TempDir(), "egressd")
-	copyExecutable(t, egressdBinary(t), bin)
-	for _, d := range []string{filepath.Dir(bin), filepath.Dir(e.dir), filepath.Dir(e.state)} {
-		os.Chmod(d, 0o755)
-	}
-	for _, d := range []string{e.dir, e.state} {
-		filepath.Walk(d, func(p string, _ os.FileInfo, _ error) error { return os.Chown(p, uid, gid) })
-	}
+	bin := e.binaryForUser(uid, gid)
 	cmd := e.command(`exec /usr/bin/python3 -c '
 import fcntl, os, signal
 signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGIO])

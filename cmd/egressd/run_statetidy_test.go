@@ -25,14 +25,7 @@ func TestRunSetuidFileUnderAnUnreadableFolderIsClearedAndTheNextRunStarts(t *tes
 	}
 	e := newSandboxEnv(t)
 	const uid, gid = 64990, 64990
-	bin := filepath.Join(t.TempDir(), "egressd")
-	copyExecutable(t, egressdBinary(t), bin)
-	for _, d := range []string{filepath.Dir(bin), filepath.Dir(e.dir), filepath.Dir(e.state)} {
-		os.Chmod(d, 0o755)
-	}
-	for _, d := range []string{e.dir, e.state} {
-		filepath.Walk(d, func(p string, _ os.FileInfo, _ error) error { return os.Chown(p, uid, gid) })
-	}
+	bin := e.binaryForUser(uid, gid)
 	outside := filepath.Join(t.TempDir(), "outside") // a symlink's target the walk must not touch
 	os.Mkdir(outside, 0o100)
 	os.Chown(outside, uid, gid)
