@@ -11,6 +11,7 @@ import (
 
 	"github.com/egressd/egressd/audit"
 	"github.com/egressd/egressd/policy"
+	"golang.org/x/net/http/httpguts"
 )
 
 // headGuard is an accepted connection until its request head is handed to
@@ -137,7 +138,7 @@ func (l *firstLine) target() requestTarget {
 	line := strings.TrimSuffix(string(l.b), "\r")
 	l.mu.Unlock()
 	fields := strings.FieldsFunc(line, isASCIISpace)
-	if len(fields) < 2 || len(fields[0]) > 16 || strings.IndexFunc(fields[0], func(r rune) bool { return !isTokenChar(r) }) >= 0 {
+	if len(fields) < 2 || len(fields[0]) > 16 || strings.IndexFunc(fields[0], func(r rune) bool { return !httpguts.IsTokenRune(r) }) >= 0 {
 		return requestTarget{raw: line}
 	}
 	return requestTarget{method: fields[0], raw: fields[1]}
@@ -146,11 +147,6 @@ func (l *firstLine) target() requestTarget {
 // isASCIISpace reports whether r is ASCII whitespace: space, tab, line
 // feed, vertical tab, form feed or carriage return.
 func isASCIISpace(r rune) bool { return r == ' ' || (r >= '\t' && r <= '\r') }
-
-// isTokenChar reports whether r may appear in an HTTP method (RFC 9110 tchar).
-func isTokenChar(r rune) bool {
-	return r < 0x7f && r > ' ' && !strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r)
-}
 
 // name puts t on ev: the canonical host and port when the target parses,
 // and the raw target, escaped and capped by the writer, as every CONNECT
