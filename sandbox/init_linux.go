@@ -78,6 +78,9 @@ func InitMain() int {
 	if err := bringUpLoopback(); err != nil {
 		return fail(err)
 	}
+	if err := unlessOff("connections", func() error { return boundConnections(spec.Limits.TCPConnections()) }); err != nil {
+		return fail(step("TCP connection bound", err))
+	}
 	names, files, err := openListeners(spec.CapturePorts)
 	if err != nil {
 		return fail(err)

@@ -69,6 +69,26 @@ const (
 	TCPBufferBound = "256 KiB per socket each way (tcp_rmem, tcp_wmem)"
 )
 
+// A connection the program has not accepted is charged to no cgroup
+// (boundConnections), so the sandbox's TCP connections are counted instead:
+// at most TCPConnections at once, so many that, each holding a full
+// receive queue (tcpBuffers) and its socket, they take no more than
+// unacceptedShare of TotalMemoryMB outside the cgroup.
+const (
+	unacceptedShare = 4 // a quarter
+	// connectionBytes is what one unaccepted connection can hold: a
+	// full receive queue (tcp_rmem's max) and its sockets.
+	connectionBytes = 256<<10 + 8<<10
+	// MinTCPConnections is the count allowed however small the memory
+	// bound: a program needs a few connections to its proxy.
+	MinTCPConnections = 16
+)
+
+// TCPConnections is the most TCP connections the sandbox holds at once.
+func (l Limits) TCPConnections() int {
+	return max(MinTCPConnections, (l.TotalMemoryMB<<20)/unacceptedShare/connectionBytes)
+}
+
 // DefaultLimits are the bounds when the operator sets none.
 var DefaultLimits = Limits{Processes: 256, OpenFiles: 1024, MemoryMB: 1024, FileSizeMB: 256, TmpMB: 64, HomeMB: 64, TmpfsInodes: 16384, StateMB: 1024,
 	TotalMemoryMB: 1024, CPUs: 1}

@@ -25,6 +25,10 @@ func main() {
 		os.Exit(2)
 	}
 	switch os.Args[1] {
+	case "tcpqueue":
+		conns, _ := strconv.Atoi(os.Args[2])
+		size, _ := strconv.Atoi(os.Args[3])
+		tcpQueue(conns, size, os.Args[4])
 	case "walk":
 		walk(os.Args[2], os.Args[3])
 	case "highbits":

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/egressd/egressd/sandbox"
+)
+
+// tcpQueueLimits is a sandbox of 128 MB: at most 124 TCP connections.
+const tcpQueueLimits = "sandbox_limits:\n  total_memory_mb: 128\n"
+
+// tcpQueueAttack runs the probe's tcpqueue mode (400 connections of 16 KiB
+// each to its own listener) and checks what the namespace holds against
+// the bound derived from the config: no more connections than
+// TCPConnections, no more bytes queued than a full receive queue each,
+// and the connections past the bound refused, not left to hang.
+func tcpQueueAttack(t *testing.T, accept string) {
+	e := newSandboxEnv(t)
+	out, errs, code := runCmd(t, e.configuredProbe(tcpQueueLimits, "tcpqueue", "400", "16384", accept))
+	var made, refused, held, queued, accepted int
+	line := out[strings.Index(out, "made "):]
+	if _, err := fmt.Sscanf(line, "made %d refused %d held %d queued %d accepted %d", &made, &refused, &held, &queued, &accepted); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v:\n%s%s", code, err, out, errs)
+	}
+	bound := sandbox.Limits{TotalMemoryMB: 128}.TCPConnections()
+	const rmemMax = 256 << 10 // tcp_rmem's max in the sandbox
+	if held > bound || made > bound {
+		t.Errorf("the sandbox made %d connections and %d are held on its listener, past its bound of %d:\n%s", made, held, bound, out)
+	}
+	if queued > bound*rmemMax {
+		t.Errorf("%d MB queued on connections, past %d connections of %d KiB", queued>>20, bound, rmemMax>>10)
+	}
+	if refused != 400-made {
+		t.Errorf("%d connections neither made nor refused (the bound must refuse at once, not drop):\n%s", 400-made-refused, out)
+	}
+	if made < bound-1 {
+		t.Errorf("only %d connections made under a bound of %d:\n%s", made, bound, out)
+	}
+}
+
+// TestRunUnacceptedConnectionsCannotPinHostTCPMemory: the kernel charges a
+// socket to a memory cgroup only at accept(), so connections queued on a
+// listener in the sandbox and never accepted were charged to no cgroup; a
+// program that connected 4,096 times a listener, wrote 64 KiB and closed
+// its end pinned 256 MB of host TCP memory per listener, 1.36 GB with a
+// 5 MB group. The sandbox's TCP connections are now counted.
+func TestRunUnacceptedConnectionsCannotPinHostTCPMemory(t *testing.T) {
+	tcpQueueAttack(t, "0")
+}
+
+// TestRunDataQueuedBeforeAcceptCannotOverrunTheTCPBound: data queued on a
+// connection before accept() is charged at accept with no regard to
+// memory.kmem.tcp (500 connections: 96 MB over a 64 MB limit). The
+// connection count bounds it too: at most TCPConnections full queues.
+func TestRunDataQueuedBeforeAcceptCannotOverrunTheTCPBound(t *testing.T) {
+	tcpQueueAttack(t, "1")
+}
+
+// TestRunManyShortConnectionsAreNotRefusedByTheConnectionBound: the bound
+// counts connections alive at once, not connections made; a program that
+// opens and closes thousands in a row, many times its bound, is refused
+// none.
+func TestRunManyShortConnectionsAreNotRefusedByTheConnectionBound(t *testing.T) {
+	e := newSandboxEnv(t)
+	out, errs, code := runCmd(t, e.configuredProbe(tcpQueueLimits, "tcpqueue", "3000", "1024", "2"))
+	if !strings.Contains(out, "made 3000 refused 0 ") || code != 0 {
+		t.Fatalf("exit %d:\n%s%s", code, out, errs)
+	}
+}

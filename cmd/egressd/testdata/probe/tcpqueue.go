@@ -1,0 +1,90 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// tcpQueue attacks the host's TCP memory from a listener in the sandbox:
+// it makes conns connections to its own listener, writes size bytes on
+// each and closes the client end, so no descriptor stays open; with accept
+// "1" it accepts each one and never reads it. It reports how many
+// connections the kernel let in, how many were refused, and what the
+// namespace's sockets on that port hold (its /proc/net/tcp).
+//
+// With accept "2" it is no attack but a busy program: each connection is
+// accepted, read and closed at both ends, and none must be refused.
+func tcpQueue(conns, size int, accept string) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println("listen:", err)
+		return
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	data := make([]byte, size)
+	var kept []net.Conn // the accepted ends, held unread
+	made, refused := 0, 0
+	for range conns {
+		c, err := net.Dial("tcp4", ln.Addr().String())
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			refused++
+			continue
+		} else if err != nil {
+			fmt.Println("dial:", err)
+			break
+		}
+		made++
+		c.Write(data) // queued before any accept: the kernel charges it at accept, past any limit
+		if accept != "0" {
+			a, err := ln.Accept()
+			if err != nil {
+				fmt.Println("accept:", err)
+				break
+			}
+			if accept == "2" {
+				io.ReadFull(a, data)
+				a.Close()
+			} else {
+				kept = append(kept, a)
+			}
+		}
+		c.Close()
+	}
+	held, bytes := queuedOn(port)
+	fmt.Printf("made %d refused %d held %d queued %d accepted %d\n", made, refused, held, bytes, len(kept))
+	if d, err := time.ParseDuration(os.Getenv("PROBE_HOLD")); err == nil {
+		time.Sleep(d)
+	}
+	ln.Close() // not before: a listener's close resets what it holds
+}
+
+// queuedOn counts the namespace's sockets on local port that are not the
+// listener, and the bytes in their receive queues.
+func queuedOn(port int) (held, bytes int) {
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		fmt.Println("/proc/net/tcp:", err)
+		return -1, -1
+	}
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[3] == "0A" { // 0A: LISTEN
+			continue
+		}
+		_, local, _ := strings.Cut(f[1], ":")
+		if p, _ := strconv.ParseInt(local, 16, 32); int(p) != port {
+			continue
+		}
+		_, rx, _ := strings.Cut(f[4], ":")
+		n, _ := strconv.ParseInt(rx, 16, 64)
+		held, bytes = held+1, bytes+int(n)
+	}
+	return held, bytes
+}
