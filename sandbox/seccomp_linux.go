@@ -187,6 +187,14 @@ func baselineRules() []rule {
 	for _, f := range allowedFamilies {
 		families = append(families, cond{arg: 0, op: notEqual, value: f})
 	}
+	// MPTCP: its subflows are kernel sockets of their own, a second path
+	// for the memory the TCP bounds count (tcpBuffers, boundConnections),
+	// which a program never needs. EPROTONOSUPPORT is what a kernel
+	// without MPTCP answers, on which Go (whose listeners try MPTCP first
+	// since 1.24) and mptcpize fall back to TCP. It comes before the
+	// family rule, so protocol 262 gets this answer in any family.
+	rules = append(rules, rule{name: "socket(IPPROTO_MPTCP)", nr: unix.SYS_SOCKET, conds: []cond{{arg: 2, op: equal, value: unix.IPPROTO_MPTCP}},
+		action: retErrno(unix.EPROTONOSUPPORT)})
 	rules = append(rules, rule{name: "socket(other families)", nr: unix.SYS_SOCKET, conds: families, action: retErrno(unix.EAFNOSUPPORT)})
 	for _, name := range sortedKeys(deniedIoctls) {
 		rules = append(rules, rule{name: "ioctl(" + name + ")", nr: unix.SYS_IOCTL, conds: []cond{{arg: 1, op: equal, value: deniedIoctls[name]}}, action: eperm})

@@ -69,3 +69,15 @@ func TestRunManyShortConnectionsAreNotRefusedByTheConnectionBound(t *testing.T) 
 		t.Fatalf("exit %d:\n%s%s", code, out, errs)
 	}
 }
+
+// TestRunMPTCPSocketsAreRefusedAndGoFallsBackToTCP: seccomp let a program
+// open MPTCP sockets (IPPROTO_MPTCP, 262), whose subflows are sockets of
+// their own beside the ones the TCP bounds count. They are refused as a
+// kernel without MPTCP refuses them, and Go's listener, which asks for
+// MPTCP first, still listens, on TCP.
+func TestRunMPTCPSocketsAreRefusedAndGoFallsBackToTCP(t *testing.T) {
+	e := newSandboxEnv(t)
+	out, errs, _ := runCmd(t, e.configuredProbe("", "mptcp"))
+	wantLines(t, out+errs, "socket(2, MPTCP): EPROTONOSUPPORT", "socket(10, MPTCP): EPROTONOSUPPORT",
+		"Go listener with MPTCP asked: works, multipath false", "rc=0")
+}

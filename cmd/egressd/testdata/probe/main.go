@@ -25,6 +25,8 @@ func main() {
 		os.Exit(2)
 	}
 	switch os.Args[1] {
+	case "mptcp":
+		mptcp()
 	case "tcpqueue":
 		conns, _ := strconv.Atoi(os.Args[2])
 		size, _ := strconv.Atoi(os.Args[3])

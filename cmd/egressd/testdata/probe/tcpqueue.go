@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // tcpQueue attacks the host's TCP memory from a listener in the sandbox:
@@ -87,4 +90,49 @@ func queuedOn(port int) (held, bytes int) {
 		held, bytes = held+1, bytes+int(n)
 	}
 	return held, bytes
+}
+
+// mptcp asks for MPTCP sockets directly, IPv4 and IPv6, and through Go's
+// listener, which tries MPTCP first and must fall back to TCP.
+func mptcp() {
+	for _, family := range []int{unix.AF_INET, unix.AF_INET6} {
+		fd, err := unix.Socket(family, unix.SOCK_STREAM, unix.IPPROTO_MPTCP)
+		if err == nil {
+			unix.Close(fd)
+		}
+		fmt.Printf("socket(%d, MPTCP): %v\n", family, errName(err))
+	}
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(true)
+	ln, err := lc.Listen(context.Background(), "tcp4", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println("listen:", err)
+		return
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		fmt.Println("dial:", err)
+		return
+	}
+	defer c.Close()
+	a, err := ln.Accept()
+	if err != nil {
+		fmt.Println("accept:", err)
+		return
+	}
+	defer a.Close()
+	multipath, _ := a.(*net.TCPConn).MultipathTCP()
+	fmt.Println("Go listener with MPTCP asked: works, multipath", multipath)
+}
+
+// errName is the errno's name, or "ok".
+func errName(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	if e, ok := err.(unix.Errno); ok {
+		return unix.ErrnoName(e)
+	}
+	return err.Error()
 }
