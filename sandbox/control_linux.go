@@ -16,6 +16,7 @@ type message struct {
 	Go        bool     `json:"go,omitempty"`        // supervisor → init: serving; start the target
 	Started   int      `json:"started,omitempty"`   // init → supervisor: the target's pid inside
 	Exited    *int     `json:"exited,omitempty"`    // init → supervisor, last: the target's exit status
+	Breach    string   `json:"breach,omitempty"`    // init → supervisor, with Exited: a bound the init killed the sandbox for
 	Step      string   `json:"step,omitempty"`      // init → supervisor: the step that failed
 	Error     string   `json:"error,omitempty"`
 }

@@ -13,6 +13,7 @@ type exitReport struct {
 	gone      chan struct{} // closed once the init has exited
 	reported  atomic.Bool   // the init sent the target's status before exiting
 	escalated atomic.Bool   // Stop's grace ran out and the sandbox was killed
+	breach    atomic.Pointer[string]
 }
 
 func newExitReport() exitReport { return exitReport{gone: make(chan struct{})} }
@@ -27,7 +28,19 @@ func (sb *Sandbox) readExit() {
 	}
 	if err == nil && m.Exited != nil {
 		sb.exit.reported.Store(true)
+		if m.Breach != "" {
+			sb.exit.breach.Store(&m.Breach)
+		}
 	}
+}
+
+// Breach is, after Wait, the bound the init killed the sandbox for
+// (socketWatch), or "".
+func (sb *Sandbox) Breach() string {
+	if p := sb.exit.breach.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // InitDied reports, after Wait, that the init itself died (killed, or

@@ -81,6 +81,10 @@ func InitMain() int {
 	if err := unlessOff("connections", func() error { return boundConnections(spec.Limits.TCPConnections()) }); err != nil {
 		return fail(step("TCP connection bound", err))
 	}
+	sockets, err := openSocketWatch(spec.Limits.TCPConnections())
+	if err != nil {
+		return fail(step("TCP socket count", err))
+	}
 	names, files, err := openListeners(spec.CapturePorts)
 	if err != nil {
 		return fail(err)
@@ -138,8 +142,11 @@ func InitMain() int {
 		return fail(err)
 	}
 	ctl.send(message{Started: target})
+	if !layerOff("socketwatch") {
+		go sockets.run()
+	}
 	code := superviseTarget(target, sigs)
-	ctl.send(message{Exited: &code}) // without it, the supervisor knows the init itself died
+	ctl.send(message{Exited: &code, Breach: sockets.reason()}) // without it, the supervisor knows the init itself died
 	return code
 }
 

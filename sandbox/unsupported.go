@@ -56,6 +56,7 @@ func (*Sandbox) Close()                         {}
 func (*Sandbox) Stop(os.Signal, time.Duration)  {}
 func (*Sandbox) InitDied() bool                 { return false }
 func (*Sandbox) Escalated() bool                { return false }
+func (*Sandbox) Breach() string                 { return "" }
 func (*Sandbox) EgressDropped() (uint64, error) { return 0, ErrUnsupported }
 func (*Sandbox) CgroupDirs() []string           { return nil }
 func (*Sandbox) CgroupBounds() string           { return "" }

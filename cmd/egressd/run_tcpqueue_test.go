@@ -81,3 +81,30 @@ func TestRunMPTCPSocketsAreRefusedAndGoFallsBackToTCP(t *testing.T) {
 	wantLines(t, out+errs, "socket(2, MPTCP): EPROTONOSUPPORT", "socket(10, MPTCP): EPROTONOSUPPORT",
 		"Go listener with MPTCP asked: works, multipath false", "rc=0")
 }
+
+// TestRunConnectionsConntrackStopsCountingStillCannotPinHostTCPMemory:
+// conntrack's count drifts from the sockets. 64 KiB on each connection,
+// closed at once, puts the client's FIN behind data the full queue drops;
+// its retransmission takes conntrack's entry to TIME_WAIT while the
+// unaccepted socket keeps its queue (12,000 attempts under a bound of 124
+// left 744 alive). The init's count of the namespace's sockets ends the
+// sandbox first: the probe is killed before its report, and the audit log
+// says why.
+func TestRunConnectionsConntrackStopsCountingStillCannotPinHostTCPMemory(t *testing.T) {
+	e := newSandboxEnv(t)
+	out, errs, code := runCmd(t, e.configuredProbe(tcpQueueLimits, "tcpqueue", "12000", "65536", "0"))
+	if strings.Contains(out, "made ") {
+		var made, refused, held int
+		fmt.Sscanf(out[strings.Index(out, "made "):], "made %d refused %d held %d", &made, &refused, &held)
+		if bound := (sandbox.Limits{TotalMemoryMB: 128}).TCPConnections(); held > bound {
+			t.Fatalf("the probe finished holding %d connections, past the bound of %d:\n%s", held, bound, out)
+		}
+		return // conntrack's count held this time: nothing passed the bound
+	}
+	if code != 137 { // the sandbox's shell, its target, killed with the probe
+		t.Fatalf("exit %d: the probe neither reported nor was killed:\n%s%s", code, out, errs)
+	}
+	if log := e.auditLog(); !strings.Contains(log, "TCP sockets in the sandbox, past its bound of 312: the sandbox was killed") {
+		t.Fatalf("the audit log does not say why the sandbox was killed:\n%s", log)
+	}
+}

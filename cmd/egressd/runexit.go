@@ -21,6 +21,8 @@ func exitMessage(sb *sandbox.Sandbox, code int, grace time.Duration) string {
 		return fmt.Sprintf("killed: still running %s after the forwarded signal (timeouts.stop_grace); exit status %d", grace, code)
 	case sb.InitDied():
 		return fmt.Sprintf("the sandbox's init died (exit status %d); the program was killed with it", code)
+	case sb.Breach() != "":
+		return fmt.Sprintf("%s; exit status %d", sb.Breach(), code)
 	}
 	return fmt.Sprintf("exit status %d", code)
 }

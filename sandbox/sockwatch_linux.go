@@ -1,0 +1,104 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// socketWatch is the init's second line behind boundConnections. The
+// connection count is conntrack's, and conntrack's TCP state can leave the
+// socket's: a FIN retransmitted into a full receive queue takes the entry
+// to TIME_WAIT, connlimit stops counting it, and the socket, unaccepted and
+// charged to no cgroup, keeps its queue (4,000 attempts of 64 KiB under a
+// bound of 124 left up to 602 alive). The kernel's own count of the
+// namespace's TCP sockets in use (sockstat's "inuse", per namespace) cannot
+// drift so; the init reads it each socketWatchPeriod and, past the bound,
+// kills every process of the sandbox: what was queued is freed with them.
+type socketWatch struct {
+	stat   *os.File // /proc/self/net/sockstat, opened in the sandbox's namespace
+	limit  int
+	breach atomic.Pointer[string] // why the sandbox was killed, once it was
+}
+
+// socketWatchPeriod is how often the init counts. Between two counts a
+// program can open sockets at loopback speed, but only conntrack's
+// desynchronised ones pass the connection bound, a few hundred a second.
+const socketWatchPeriod = 100 * time.Millisecond
+
+// socketSlack covers the sockets the bound does not come from: egressd's
+// own listeners in the namespace and connections still closing.
+const socketSlack = 64
+
+// socketLimit is the most TCP sockets in use the sandbox may hold: both
+// ends of each connection it may make, in the namespace (loopback, and the
+// proxy's accepted ends), and socketSlack.
+func socketLimit(connections int) int { return 2*connections + socketSlack }
+
+func openSocketWatch(connections int) (*socketWatch, error) {
+	f, err := os.Open("/proc/self/net/sockstat")
+	if err != nil {
+		return nil, err
+	}
+	w := &socketWatch{stat: f, limit: socketLimit(connections)}
+	if _, err := w.inUse(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// inUse is the namespace's TCP sockets in use: listening, connected,
+// queued on a listener or orphaned, not TIME_WAIT.
+func (w *socketWatch) inUse() (int, error) {
+	buf := make([]byte, 1024)
+	n, err := w.stat.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(buf[:n]), "\n") {
+		if rest, ok := strings.CutPrefix(line, "TCP: inuse "); ok {
+			count, _, _ := strings.Cut(rest, " ")
+			return strconv.Atoi(count)
+		}
+	}
+	return 0, fmt.Errorf("no TCP line in sockstat: %q", buf[:n])
+}
+
+// run counts until the sandbox holds more than the bound, or the count
+// cannot be read (nothing fails open); then it records why and kills every
+// process but the init, whose reaper returns the target's status.
+func (w *socketWatch) run() {
+	t := time.NewTicker(socketWatchPeriod)
+	defer t.Stop()
+	for range t.C {
+		n, err := w.inUse()
+		var why string
+		switch {
+		case err != nil:
+			why = "the sandbox's TCP sockets could not be counted (" + err.Error() + "): the sandbox was killed"
+		case n > w.limit:
+			why = fmt.Sprintf("%d TCP sockets in the sandbox, past its bound of %d: the sandbox was killed", n, w.limit)
+		default:
+			continue
+		}
+		w.breach.Store(&why)
+		unix.Kill(-1, unix.SIGKILL)
+		return
+	}
+}
+
+// reason is why run killed the sandbox, or "".
+func (w *socketWatch) reason() string {
+	if p := w.breach.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
