@@ -275,12 +275,24 @@ func hostPoolRules() []rule {
 		{name: "mmap(MAP_GROWSDOWN)", nr: unix.SYS_MMAP, conds: []cond{{arg: 3, op: anyBits, value: unix.MAP_GROWSDOWN}}, action: retErrno(unix.EPERM)},
 		{name: "mremap", nr: unix.SYS_MREMAP, action: retErrno(unix.ENOMEM)},
 		{name: "shmctl(SHM_LOCK)", nr: unix.SYS_SHMCTL, conds: []cond{{arg: 1, op: equal, value: shmLock}}, action: retErrno(unix.EPERM)},
+		// A pipe may not grow past the default 64 KiB (16 pages): pipe
+		// buffers count against the per-uid fs.pipe-user-pages-soft
+		// (64 MiB), which a normal user's sandbox shares with its
+		// launcher, and 64 pipes grown to 1 MiB took it all (every other
+		// process of that uid then got 2-page pipes and EPERM here). EPERM
+		// is the kernel's own answer past pipe-max-size or the quota;
+		// shrinking, and asking for exactly the default, stay.
+		{name: "fcntl(F_SETPIPE_SZ, 64 KiB)", nr: unix.SYS_FCNTL, conds: []cond{{arg: 1, op: equal, value: unix.F_SETPIPE_SZ}, {arg: 2, op: equal, value: defaultPipeBytes}}, action: retAllow},
+		{name: "fcntl(F_SETPIPE_SZ, over 64 KiB)", nr: unix.SYS_FCNTL, conds: []cond{{arg: 1, op: equal, value: unix.F_SETPIPE_SZ}, {arg: 2, op: anyBits, value: ^uint32(defaultPipeBytes - 1)}}, action: retErrno(unix.EPERM)},
 	}
 	for _, name := range sortedKeys(unimplementedCalls) {
 		rules = append(rules, rule{name: name, nr: unimplementedCalls[name], action: retErrno(unix.ENOSYS)})
 	}
 	return rules
 }
+
+// defaultPipeBytes is a new pipe's buffer, 16 pages (PIPE_DEF_BUFFERS).
+const defaultPipeBytes = 16 * 4096
 
 // shmLock is SHM_LOCK (linux/shm.h), which x/sys/unix does not name.
 const shmLock = 11

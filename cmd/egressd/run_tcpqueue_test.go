@@ -108,3 +108,17 @@ func TestRunConnectionsConntrackStopsCountingStillCannotPinHostTCPMemory(t *test
 		t.Fatalf("the audit log does not say why the sandbox was killed:\n%s", log)
 	}
 }
+
+// TestRunGrownPipesCannotTakeTheLaunchersPipeQuota: pipe buffers count
+// against the per-uid fs.pipe-user-pages-soft, which a normal user's
+// sandbox shares with its launcher; 64 pipes grown to 1 MiB took all of
+// it, and every other process of that uid got 2-page pipes. A pipe may
+// not grow past the default 64 KiB (EPERM, the kernel's own answer past
+// its limits); shrinking it stays.
+func TestRunGrownPipesCannotTakeTheLaunchersPipeQuota(t *testing.T) {
+	e := newSandboxEnv(t)
+	out, errs, _ := runCmd(t, e.configuredProbe("", "pipesz"))
+	wantLines(t, out+errs, "F_SETPIPE_SZ 0x1000: ok, size 4096", "F_SETPIPE_SZ 0x10000: ok, size 65536",
+		"F_SETPIPE_SZ 0x10001: EPERM, size 65536", "F_SETPIPE_SZ 0x100000: EPERM, size 65536",
+		"F_SETPIPE_SZ 0x100100000: EPERM, size 65536", "rc=0")
+}

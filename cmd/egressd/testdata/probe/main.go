@@ -25,6 +25,8 @@ func main() {
 		os.Exit(2)
 	}
 	switch os.Args[1] {
+	case "pipesz":
+		pipeSizes()
 	case "mptcp":
 		mptcp()
 	case "tcpqueue":

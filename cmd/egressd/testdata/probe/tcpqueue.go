@@ -136,3 +136,22 @@ func errName(err error) string {
 	}
 	return err.Error()
 }
+
+// pipeSizes asks F_SETPIPE_SZ for sizes around the default (64 KiB), and
+// for 1 MiB with bit 32 set, which the kernel drops.
+func pipeSizes() {
+	var p [2]int
+	if err := unix.Pipe(p[:]); err != nil {
+		fmt.Println("pipe:", err)
+		return
+	}
+	for _, size := range []uint64{4096, 65536, 65537, 1 << 20, 1<<32 | 1<<20} {
+		_, _, e := unix.Syscall(unix.SYS_FCNTL, uintptr(p[1]), unix.F_SETPIPE_SZ, uintptr(size))
+		got, _ := unix.FcntlInt(uintptr(p[1]), unix.F_GETPIPE_SZ, 0)
+		var err error
+		if e != 0 {
+			err = e
+		}
+		fmt.Printf("F_SETPIPE_SZ %#x: %s, size %d\n", size, errName(err), got)
+	}
+}
