@@ -89,6 +89,19 @@ func (l Limits) TCPConnections() int {
 	return max(MinTCPConnections, (l.TotalMemoryMB<<20)/unacceptedShare/connectionBytes)
 }
 
+// socketSlack covers the sockets the connection bound does not come from:
+// egressd's own listeners in the namespace and connections still closing.
+const socketSlack = 64
+
+// socketLimit is the most TCP sockets in use the sandbox may hold: both
+// ends of each connection it may make, in the namespace (loopback, and the
+// proxy's accepted ends), and socketSlack.
+func socketLimit(connections int) int { return 2*connections + socketSlack }
+
+// TCPSockets is the most TCP sockets in use past which the init kills the
+// sandbox (socketWatch).
+func (l Limits) TCPSockets() int { return socketLimit(l.TCPConnections()) }
+
 // DefaultLimits are the bounds when the operator sets none.
 var DefaultLimits = Limits{Processes: 256, OpenFiles: 1024, MemoryMB: 1024, FileSizeMB: 256, TmpMB: 64, HomeMB: 64, TmpfsInodes: 16384, StateMB: 1024,
 	TotalMemoryMB: 1024, CPUs: 1}

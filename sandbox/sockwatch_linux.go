@@ -33,21 +33,12 @@ type socketWatch struct {
 // desynchronised ones pass the connection bound, a few hundred a second.
 const socketWatchPeriod = 100 * time.Millisecond
 
-// socketSlack covers the sockets the bound does not come from: egressd's
-// own listeners in the namespace and connections still closing.
-const socketSlack = 64
-
-// socketLimit is the most TCP sockets in use the sandbox may hold: both
-// ends of each connection it may make, in the namespace (loopback, and the
-// proxy's accepted ends), and socketSlack.
-func socketLimit(connections int) int { return 2*connections + socketSlack }
-
 func openSocketWatch(connections int) (*socketWatch, error) {
 	f, err := os.Open("/proc/self/net/sockstat")
 	if err != nil {
 		return nil, err
 	}
-	w := &socketWatch{stat: f, limit: socketLimit(connections)}
+	w := &socketWatch{stat: f, limit: socketLimit(connections)} // Limits.TCPSockets
 	if _, err := w.inUse(); err != nil {
 		f.Close()
 		return nil, err

@@ -474,6 +474,7 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "start", Msg: "sandboxed: " + r.spec.Command}))
 	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "limits", Msg: limitsMessage(r.spec.Limits, r.opts.StateMount != nil)}))
 	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "limits", Msg: kernelLimitsMessage}))
+	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "limits", Msg: networkLimitsMessage(r.spec.Limits)}))
 	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "limits", Msg: processLimitsMessage(r.spec.AllowSetsid)}))
 	r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "limits", Msg: sb.CgroupBounds()}))
 	if msg := policy.SandboxMemoryWarning(r.spec.Limits, hostFileMax()); msg != "" && len(sb.CgroupDirs()) > 0 {

@@ -16,7 +16,7 @@ const tcpQueueLimits = "sandbox_limits:\n  total_memory_mb: 128\n"
 // the bound derived from the config: no more connections than
 // TCPConnections, no more bytes queued than a full receive queue each,
 // and the connections past the bound refused, not left to hang.
-func tcpQueueAttack(t *testing.T, accept string) {
+func tcpQueueAttack(t *testing.T, accept string) *sandboxEnv {
 	e := newSandboxEnv(t)
 	out, errs, code := runCmd(t, e.configuredProbe(tcpQueueLimits, "tcpqueue", "400", "16384", accept))
 	var made, refused, held, queued, accepted int
@@ -38,6 +38,7 @@ func tcpQueueAttack(t *testing.T, accept string) {
 	if made < bound-1 {
 		t.Errorf("only %d connections made under a bound of %d:\n%s", made, bound, out)
 	}
+	return e
 }
 
 // TestRunUnacceptedConnectionsCannotPinHostTCPMemory: the kernel charges a
@@ -47,7 +48,10 @@ func tcpQueueAttack(t *testing.T, accept string) {
 // its end pinned 256 MB of host TCP memory per listener, 1.36 GB with a
 // 5 MB group. The sandbox's TCP connections are now counted.
 func TestRunUnacceptedConnectionsCannotPinHostTCPMemory(t *testing.T) {
-	tcpQueueAttack(t, "0")
+	e := tcpQueueAttack(t, "0")
+	if want := "TCP connections 124 at once (more are refused), TCP sockets 312 in use (past it the sandbox is killed)"; !strings.Contains(e.auditLog(), want) {
+		t.Errorf("the audit log does not state the bounds (%q):\n%s", want, e.auditLog())
+	}
 }
 
 // TestRunDataQueuedBeforeAcceptCannotOverrunTheTCPBound: data queued on a

@@ -99,6 +99,13 @@ func limitsMessage(l sandbox.Limits, stateImage bool) string {
 var kernelLimitsMessage = fmt.Sprintf("pending signals %d, inotify %d instances and %d watches, fanotify %d groups and %d marks, TCP buffers %s",
 	sandbox.PendingSignals, sandbox.InotifyInstances, sandbox.InotifyWatches, sandbox.FanotifyGroups, sandbox.FanotifyMarks, sandbox.TCPBufferBound)
 
+// networkLimitsMessage states the bounds on the sandbox's TCP connections
+// and sockets, and on its pipes, in a line of its own.
+func networkLimitsMessage(l sandbox.Limits) string {
+	return fmt.Sprintf("TCP connections %d at once (more are refused), TCP sockets %d in use (past it the sandbox is killed), pipes 64 KiB, MPTCP refused",
+		l.TCPConnections(), l.TCPSockets())
+}
+
 // processLimitsMessage states the fixed bounds on each process's stack,
 // locked memory, kernel pools and CPU share, in a third line.
 func processLimitsMessage(allowSetsid bool) string {
