@@ -78,7 +78,7 @@ func InitMain() int {
 	if err := bringUpLoopback(); err != nil {
 		return fail(err)
 	}
-	if err := unlessOff("connections", func() error { return boundConnections(spec.Limits.TCPConnections()) }); err != nil {
+	if err := boundConnections(spec.Limits.TCPConnections()); err != nil {
 		return fail(step("TCP connection bound", err))
 	}
 	sockets, err := openSocketWatch(spec.Limits.TCPConnections())
@@ -142,9 +142,7 @@ func InitMain() int {
 		return fail(err)
 	}
 	ctl.send(message{Started: target})
-	if !layerOff("socketwatch") {
-		go sockets.run()
-	}
+	go sockets.run()
 	code := superviseTarget(target, sigs)
 	ctl.send(message{Exited: &code, Breach: sockets.reason()}) // without it, the supervisor knows the init itself died
 	return code
