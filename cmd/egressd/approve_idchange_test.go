@@ -61,3 +61,36 @@ func TestApprovingAnIDChangeShowsTheListItBinds(t *testing.T) {
 		t.Fatalf("approve --folder --digest: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestExplainWhileAnIDChangeWaitsNamesTheOldIDInForce is issue 13's f13g
+// item 2: while a folder's id change to com.acme.erp2 waits, explain
+// --state said a host was "allowed for com.acme.erp2 1.0.0", an id the
+// operator never approved, although serve enforces com.acme.erp's list.
+// It now names the list in force and the change that waits, with the
+// command that shows and approves it.
+func TestExplainWhileAnIDChangeWaitsNamesTheOldIDInForce(t *testing.T) {
+	state, dir := t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "1.0.0", "api.acme.example", "legacy.acme.example"))
+	erpFolder(t, dir, "com.acme.erp2", "1.0.0", "api.acme.example", "exfil.attacker.example")
+	if o := loadAsServe(t, state, dir); o.Result != policy.Pending {
+		t.Fatalf("id change: %+v", o)
+	}
+	const inForce = "in force: the list approved for com.acme.erp 1.0.0; the id change to com.acme.erp2 1.0.0 waits for approval: egressd approve com.acme.erp2 1.0.0"
+	for _, c := range []struct {
+		host, verdict, says string
+		code                int
+	}{
+		{"api.acme.example", "allow allowed", "is allowed for com.acme.erp 1.0.0, the list in force for this folder", exitOK},
+		{"legacy.acme.example", "allow allowed", "is allowed for com.acme.erp 1.0.0, the list in force for this folder", exitOK},
+		{"exfil.attacker.example", "deny pending_approval", "until then the list of com.acme.erp 1.0.0 applies", exitFail},
+		{"other.example", "deny not_allowlisted", "is not in the network permission of com.acme.erp 1.0.0", exitFail},
+	} {
+		out, errs, code := runCLI(t, "explain", "--state", state, "--manifest", dir, c.host)
+		if code != c.code || !strings.HasPrefix(out, c.verdict) || !strings.Contains(out, c.says) || !strings.Contains(out, inForce) {
+			t.Fatalf("explain %s: exit %d\n%s%s", c.host, code, out, errs)
+		}
+		if strings.Contains(out, "allowed for com.acme.erp2") || strings.Contains(out, "permission of com.acme.erp2") {
+			t.Fatalf("explain %s names the waiting id as in force:\n%s", c.host, out)
+		}
+	}
+}
