@@ -114,12 +114,7 @@ func verifyFiles(files []string, opts VerifyOptions, sink lineSink) (Verdict, er
 		return Verdict{}, fmt.Errorf("the key is %d bytes: egressd refuses keys under %d bytes, so no log was keyed with it", len(opts.Key), MinKeyLen)
 	}
 	v := &verifier{opts: opts, checkpoints: map[string]map[uint64]string{}}
-	for _, c := range opts.Checkpoints {
-		if v.checkpoints[c.Chain] == nil {
-			v.checkpoints[c.Chain] = map[uint64]string{}
-		}
-		v.checkpoints[c.Chain][c.Seq] = c.Hash
-	}
+	v.readCheckpoints(opts.Checkpoints)
 	for i, f := range files {
 		fh, err := safefile.OpenRegular(f)
 		if err != nil {
