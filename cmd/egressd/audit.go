@@ -181,16 +181,26 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
 		return exitFail
 	}
-	if len(manifests) == 0 {
+	// The lists the log records as in force are what its traffic is judged
+	// by; a manifest is read only for an id whose events do not record
+	// them (a log from an earlier egressd), or when the operator names it.
+	recorded := audit.ListsInForce(recs)
+	named := len(manifests) > 0
+	if !named {
 		for _, r := range recs {
 			// A claim's manifest is not the owner's: its entries are not
 			// the id's declared list.
-			if r.Event == string(audit.Policy) && r.Manifest != "" && r.Claim == "" && !slices.Contains(manifests, r.Manifest) {
+			if r.Event == string(audit.Policy) && r.Manifest != "" && r.Claim == "" && recorded[r.Integration] == nil && !slices.Contains(manifests, r.Manifest) {
 				manifests = append(manifests, r.Manifest)
 			}
 		}
 	}
 	declared := map[string][]string{}
+	if !named {
+		for id, list := range recorded {
+			declared[id] = list
+		}
+	}
 	for _, path := range manifests {
 		m, err := loadNamedManifest(path)
 		if err != nil || m == nil {
@@ -200,6 +210,9 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(stderr, "egressd audit report: warning: manifest %s not read (%s); its unused entries are not reported\n", termsafe.String(path), termsafe.String(why))
 			continue
+		}
+		if _, ok := recorded[m.ID]; ok && !named {
+			continue // the log records the lists in force for this id
 		}
 		for _, e := range m.Entries {
 			declared[m.ID] = append(declared[m.ID], e.String())

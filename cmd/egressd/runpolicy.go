@@ -16,6 +16,7 @@ func (r *runSetup) announcePolicy(stderr io.Writer) {
 	ev := audit.Event{Kind: audit.Policy, Integration: o.ID, IntegrationVersion: o.Version, Generation: o.Generation,
 		Action: string(o.Result), Pending: o.Pending, Manifest: o.Key}
 	ev.Claim = r.policy.Claim()
+	ev.Entries = r.policy.InForceEntries()
 	notes := o.Warnings
 	if o.Notice != "" {
 		fmt.Fprintln(stderr, "egressd: warning:", o.Notice)
