@@ -102,6 +102,8 @@ type runSetup struct {
 	spec     sandbox.Spec
 	opts     sandbox.Options
 	env      envReport
+	// memoryWarning says version memory was new or empty before the load.
+	memoryWarning string
 	// removeBundle deletes the sandbox's trust bundle file, if a secret
 	// is bound.
 	removeBundle func()
@@ -157,6 +159,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 	if err != nil {
 		return nil, err
 	}
+	memoryWarning := mem.NewWarning() // before the load writes the file
 	registry := policy.NewRegistry(mem, nil)
 	// The supervisor lives as long as the run: the host's addresses are
 	// followed for that long, and egressd refuses to run without them.
@@ -211,7 +214,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 			return nil, err
 		}
 	}
-	r := &runSetup{policy: p, cfg: cfg, registry: registry, loaded: loaded, folder: folder}
+	r := &runSetup{policy: p, cfg: cfg, registry: registry, loaded: loaded, folder: folder, memoryWarning: memoryWarning}
 	after, err := mem.Read()
 	if err != nil {
 		return nil, err
