@@ -66,7 +66,12 @@ func (v *verifier) unmatchedCheckpoints() {
 			top = max(top, seq)
 		}
 		end, ok := last[id]
+		pruned, wasPruned := v.prunedChains[id]
 		switch {
+		case !ok && wasPruned && top > pruned:
+			v.fail(v.lastFile, top, fmt.Sprintf("a checkpoint of chain %s names seq %d but the prune receipt says it ended at seq %d: the run was cut back before it was pruned", id, top, pruned))
+		case !ok && wasPruned:
+			v.out.Notes = append(v.out.Notes, fmt.Sprintf("%d checkpoint(s) of chain %s were not cross-checked: a prune receipt says its run was removed", len(v.checkpoints[id]), id))
 		case !ok:
 			v.fail(v.lastFile, top, fmt.Sprintf("%d checkpoint(s) of chain %s (the last at seq %d) match no chain in the files given: that chain was replaced or removed, or its files were not given", len(v.checkpoints[id]), id, top))
 		case top > end:

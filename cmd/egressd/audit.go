@@ -15,11 +15,12 @@ import (
 	"github.com/egressd/egressd/policy"
 )
 
-const auditUsage = `usage: egressd audit verify|report|suggest [flags] FILE...
+const auditUsage = `usage: egressd audit verify|report|suggest|prune [flags] FILE...
 
   verify   prove an audit log is intact (exit 0 intact, 1 broken)
   report   what each integration used, was refused, and does not need
   suggest  the minimal network permission for what was observed
+  prune    remove old runs' files, leaving a receipt verify accepts
 
 Run "egressd audit COMMAND --help" for its flags.`
 
@@ -38,8 +39,10 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		return runAuditReport(args[1:], stdout, stderr)
 	case "suggest":
 		return runAuditSuggest(args[1:], stdout, stderr)
+	case "prune":
+		return runAuditPrune(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "egressd audit: unknown command %q (verify, report, suggest)\n", args[0])
+	fmt.Fprintf(stderr, "egressd audit: unknown command %q (verify, report, suggest, prune)\n", args[0])
 	return exitUsage
 }
 
