@@ -3,7 +3,6 @@ package audit
 import (
 	"fmt"
 	"strconv"
-	"strings"
 )
 
 // Pruned is the lifecycle action of a prune receipt: "egressd audit prune"
@@ -11,18 +10,24 @@ import (
 // records what they were. verify, given the receipt where the runs were,
 // accepts that the next run follows them; deleting a file without a
 // receipt still breaks the link, and a receipt cannot be forged for a keyed
-// log without its key.
-const Pruned = "pruned"
+// log without its key. PrunedChain events, one per removed chain, come
+// first (so their checkpoints are judged), each within the field caps.
+const (
+	Pruned      = "pruned"
+	PrunedChain = "pruned_chain"
+)
 
-// PruneMessage is a receipt's message: the hash of the last line of the
-// last run removed (the next run's prev_run), how many runs and lines, and
-// each removed chain with its last seq (so their checkpoints are judged).
-func PruneMessage(through string, lines int, chains []ChainVerdict) string {
-	parts := make([]string, len(chains))
-	for i, c := range chains {
-		parts[i] = c.ID + ":" + strconv.FormatUint(c.Last, 10)
+// PruneEvents are a receipt's events: one per removed chain (its id and
+// last seq), then the receipt itself: the hash of the last line of the
+// last run removed (the next run's prev_run), how many runs and lines.
+// Chains a receipt being pruned again listed are carried forward.
+func PruneEvents(through string, lines int, v Verdict) []Event {
+	var out []Event
+	chains := append(append([]ChainVerdict{}, v.PrunedChains...), v.Chains...)
+	for _, c := range chains {
+		out = append(out, Event{Kind: Lifecycle, Action: PrunedChain, Msg: fmt.Sprintf("chain=%s last=%d", c.ID, c.Last)})
 	}
-	return fmt.Sprintf("through=%s runs=%d lines=%d chains=%s", through, len(chains), lines, strings.Join(parts, ","))
+	return append(out, Event{Kind: Lifecycle, Action: Pruned, Msg: fmt.Sprintf("through=%s runs=%d lines=%d", through, len(v.Chains), lines)})
 }
 
 // pruneReceipt is what verify read from a receipt.
@@ -31,19 +36,20 @@ type pruneReceipt struct {
 	runs           string
 }
 
-// readPruned records the receipt in f, read in a verified chain.
+// readPruned records the receipt event in f, read in a verified chain.
 func (v *verifier) readPruned(f lineFields) {
+	if f.Action == PrunedChain {
+		last, err := strconv.ParseUint(msgField(f.Msg, "last"), 10, 64)
+		if id := msgField(f.Msg, "chain"); id != "" && err == nil {
+			v.prunedChains[id] = last
+			v.out.PrunedChains = append(v.out.PrunedChains, ChainVerdict{ID: id, Last: last})
+		}
+		return
+	}
 	r := pruneReceipt{chain: v.cur.ID, through: msgField(f.Msg, "through"), runs: msgField(f.Msg, "runs")}
 	if !isHexHash(r.through) {
 		v.fail(v.lastFile, f.Seq, "a prune receipt that does not name the last hash of the runs it removed")
 		return
-	}
-	for _, c := range strings.Split(msgField(f.Msg, "chains"), ",") {
-		id, last, ok := strings.Cut(c, ":")
-		n, err := strconv.ParseUint(last, 10, 64)
-		if ok && err == nil && id != "" {
-			v.prunedChains[id] = n
-		}
 	}
 	v.receipt = &r
 }

@@ -60,6 +60,9 @@ type Verdict struct {
 	Keyed   bool   // some chain is HMAC-keyed (from its genesis record)
 	KeyID   string // the key id of the first keyed chain
 	Chains  []ChainVerdict
+	// PrunedChains are the chains prune receipts in the files say were
+	// removed (ID and Last only).
+	PrunedChains []ChainVerdict
 	// Proves says plainly what the verification establishes, for the part
 	// that verified.
 	Proves      string
@@ -271,7 +274,7 @@ func (v *verifier) line(file string, line []byte, firstInFile, firstOfAll bool) 
 		v.fail(file, f.Seq, "the line's bytes do not match its hash: the line was edited")
 		return
 	}
-	if f.Event == string(Lifecycle) && f.Action == Pruned {
+	if f.Event == string(Lifecycle) && (f.Action == Pruned || f.Action == PrunedChain) {
 		v.readPruned(f)
 	}
 	if want, ok := v.checkpoints[v.cur.ID][f.Seq]; ok {

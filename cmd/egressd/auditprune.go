@@ -76,9 +76,10 @@ func prune(files []string, keyFile, receipt string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	msg := audit.PruneMessage(through, v.Lines, v.Chains)
-	if err := log.Write(audit.Event{Kind: audit.Lifecycle, Action: audit.Pruned, Msg: msg}); err != nil {
-		return err
+	for _, ev := range audit.PruneEvents(through, v.Lines, v) {
+		if err := log.Write(ev); err != nil {
+			return err
+		}
 	}
 	if err := log.Close(); err != nil {
 		return err
