@@ -37,7 +37,15 @@ type pruneReceipt struct {
 }
 
 // readPruned records the receipt event in f, read in a verified chain.
+//
+// Only a keyed receipt, checked with the key, counts: whoever can delete
+// an unkeyed log's files can write an unkeyed receipt for them too, and
+// it would silence the checkpoints that still catch such a deletion.
 func (v *verifier) readPruned(f lineFields) {
+	if !v.cur.Keyed || v.opts.Key == nil {
+		v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s holds a prune receipt that is not keyed, or was not checked with its key: it is not taken as the operator's, and the runs it names must be given", v.cur.ID))
+		return
+	}
 	if f.Action == PrunedChain {
 		last, err := strconv.ParseUint(msgField(f.Msg, "last"), 10, 64)
 		if id := msgField(f.Msg, "chain"); id != "" && err == nil {

@@ -21,10 +21,10 @@ import (
 // that records where the removed runs ended, and only then removes them.
 // verify, given the receipt in their place, accepts the link.
 func runAuditPrune(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("audit prune", "usage: egressd audit prune [--key FILE] --receipt NEWFILE FILE...\n\n"+
+	fs := newFlagSet("audit prune", "usage: egressd audit prune --key FILE --receipt NEWFILE FILE...\n\n"+
 		"Removes the given audit files, oldest first (whole runs, e.g. egressd run's oldest ID.PID.log files), after verifying them,\n"+
 		"and writes NEWFILE, a receipt verify accepts in their place: give it before the files that follow.\n"+
-		"A keyed log needs its key, and the receipt is keyed with it. Exit 0 pruned, 1 refused.", stderr)
+		"Only a keyed log is pruned, with its key; the receipt is keyed with it. Exit 0 pruned, 1 refused.", stderr)
 	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain (the receipt is keyed with it)")
 	receipt := fs.String("receipt", "", "the receipt file to create (it must not exist)")
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 || *receipt == "" {
@@ -54,7 +54,9 @@ func prune(files []string, keyFile, receipt string, stdout io.Writer) error {
 		return err
 	case !v.Intact:
 		return fmt.Errorf("the files do not verify (%s); nothing removed", v.Problem)
-	case v.Keyed && opts.Key == nil:
+	case !v.Keyed:
+		return errors.New("the log is not keyed: whoever can delete its files could write a receipt for them too, so verify takes only a keyed receipt; keep unkeyed logs whole, or key the log (audit.key_file) from now on; nothing removed")
+	case opts.Key == nil:
 		return fmt.Errorf("the log is keyed (key id %s): pass --key, so the receipt is keyed too; nothing removed", v.KeyID)
 	case len(v.Chains) == 0 || v.Chains[len(v.Chains)-1].End != "shutdown":
 		return errors.New("the last run in the files has not closed cleanly (it may still be running): prune only finished runs; nothing removed")
@@ -68,11 +70,7 @@ func prune(files []string, keyFile, receipt string, stdout io.Writer) error {
 		return err
 	}
 	defer f.Close()
-	keyID := ""
-	if v.Keyed {
-		keyID = v.KeyID
-	}
-	log, err := audit.New(f, audit.Options{Key: opts.Key, KeyID: keyID})
+	log, err := audit.New(f, audit.Options{Key: opts.Key, KeyID: v.KeyID})
 	if err != nil {
 		return err
 	}

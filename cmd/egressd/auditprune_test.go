@@ -91,3 +91,14 @@ func TestPruningOldRunsLeavesAReceiptVerifyAcceptsAndADeletionStillFails(t *test
 		t.Fatalf("a receipt forged without the key verifies: exit %d\n%s", code, out)
 	}
 }
+
+// TestPruneRefusesAnUnkeyedLog: whoever can delete an unkeyed log's files
+// can write an unkeyed receipt too, so prune refuses, and removes nothing.
+func TestPruneRefusesAnUnkeyedLog(t *testing.T) {
+	files, _ := realLog(t, false)
+	receipt := filepath.Join(t.TempDir(), "pruned.log")
+	_, errs, code := runCLI(t, "audit", "prune", "--receipt", receipt, files[0], files[1])
+	if _, err := os.Stat(files[0]); code != 1 || err != nil || !strings.Contains(errs, "the log is not keyed") {
+		t.Fatalf("prune of an unkeyed log: exit %d (file removed: %v)\n%s", code, err != nil, errs)
+	}
+}
