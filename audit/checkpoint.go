@@ -18,6 +18,25 @@ type CheckpointRecord struct {
 	Hash  string `json:"hash"`
 }
 
+// readCheckpoints indexes cs by chain and seq. Nothing authenticates a
+// checkpoint line: egressd run's stderr carries the program's output too,
+// and a program can print a line shaped like a checkpoint. Two checkpoints
+// that name different hashes for one chain and seq are therefore a
+// failure, never one taking the other's place: a forged checkpoint printed
+// after egressd's must not replace it and make a rewritten log agree.
+func (v *verifier) readCheckpoints(cs []CheckpointRecord) {
+	for _, c := range cs {
+		if v.checkpoints[c.Chain] == nil {
+			v.checkpoints[c.Chain] = map[uint64]string{}
+		}
+		if had, ok := v.checkpoints[c.Chain][c.Seq]; ok && had != c.Hash {
+			v.fail("checkpoints", c.Seq, fmt.Sprintf("two checkpoints of chain %s name different hashes for this seq (%s and %s): one of them was not written by egressd (a program whose output shares egressd's stderr can print a line shaped like a checkpoint), so the log cannot be cross-checked against them", c.Chain, had, c.Hash))
+			continue
+		}
+		v.checkpoints[c.Chain][c.Seq] = c.Hash
+	}
+}
+
 // unmatchedCheckpoints fails on a checkpoint past the end of its chain (the
 // log was cut back, and its end forged) or for a chain the files do not
 // hold (the chain was replaced, or its files were not given).
@@ -47,7 +66,12 @@ func (v *verifier) unmatchedCheckpoints() {
 			top = max(top, seq)
 		}
 		end, ok := last[id]
+		pruned, wasPruned := v.prunedChains[id]
 		switch {
+		case !ok && wasPruned && top > pruned:
+			v.fail(v.lastFile, top, fmt.Sprintf("a checkpoint of chain %s names seq %d but the prune receipt says it ended at seq %d: the run was cut back before it was pruned", id, top, pruned))
+		case !ok && wasPruned:
+			v.out.Notes = append(v.out.Notes, fmt.Sprintf("%d checkpoint(s) of chain %s were not cross-checked: a prune receipt says its run was removed", len(v.checkpoints[id]), id))
 		case !ok:
 			v.fail(v.lastFile, top, fmt.Sprintf("%d checkpoint(s) of chain %s (the last at seq %d) match no chain in the files given: that chain was replaced or removed, or its files were not given", len(v.checkpoints[id]), id, top))
 		case top > end:

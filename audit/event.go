@@ -63,8 +63,13 @@ type Event struct {
 	Action        string         // lifecycle/policy: what happened (start, listening, drain, stop, loaded, …)
 	Pending       string         // policy: version waiting for approval; policy and connect: "ID VERSION" of an id change waiting for it
 	Manifest      string         // policy: the manifest path as configured
-	Msg           string
-	Err           string
+	// Entries is, on a policy event, the list in force after it (canonical
+	// entries; empty when nothing is allowed, nil when unknown): a report
+	// judges what was unused by the list in force when the traffic
+	// happened, not by the manifest as it is when the report is read.
+	Entries []string
+	Msg     string
+	Err     string
 }
 
 // Field caps. host_raw is capped at 253 bytes (the longest DNS name) before
@@ -73,6 +78,9 @@ const (
 	maxHostRaw = 253
 	maxField   = 256
 	maxList    = 8
+	// maxEntries bounds a policy event's list in force; a longer list is
+	// not written (a report then reads the manifest instead).
+	maxEntries = 1024
 )
 
 // Cap cuts s to n bytes without splitting a UTF-8 sequence's start from

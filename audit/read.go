@@ -42,6 +42,7 @@ type Record struct {
 	Action             string         `json:"action"`
 	Pending            string         `json:"pending"`
 	Manifest           string         `json:"manifest"`
+	Entries            []string       `json:"entries"`
 	Msg                string         `json:"msg"`
 	Err                string         `json:"error"`
 }

@@ -349,6 +349,31 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 	return rep
 }
 
+// ListsInForce returns, for each integration id whose policy events record
+// the list in force (Event.Entries), every entry any of them put in force,
+// in the order first seen. An entry is judged unused by what the log
+// shows while it was in force, whatever the manifest says today. A
+// claim's events are not the id's and are left out.
+func ListsInForce(recs []Record) map[string][]string {
+	out := map[string][]string{}
+	for _, r := range recs {
+		if r.Event != string(Policy) || r.Entries == nil || r.Claim != "" || r.Integration == "" {
+			continue
+		}
+		list := out[r.Integration]
+		if list == nil {
+			list = []string{}
+		}
+		for _, e := range r.Entries {
+			if !contains(list, e) {
+				list = append(list, e)
+			}
+		}
+		out[r.Integration] = list
+	}
+	return out
+}
+
 // claimSep joins an id and a claiming folder into one report section key.
 const claimSep = "\x00claim\x00"
 

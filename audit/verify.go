@@ -60,6 +60,9 @@ type Verdict struct {
 	Keyed   bool   // some chain is HMAC-keyed (from its genesis record)
 	KeyID   string // the key id of the first keyed chain
 	Chains  []ChainVerdict
+	// PrunedChains are the chains prune receipts in the files say were
+	// removed (ID and Last only).
+	PrunedChains []ChainVerdict
 	// Proves says plainly what the verification establishes, for the part
 	// that verified.
 	Proves      string
@@ -113,13 +116,8 @@ func verifyFiles(files []string, opts VerifyOptions, sink lineSink) (Verdict, er
 	if opts.Key != nil && len(opts.Key) < MinKeyLen {
 		return Verdict{}, fmt.Errorf("the key is %d bytes: egressd refuses keys under %d bytes, so no log was keyed with it", len(opts.Key), MinKeyLen)
 	}
-	v := &verifier{opts: opts, checkpoints: map[string]map[uint64]string{}}
-	for _, c := range opts.Checkpoints {
-		if v.checkpoints[c.Chain] == nil {
-			v.checkpoints[c.Chain] = map[uint64]string{}
-		}
-		v.checkpoints[c.Chain][c.Seq] = c.Hash
-	}
+	v := &verifier{opts: opts, checkpoints: map[string]map[uint64]string{}, prunedChains: map[string]uint64{}}
+	v.readCheckpoints(opts.Checkpoints)
 	for i, f := range files {
 		fh, err := safefile.OpenRegular(f)
 		if err != nil {
@@ -153,12 +151,16 @@ func verifyFiles(files []string, opts VerifyOptions, sink lineSink) (Verdict, er
 type verifier struct {
 	opts        VerifyOptions
 	checkpoints map[string]map[uint64]string // chain id -> seq -> hash
-	out         Verdict
-	cur         *ChainVerdict // the chain being read; nil before the first and after a shutdown
-	seq         uint64
-	prev        string
-	lastAction  string
-	lastFile    string
+	// receipt is the prune receipt just read, until a chain follows it;
+	// prunedChains are the chains receipts say were removed, by last seq.
+	receipt      *pruneReceipt
+	prunedChains map[string]uint64
+	out          Verdict
+	cur          *ChainVerdict // the chain being read; nil before the first and after a shutdown
+	seq          uint64
+	prev         string
+	lastAction   string
+	lastFile     string
 	// lastChainFile is the file where the last closed chain ended.
 	lastChainFile string
 	// unlinked counts chains whose genesis names no run before it.
@@ -272,6 +274,9 @@ func (v *verifier) line(file string, line []byte, firstInFile, firstOfAll bool) 
 		v.fail(file, f.Seq, "the line's bytes do not match its hash: the line was edited")
 		return
 	}
+	if f.Event == string(Lifecycle) && (f.Action == Pruned || f.Action == PrunedChain) {
+		v.readPruned(f)
+	}
 	if want, ok := v.checkpoints[v.cur.ID][f.Seq]; ok {
 		v.out.Checkpoints++
 		if want != f.Hash {
@@ -362,8 +367,10 @@ func (v *verifier) followsRun(file string, f lineFields, id string) bool {
 		return true
 	case prevRun == "none":
 		return true
+	case !sameFile && v.followsPrune(id, file, prevRun):
+		return true
 	case !sameFile && (len(v.out.Chains) == 0 || prevRun != v.prev):
-		v.fail(file, f.Seq, fmt.Sprintf("chain %s was appended after an earlier run (ending in hash %s) that is not in the files given: a run was removed from the start of this file, or a whole file of runs (egressd run's ID.PID.log) was deleted, or pass the earlier files in the order the runs started", id, prevRun))
+		v.fail(file, f.Seq, fmt.Sprintf("chain %s was appended after an earlier run (ending in hash %s) that is not in the files given: a run was removed from the start of this file, or a whole file of runs (egressd run's ID.PID.log) was deleted, or pass the earlier files in the order the runs started (where runs were removed with egressd audit prune, give its receipt in their place)", id, prevRun))
 	case prevRun != v.prev:
 		v.fail(file, f.Seq, fmt.Sprintf("chain %s was appended after a run ending in hash %s, but the run before it here ends in %s: a run in between was removed", id, prevRun, v.prev))
 	}

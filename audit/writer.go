@@ -319,6 +319,13 @@ func encode(zl zerolog.Logger, e Event, sc *scratch) {
 	str("action", e.Action)
 	str("pending", e.Pending)
 	str("manifest", e.Manifest)
+	if e.Kind == Policy && e.Entries != nil && len(e.Entries) <= maxEntries {
+		entries := make([]string, len(e.Entries))
+		for i, en := range e.Entries {
+			entries[i] = Cap(en, maxField)
+		}
+		ev.Strs("entries", entries)
+	}
 	str("msg", e.Msg)
 	str("error", e.Err)
 	ev.Send()

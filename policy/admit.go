@@ -37,12 +37,10 @@ func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration) (
 	claimOf := claimWaits(s, places, m, in)
 	unbound := claimOf == nil && unboundClaimWaits(s, places, m, in)
 	if len(changed) > 0 {
-		p := IDChange{ID: m.ID, Version: m.Version, Digest: m.Digest()}
+		p := changeTo(m)
 		for _, place := range changed {
 			f := s.Folders[place]
-			if f.Pending == nil || (IDChange{ID: f.Pending.ID, Version: f.Pending.Version, Digest: f.Pending.Digest}) != p {
-				f.Pending = &p
-			}
+			f.holdChange(p)
 			s.Folders[place] = f
 		}
 		from := s.Folders[changed[0]].ID

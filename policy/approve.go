@@ -24,22 +24,36 @@ type Approval struct {
 // showing fills a's Entries and Adds: the entries of man against the list
 // approved for id in s ("" Over when s holds none).
 func (a Approval) showing(s *State, man *allowlist.Manifest, id string) Approval {
-	a.Entries = approvedOf(man, "").Entries
+	return a.binding(s, approvedOf(man, "").Entries, id)
+}
+
+// binding fills a's Entries with entries, and Over and Adds with what
+// entries add over the list approved for id in s (none when s holds no
+// record of id).
+func (a Approval) binding(s *State, entries []string, id string) Approval {
+	a.Entries = entries
 	r, known := s.IDs[id]
 	if !known {
 		return a
 	}
 	a.Over = id + " " + r.Approved.Version
+	a.Adds = addsOver(entries, r.Approved.Entries)
+	return a
+}
+
+// addsOver lists the entries of next that approved lacks.
+func addsOver(next, approved []string) []string {
 	have := map[string]bool{}
-	for _, e := range r.Approved.Entries {
+	for _, e := range approved {
 		have[e] = true
 	}
-	for _, e := range a.Entries {
+	var out []string
+	for _, e := range next {
 		if !have[e] {
-			a.Adds = append(a.Adds, e)
+			out = append(out, e)
 		}
 	}
-	return a
+	return out
 }
 
 // Places are where version memory binds an id: the manifest's place
@@ -184,6 +198,18 @@ func shellWord(s string) string {
 // own record (place "").
 type pendingRecord struct {
 	ID, Version, Place, Digest, From string
+	// Entries is the list waiting, as egressd loaded it (nil when an
+	// earlier egressd recorded an id change without it).
+	Entries []string
+}
+
+// over is the id whose approved list c is compared with: the folder's old
+// id for an id change, the claimed id for a claim or a widening.
+func (c pendingRecord) over() string {
+	if c.From != "" {
+		return c.From
+	}
+	return c.ID
 }
 
 func (c pendingRecord) String() string {
@@ -216,11 +242,11 @@ func pendingOf(s *State, id, version string) []pendingRecord {
 	for _, place := range sortedKeys(s.Folders) {
 		f := s.Folders[place]
 		if p := f.Pending; p != nil && !p.Approved && p.ID == id && p.Version == version {
-			out = append(out, pendingRecord{ID: id, Version: version, Place: place, Digest: p.Digest, From: f.ID})
+			out = append(out, pendingRecord{ID: id, Version: version, Place: place, Digest: p.Digest, From: f.ID, Entries: p.Entries})
 		}
 	}
 	if r, ok := s.IDs[id]; ok && r.Version == version && r.Approved.Digest != r.Digest && r.Approvals[version] != r.Digest {
-		out = append(out, pendingRecord{ID: id, Version: version, Digest: r.Digest})
+		out = append(out, pendingRecord{ID: id, Version: version, Digest: r.Digest, Entries: r.Pending})
 	}
 	return out
 }
@@ -236,6 +262,9 @@ func (c pendingRecord) approve(s *State) Approval {
 		if owners := s.FoldersOf(c.ID); c.From == "" && len(owners) > 0 {
 			a.What += " (bound to " + folderList(owners) + ")"
 		}
+		if c.Entries != nil {
+			a = a.binding(s, c.Entries, c.over())
+		}
 		return a
 	}
 	r := s.IDs[c.ID]
@@ -245,6 +274,9 @@ func (c pendingRecord) approve(s *State) Approval {
 	r.Approvals[c.Version] = c.Digest
 	s.IDs[c.ID] = r
 	a.What = "a widening"
+	if c.Entries != nil {
+		a = a.binding(s, c.Entries, c.ID)
+	}
 	return a
 }
 
@@ -283,7 +315,9 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 		_, known := s.IDs[man.ID]
 		unbound := known && !s.placed(man.ID) // an earlier egressd's memory: the operator names the folder here
 		if (f.ID != "" && f.ID != man.ID) || (f.ID == "" && (len(owners) > 0 || unbound)) {
-			f.Pending = &IDChange{ID: man.ID, Version: man.Version, Digest: digest, Approved: true}
+			p := changeTo(man)
+			p.Approved = true
+			f.Pending = &p
 			s.Folders[folder] = f
 			a.What = pendingRecord{ID: man.ID, Place: folder, From: f.ID}.what()
 			if len(owners) > 0 {
@@ -384,7 +418,14 @@ type PendingList struct {
 	// Place and From name an id change: the folder or listener, and the id
 	// it was bound to. Both are "" for a widening.
 	Place, From string
-	// Adds are the entries a widening adds to the list in force.
+	// Entries are the list that waits, as egressd loaded it; nil when an
+	// earlier egressd recorded an id change without it.
+	Entries []string
+	// Over ("ID VERSION") is the list in force it is compared with: the
+	// id's own for a widening or a claim, the folder's old id's for an id
+	// change; "" when version memory holds none. Adds are the entries the
+	// waiting list adds over it.
+	Over string
 	Adds []string
 	// Command approves this list, and only it.
 	Command string
@@ -396,9 +437,10 @@ type PendingList struct {
 func (s *State) PendingLists(id, version string) []PendingList {
 	var out []PendingList
 	for _, c := range pendingOf(s, id, version) {
-		l := PendingList{ID: id, Version: version, Digest: c.Digest, Place: c.Place, From: c.From, Command: ApproveCommandFor(c.Place, c.Digest, id, version)}
-		if c.Place == "" {
-			l.Adds = s.IDs[id].Adds()
+		l := PendingList{ID: id, Version: version, Digest: c.Digest, Place: c.Place, From: c.From, Entries: c.Entries, Command: ApproveCommandFor(c.Place, c.Digest, id, version)}
+		if r, known := s.IDs[c.over()]; known && c.Entries != nil {
+			l.Over = c.over() + " " + r.Approved.Version
+			l.Adds = addsOver(c.Entries, r.Approved.Entries)
 		}
 		out = append(out, l)
 	}
@@ -406,19 +448,7 @@ func (s *State) PendingLists(id, version string) []PendingList {
 }
 
 // Adds are the entries of the pending list that the list in force lacks.
-func (r Record) Adds() []string {
-	have := map[string]bool{}
-	for _, e := range r.Approved.Entries {
-		have[e] = true
-	}
-	var out []string
-	for _, e := range r.Pending {
-		if !have[e] {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+func (r Record) Adds() []string { return addsOver(r.Pending, r.Approved.Entries) }
 
 func orNothing(entries []string) string {
 	if len(entries) == 0 {

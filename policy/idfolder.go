@@ -121,11 +121,8 @@ func (s *State) boundElsewhere(id, folder string) []string {
 // folder keeps the id it is bound to, if any; an unbound folder is held
 // with no id, so its claim binds nothing until it is approved.
 func holdClaim(s *State, folder string, m *allowlist.Manifest) {
-	p := IDChange{ID: m.ID, Version: m.Version, Digest: m.Digest()}
 	f := s.Folders[folder]
-	if f.Pending == nil || (IDChange{ID: f.Pending.ID, Version: f.Pending.Version, Digest: f.Pending.Digest}) != p {
-		f.Pending = &p
-	}
+	f.holdChange(changeTo(m))
 	s.Folders[folder] = f
 }
 

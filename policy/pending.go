@@ -30,6 +30,19 @@ func (p *Policy) InForce() (id, version string) {
 	return p.Manifest.ID, p.Manifest.Version
 }
 
+// InForceEntries are the entries of the list p enforces, as written in
+// canonical form; nil for a nil p. The policy audit event records them.
+func (p *Policy) InForceEntries() []string {
+	if p == nil {
+		return nil
+	}
+	out := []string{}
+	for _, e := range p.Entries() {
+		out = append(out, e.String())
+	}
+	return out
+}
+
 // Claim is the folder of p's manifest while it claims another folder's
 // id and the claim waits for the operator (PendingClaimOf), "" otherwise,
 // and "" while the folder's id change waits: its events are then the old

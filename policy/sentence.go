@@ -11,13 +11,19 @@ func Sentence(d Decision, p *Policy) string {
 	who := "this integration"
 	where := "its manifest's network permission"
 	if p != nil && p.Manifest != nil {
-		who = p.Manifest.ID + " " + p.Manifest.Version
+		// While an id change waits the old id's list is in force: every
+		// sentence names it, never the id the operator has not approved.
+		id, version := p.InForce()
+		who = id + " " + version
 		where = p.Manifest.Format.EntriesKey()
 	}
 	switch d.Reason {
 	case Allowed:
 		if d.Verdict == WouldDeny {
 			return fmt.Sprintf("egressd: %s is not in the network permission of %s; allowed only because audit mode is on (add it to %s)", host, who, where)
+		}
+		if change := p.PendingChange(); change != "" {
+			return fmt.Sprintf("egressd: %s is allowed for %s, the list in force for this folder, by the entry %q; the folder's id change to %s waits for the operator's approval (%s)", host, who, d.Rule, change, p.ApproveCommand())
 		}
 		return fmt.Sprintf("egressd: %s is allowed for %s by the entry %q", host, who, d.Rule)
 	case NotAllowlisted:
@@ -27,6 +33,9 @@ func Sentence(d Decision, p *Policy) string {
 		return fmt.Sprintf("egressd: %s is not in the network permission of %s (add it to %s)", host, who, where)
 	case PendingApproval:
 		if d.Verdict == WouldDeny {
+			if change := p.PendingChange(); change != "" {
+				who = change
+			}
 			return fmt.Sprintf("egressd: %s is in the list of %s, which waits for the operator's approval (%s); allowed only because audit mode is on", host, who, p.ApproveCommand())
 		}
 		if p != nil && p.PendingIDFrom == "" && p.PendingUnbound {
@@ -34,6 +43,9 @@ func Sentence(d Decision, p *Policy) string {
 		}
 		if p != nil && p.PendingIDFrom == "" && len(p.PendingClaimOf) > 0 {
 			return fmt.Sprintf("egressd: %s is in the list of %s, whose id version memory binds to another folder; this folder's claim waits for the operator's approval: %s; until then nothing is allowed for it", host, who, p.ApproveCommand())
+		}
+		if change := p.PendingChange(); change != "" {
+			return fmt.Sprintf("egressd: %s is in the list of %s, the id this folder changed to from %s, which waits for the operator's approval: %s; until then the list of %s applies", host, change, p.PendingIDFrom, p.ApproveCommand(), who)
 		}
 		return fmt.Sprintf("egressd: %s is in the list of %s, which waits for the operator's approval: %s; until then the last approved list applies", host, who, p.ApproveCommand())
 	case IPLiteral:

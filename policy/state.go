@@ -78,6 +78,28 @@ func ReadMemory(dir string) (*Memory, error) {
 	return &Memory{mem: &s}, nil
 }
 
+// NewWarning says, before anything is loaded, that version memory at m
+// holds nothing: no state file yet, or one with no id. Every integration
+// then loads as first seen, with whatever list its manifest has and no
+// approval gate; that is right for a first install and silent ruin for a
+// mistyped state_dir or a wiped disk, so serve and run say it once, on
+// stderr and in the audit log. "" when m remembers something, or lives in
+// the process.
+func (m *Memory) NewWarning() string {
+	if m == nil || m.dir == "" {
+		return ""
+	}
+	s, err := m.Read()
+	if err != nil || len(s.IDs) > 0 {
+		return "" // a read error is reported by the load itself
+	}
+	what := "is new (no " + stateFile + " yet)"
+	if _, err := os.Lstat(m.Path()); err == nil {
+		what = "is empty (it remembers no integration)"
+	}
+	return fmt.Sprintf("version memory at %s %s: every integration loads as first seen, with the list its manifest has now and no approval gate; if egressd kept version memory elsewhere before (a mistyped state_dir or --state, a wiped or replaced disk), stop egressd and restore it", m.Path(), what)
+}
+
 // StatePath is the state file in the state directory dir.
 func StatePath(dir string) string { return filepath.Join(dir, stateFile) }
 

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"golang.org/x/mod/semver"
+
+	"github.com/egressd/egressd/allowlist"
 )
 
 // State is everything version memory holds: one Record per integration id
@@ -61,6 +63,29 @@ type IDChange struct {
 	Version  string `json:"version"`
 	Digest   string `json:"digest"`
 	Approved bool   `json:"approved,omitempty"`
+	// Entries are the list at Digest as egressd loaded it: the operator
+	// approves an id change seeing the list it binds, shown from here, not
+	// from the manifest file, which may have been swapped since. Memory
+	// written by an earlier egressd has none.
+	Entries []string `json:"entries,omitempty"`
+}
+
+// changeTo is the id change to m's id, version and list.
+func changeTo(m *allowlist.Manifest) IDChange {
+	return IDChange{ID: m.ID, Version: m.Version, Digest: m.Digest(), Entries: approvedOf(m, "").Entries}
+}
+
+// holdChange records p as what waits at f, keeping an approval already
+// given to the same id, version and digest (and adding the list to a
+// record an earlier egressd wrote without it).
+func (f *Folder) holdChange(p IDChange) {
+	if q := f.Pending; q != nil && q.ID == p.ID && q.Version == p.Version && q.Digest == p.Digest {
+		if q.Entries == nil {
+			q.Entries = p.Entries
+		}
+		return
+	}
+	f.Pending = &p
 }
 
 // stateFormat marks the state file's layout. A file without it is the first
@@ -171,6 +196,11 @@ func (s *State) validate() error {
 		}
 		if p := f.Pending; p != nil && (!stateID().MatchString(p.ID) || !validVersion(p.Version) || !stateDigest().MatchString(p.Digest)) {
 			return fmt.Errorf("folder %q: a pending id change that egressd did not write", dir)
+		}
+		if p := f.Pending; p != nil {
+			if _, err := parseApproved(p.Entries); err != nil {
+				return fmt.Errorf("folder %q: %v", dir, err)
+			}
 		}
 	}
 	return nil

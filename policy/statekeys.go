@@ -15,7 +15,7 @@ var (
 	recordKeys   = []string{"version", "digest", "approved", "approvals", "pending"}
 	approvedKeys = []string{"version", "digest", "entries"}
 	folderKeys   = []string{"id", "pending"}
-	idChangeKeys = []string{"id", "version", "digest", "approved"}
+	idChangeKeys = []string{"id", "version", "digest", "approved", "entries"}
 )
 
 // checkStateKeys reports the first key, in the objects that decode into

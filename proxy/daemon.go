@@ -402,6 +402,8 @@ func (d *Daemon) auditOutcomes(outs []policy.Outcome) {
 		ev := audit.Event{Kind: audit.Policy, Integration: o.ID, IntegrationVersion: o.Version, Generation: o.Generation,
 			Action: string(o.Result), Pending: o.Pending, Manifest: o.Key, Msg: audit.Cap(strings.Join(o.Warnings, "; "), 1000)}
 		ev.Claim = d.Registry.Policy(o.Key).Claim() // the policy in force: a claim kept last good is still the claim
+		// The list in force: what a report judges this period's traffic by.
+		ev.Entries = d.Registry.Policy(o.Key).InForceEntries()
 		if o.Err != nil {
 			ev.Err = audit.Cap(o.Err.Error(), 1000)
 		}

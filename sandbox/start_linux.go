@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/egressd/egressd/internal/linejoin"
 )
 
 // Options are the supervisor's choices for one sandbox.
@@ -36,6 +38,10 @@ type Options struct {
 	// Key names the sandbox's cgroup (with the supervisor's pid): the
 	// integration's state name.
 	Key string
+	// Stderr, when set, is the joint the relay of the program's output to
+	// egressd's stderr writes through, so that egressd's own lines, written
+	// through Stderr.Own, never continue a line the program left open.
+	Stderr *linejoin.Joint
 }
 
 // Sandbox is a running sandboxed process tree and the listeners created
@@ -113,7 +119,7 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	std, err := newStdio(int64(spec.Limits.FileSizeMB) << 20) // a socket, a file or a device is relayed through a pipe
+	std, err := newStdio(int64(spec.Limits.FileSizeMB)<<20, opts.Stderr) // a socket, a file or a device is relayed through a pipe
 	if err != nil {
 		cg.remove()
 		return nil, err

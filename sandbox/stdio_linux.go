@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/egressd/egressd/internal/linejoin"
 	"github.com/egressd/egressd/internal/termsafe"
 	"golang.org/x/sys/unix"
 )
@@ -57,6 +58,7 @@ type stdio struct {
 	relays    []func()    // started once the init runs
 	outputs   sync.WaitGroup
 	fileMax   int64 // bytes a relay writes into a regular file
+	joint     *linejoin.Joint
 }
 
 // newStdio relays each of fds 0-2 that passedAsIs refuses. A stdout and
@@ -65,8 +67,11 @@ type stdio struct {
 // RLIMIT_FSIZE, which egressd's own writes are not under); then it closes
 // the pipe, and the program's next write fails as a write past the limit
 // would.
-func newStdio(fileMax int64) (*stdio, error) {
-	s := &stdio{files: [3]*os.File{os.Stdin, os.Stdout, os.Stderr}, fileMax: fileMax}
+//
+// The relay into egressd's own stderr (fd 2's, or fd 1's when both are one
+// file) writes through joint, if set: see Options.Stderr.
+func newStdio(fileMax int64, joint *linejoin.Joint) (*stdio, error) {
+	s := &stdio{files: [3]*os.File{os.Stdin, os.Stdout, os.Stderr}, fileMax: fileMax, joint: joint}
 	if !passedAsIs(0) {
 		if err := s.relayIn(); err != nil {
 			s.closeAll()
@@ -137,10 +142,13 @@ func (s *stdio) relayOut(fd int) error {
 	s.files[fd], s.childEnds, s.ownEnds = w, append(s.childEnds, w), append(s.ownEnds, r, dst)
 	s.outputs.Add(1)
 	var out io.Writer = writerOnly{dst}
+	if s.joint != nil && (fd == 2 || sameFile(1, 2)) {
+		out = s.joint.Relayed(out)
+	}
 	var in io.Reader = readerOnly{r}
 	var text *termsafe.TextWriter
 	if isTerminal(fd) {
-		text = termsafe.Text(dst)
+		text = termsafe.Text(out)
 		out = text
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFREG {

@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/egressd/egressd/internal/linejoin"
 )
 
 // ErrUnsupported: egressd run needs Linux namespaces. It never runs the
@@ -25,6 +27,7 @@ type Options struct {
 	StateMount       *os.File
 	Folder           *os.File
 	Key              string
+	Stderr           *linejoin.Joint
 }
 
 // OpenFolder always fails here.

@@ -111,6 +111,9 @@ func showPending(mem *policy.Memory, id, version string, stderr io.Writer) bool 
 			what += ", adds " + strings.Join(l.Adds, " ")
 		}
 		fmt.Fprintf(stderr, "  %s, list digest %s: %s\n", what, l.Digest, l.Command)
+		if l.Place != "" {
+			printLines(stderr, strings.Join(pendingListLines(l), "\n"))
+		}
 	}
 	fmt.Fprintln(stderr, "approve the one you reviewed by its digest (egressd check PATH prints a manifest's digest), or approve the manifest you reviewed: egressd approve --manifest PATH")
 	return true
@@ -124,4 +127,18 @@ func openExistingMemory(dir string, create bool) (*policy.Memory, error) {
 		return nil, fmt.Errorf("no version memory at %s (%v): egressd has loaded nothing with this --state", dir, err)
 	}
 	return policy.OpenMemory(dir)
+}
+
+// pendingListLines show the list an id change or a claim binds and what it
+// adds over the list in force it replaces: a digest alone tells the
+// operator nothing about what the new id would be allowed.
+func pendingListLines(l policy.PendingList) []string {
+	if l.Entries == nil {
+		return []string{"    the list is not in version memory (an earlier egressd recorded the change without it): review the manifest and approve it with egressd approve --manifest PATH"}
+	}
+	lines := []string{"    binds the list: " + orNone(strings.Join(l.Entries, " "))}
+	if l.Over != "" {
+		lines = append(lines, "    adds over "+l.Over+": "+orNone(strings.Join(l.Adds, " ")))
+	}
+	return lines
 }

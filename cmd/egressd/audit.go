@@ -15,11 +15,12 @@ import (
 	"github.com/egressd/egressd/policy"
 )
 
-const auditUsage = `usage: egressd audit verify|report|suggest [flags] FILE...
+const auditUsage = `usage: egressd audit verify|report|suggest|prune [flags] FILE...
 
   verify   prove an audit log is intact (exit 0 intact, 1 broken)
   report   what each integration used, was refused, and does not need
   suggest  the minimal network permission for what was observed
+  prune    remove old runs' files, leaving a receipt verify accepts
 
 Run "egressd audit COMMAND --help" for its flags.`
 
@@ -38,8 +39,10 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		return runAuditReport(args[1:], stdout, stderr)
 	case "suggest":
 		return runAuditSuggest(args[1:], stdout, stderr)
+	case "prune":
+		return runAuditPrune(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "egressd audit: unknown command %q (verify, report, suggest)\n", args[0])
+	fmt.Fprintf(stderr, "egressd audit: unknown command %q (verify, report, suggest, prune)\n", args[0])
 	return exitUsage
 }
 
@@ -181,16 +184,26 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
 		return exitFail
 	}
-	if len(manifests) == 0 {
+	// The lists the log records as in force are what its traffic is judged
+	// by; a manifest is read only for an id whose events do not record
+	// them (a log from an earlier egressd), or when the operator names it.
+	recorded := audit.ListsInForce(recs)
+	named := len(manifests) > 0
+	if !named {
 		for _, r := range recs {
 			// A claim's manifest is not the owner's: its entries are not
 			// the id's declared list.
-			if r.Event == string(audit.Policy) && r.Manifest != "" && r.Claim == "" && !slices.Contains(manifests, r.Manifest) {
+			if r.Event == string(audit.Policy) && r.Manifest != "" && r.Claim == "" && recorded[r.Integration] == nil && !slices.Contains(manifests, r.Manifest) {
 				manifests = append(manifests, r.Manifest)
 			}
 		}
 	}
 	declared := map[string][]string{}
+	if !named {
+		for id, list := range recorded {
+			declared[id] = list
+		}
+	}
 	for _, path := range manifests {
 		m, err := loadNamedManifest(path)
 		if err != nil || m == nil {
@@ -200,6 +213,9 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(stderr, "egressd audit report: warning: manifest %s not read (%s); its unused entries are not reported\n", termsafe.String(path), termsafe.String(why))
 			continue
+		}
+		if _, ok := recorded[m.ID]; ok && !named {
+			continue // the log records the lists in force for this id
 		}
 		for _, e := range m.Entries {
 			declared[m.ID] = append(declared[m.ID], e.String())

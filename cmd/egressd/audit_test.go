@@ -32,6 +32,11 @@ func realLog(t *testing.T, keyed bool) (files []string, stderr string) {
 		os.WriteFile(filepath.Join(dir, "audit.key"), []byte("0123456789abcdef0123456789abcdef"), 0o600)
 		key = "\n  key_file: " + filepath.Join(dir, "audit.key") + "\n  key_id: test-key-1"
 	}
+	// Version memory that knows the id: the log's lines are then those
+	// these tests edit by position, with no warning about new memory.
+	if _, errs, code := runCLI(t, "approve", "--state", filepath.Join(dir, "state"), "--new-id", "--manifest", dir); code != 0 {
+		t.Fatalf("approve --new-id: %s", errs)
+	}
 	cfg := filepath.Join(dir, "egressd.yaml")
 	os.WriteFile(cfg, []byte("state_dir: "+filepath.Join(dir, "state")+"\nresolvers: [\"127.0.0.1:9\"]\naudit:\n  path: "+auditFile+key+"\nintegrations:\n  - manifest: .\n    listen: 127.0.0.1:0\n"), 0o600)
 	var out, errb lockedBuffer

@@ -43,6 +43,10 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	}
 	d := p.DecideTarget(target)
 	printDecision(stdout, d, p, target)
+	if change := p.PendingChange(); change != "" {
+		id, version := p.InForce()
+		printLine(stdout, "in force: the list approved for %s %s; the id change to %s waits for approval: %s", id, version, change, p.ApproveCommand())
+	}
 	if n := p.PendingNotice(); n != "" {
 		fmt.Fprintln(stdout, "pending:", n)
 	}

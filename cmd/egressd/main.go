@@ -44,6 +44,8 @@ usage:
                                              what each integration used, was refused, and does not need
   egressd audit suggest [--format voiceos|sollar] FILE...
                                              the minimal network permission for what was observed
+  egressd audit prune --key FILE --receipt NEWFILE FILE...
+                                             remove old runs' files, leaving a receipt verify accepts
   egressd version                            print the version
 
 Run "egressd COMMAND --help" (or "egressd help COMMAND") for a command's flags.
@@ -111,7 +113,7 @@ func helpAsked(args []string) bool {
 func helpArgs(cmd string, args []string) []string {
 	if cmd == "audit" && len(args) > 0 {
 		switch args[0] {
-		case "verify", "report", "suggest":
+		case "verify", "report", "suggest", "prune":
 			return []string{args[0], "-h"}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/internal/linejoin"
 	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/policy"
 	"github.com/egressd/egressd/proxy"
@@ -32,6 +33,9 @@ type runFlags struct {
 	// checkpoints receives the audit log's checkpoint lines when the
 	// config file sets audit.checkpoints: stderr (run's stderr).
 	checkpoints io.Writer
+	// stderr is the joint egressd's stderr lines and the program's relayed
+	// stderr share: egressd's line never continues the program's.
+	stderr *linejoin.Joint
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
@@ -53,7 +57,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	stderr = termsafe.Lines(stderr) // every message one line, escaped
+	f.stderr = &linejoin.Joint{}
+	stderr = termsafe.Lines(f.stderr.Own(stderr)) // every message one line, escaped, and never after the program's unterminated line
 	command := fs.Args()
 	if f.manifest == "" {
 		if len(command) == 0 {
@@ -97,6 +102,8 @@ type runSetup struct {
 	spec     sandbox.Spec
 	opts     sandbox.Options
 	env      envReport
+	// memoryWarning says version memory was new or empty before the load.
+	memoryWarning string
 	// removeBundle deletes the sandbox's trust bundle file, if a secret
 	// is bound.
 	removeBundle func()
@@ -152,6 +159,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 	if err != nil {
 		return nil, err
 	}
+	memoryWarning := mem.NewWarning() // before the load writes the file
 	registry := policy.NewRegistry(mem, nil)
 	// The supervisor lives as long as the run: the host's addresses are
 	// followed for that long, and egressd refuses to run without them.
@@ -206,7 +214,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 			return nil, err
 		}
 	}
-	r := &runSetup{policy: p, cfg: cfg, registry: registry, loaded: loaded, folder: folder}
+	r := &runSetup{policy: p, cfg: cfg, registry: registry, loaded: loaded, folder: folder, memoryWarning: memoryWarning}
 	after, err := mem.Read()
 	if err != nil {
 		return nil, err
@@ -227,7 +235,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 	if err != nil {
 		return nil, err
 	}
-	r.opts = sandbox.Options{HostUID: hostUID, HostGID: hostGID, Folder: folder, Key: name}
+	r.opts = sandbox.Options{HostUID: hostUID, HostGID: hostGID, Folder: folder, Key: name, Stderr: f.stderr}
 	if os.Getuid() == 0 && !f.insecureEnvOnly {
 		// The kernel bounds the state: an ext4 image of state_mb, seeded
 		// once from the folder earlier versions used.

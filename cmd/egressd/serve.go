@@ -323,6 +323,7 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 	if err != nil {
 		return nil, nil, err
 	}
+	memoryWarning := mem.NewWarning() // before the first load writes the file
 	resolvers := cfg.Resolvers
 	if len(resolvers) == 0 {
 		if resolvers, err = systemResolvers(); err != nil {
@@ -354,6 +355,7 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 	if err != nil {
 		return nil, nil, err
 	}
+	warnNewMemory(memoryWarning, log, stderr)
 	if err := proxy.FollowHostAddrs(ctx, registry.HostAddrs(), hostAddrsChanged(log, stderr)); err != nil {
 		return nil, nil, fmt.Errorf("cannot start: %w", err)
 	}

@@ -96,8 +96,15 @@ func printState(w io.Writer, file string, s policy.State) {
 				claim = fmt.Sprintf("changes its id to %s %s", p.ID, p.Version)
 			}
 			line = fmt.Sprintf("%s%s %s; %s", place, was, claim, verb)
+			if !p.Approved {
+				for _, l := range s.PendingLists(p.ID, p.Version) {
+					if l.Place == dir {
+						line += "\n" + strings.Join(pendingListLines(l), "\n")
+					}
+				}
+			}
 		}
-		fmt.Fprintln(w, line)
+		printLines(w, line)
 	}
 }
 

@@ -1,0 +1,75 @@
+package audit
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Pruned is the lifecycle action of a prune receipt: "egressd audit prune"
+// removed whole runs' files, and a chain of its own (keyed like them)
+// records what they were. verify, given the receipt where the runs were,
+// accepts that the next run follows them; deleting a file without a
+// receipt still breaks the link, and a receipt cannot be forged for a keyed
+// log without its key. PrunedChain events, one per removed chain, come
+// first (so their checkpoints are judged), each within the field caps.
+const (
+	Pruned      = "pruned"
+	PrunedChain = "pruned_chain"
+)
+
+// PruneEvents are a receipt's events: one per removed chain (its id and
+// last seq), then the receipt itself: the hash of the last line of the
+// last run removed (the next run's prev_run), how many runs and lines.
+// Chains a receipt being pruned again listed are carried forward.
+func PruneEvents(through string, lines int, v Verdict) []Event {
+	var out []Event
+	chains := append(append([]ChainVerdict{}, v.PrunedChains...), v.Chains...)
+	for _, c := range chains {
+		out = append(out, Event{Kind: Lifecycle, Action: PrunedChain, Msg: fmt.Sprintf("chain=%s last=%d", c.ID, c.Last)})
+	}
+	return append(out, Event{Kind: Lifecycle, Action: Pruned, Msg: fmt.Sprintf("through=%s runs=%d lines=%d", through, len(v.Chains), lines)})
+}
+
+// pruneReceipt is what verify read from a receipt.
+type pruneReceipt struct {
+	chain, through string
+	runs           string
+}
+
+// readPruned records the receipt event in f, read in a verified chain.
+//
+// Only a keyed receipt, checked with the key, counts: whoever can delete
+// an unkeyed log's files can write an unkeyed receipt for them too, and
+// it would silence the checkpoints that still catch such a deletion.
+func (v *verifier) readPruned(f lineFields) {
+	if !v.cur.Keyed || v.opts.Key == nil {
+		v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s holds a prune receipt that is not keyed, or was not checked with its key: it is not taken as the operator's, and the runs it names must be given", v.cur.ID))
+		return
+	}
+	if f.Action == PrunedChain {
+		last, err := strconv.ParseUint(msgField(f.Msg, "last"), 10, 64)
+		if id := msgField(f.Msg, "chain"); id != "" && err == nil {
+			v.prunedChains[id] = last
+			v.out.PrunedChains = append(v.out.PrunedChains, ChainVerdict{ID: id, Last: last})
+		}
+		return
+	}
+	r := pruneReceipt{chain: v.cur.ID, through: msgField(f.Msg, "through"), runs: msgField(f.Msg, "runs")}
+	if !isHexHash(r.through) {
+		v.fail(v.lastFile, f.Seq, "a prune receipt that does not name the last hash of the runs it removed")
+		return
+	}
+	v.receipt = &r
+}
+
+// followsPrune reports whether a chain whose genesis names prevRun follows
+// the runs the receipt just read removed, and notes it.
+func (v *verifier) followsPrune(id, file, prevRun string) bool {
+	r := v.receipt
+	if r == nil || prevRun != r.through || len(v.out.Chains) == 0 || v.out.Chains[len(v.out.Chains)-1].ID != r.chain {
+		return false
+	}
+	v.receipt = nil
+	v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s (%s) follows %s run(s) the operator removed with egressd audit prune (receipt chain %s): their lines are gone; the receipt records where they ended", id, file, r.runs, r.chain))
+	return true
+}
