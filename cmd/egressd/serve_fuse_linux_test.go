@@ -115,3 +115,22 @@ func TestServeStartingWithAFUSEHungManifestServesTheOthersAndStops(t *testing.T)
 	}
 	sb.stopsOnSIGTERM(t)
 }
+
+// TestServeStoppedWhileStartingStuckOnAFUSEManifestExitsAtOnce: SIGTERM
+// while the start still waits for a manifest read (timeouts.manifest_read
+// 30s) ends serve without waiting for the deadline.
+func TestServeStoppedWhileStartingStuckOnAFUSEManifestExitsAtOnce(t *testing.T) {
+	mnt := hungFUSE(t)
+	f := newTwoIntegrations(t)
+	cfg, err := os.ReadFile(f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, f.cfg, strings.Replace(string(cfg), "manifest_read: 1s", "manifest_read: 30s", 1))
+	linkIntoHungFUSE(t, f.hostile, mnt)
+	sb := startServeBinary(t, f.cfg) // "admin on" comes before the manifests are read
+	sb.stopsOnSIGTERM(t)             // within 20 s, below the 30 s deadline
+	if strings.Contains(sb.stderr.String(), "serving ") {
+		t.Fatalf("serve finished starting before SIGTERM; the test proves nothing:\n%s", sb.stderr.String())
+	}
+}

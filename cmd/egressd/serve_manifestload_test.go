@@ -137,6 +137,7 @@ func startsRefusingOnlyTheHostile(t *testing.T, f *twoIntegrations, sv *inProces
 	if reason != "manifest_not_loaded" || !strings.Contains(body, f.hostile+": ") || !strings.Contains(body, want) {
 		t.Fatalf("the integration whose manifest does not load: %s %q\n%s", reason, body, sv.stderr.String())
 	}
+	waitFor(t, &lockedFile{path: f.audit}, `"event":"policy"[^\n]*"action":"failed"[^\n]*"manifest":"`+regexp.QuoteMeta(f.hostile)+`"`)
 	waitFor(t, &lockedFile{path: f.audit}, `"reason":"manifest_not_loaded"[^\n]*"manifest":"`+regexp.QuoteMeta(f.hostile)+`"`)
 	if code, body := readyz(t, sv.admin); code != http.StatusServiceUnavailable || !strings.Contains(body, "manifest_not_loaded") || !strings.Contains(body, f.hostile) {
 		t.Fatalf("/readyz: %d %s", code, body)
