@@ -56,6 +56,23 @@ func linkIntoHungFUSE(t *testing.T, folder, mnt string) {
 	}
 }
 
+// threadsWaitingOnFUSE counts pid's threads asleep in a FUSE request.
+func threadsWaitingOnFUSE(t *testing.T, pid int) int {
+	t.Helper()
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/wchan", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, w := range tasks {
+		if b, err := os.ReadFile(w); err == nil && (strings.Contains(string(b), "fuse") || strings.Contains(string(b), "request_wait")) {
+			n++
+		}
+	}
+	t.Logf("%d threads wait on the mount", n)
+	return n
+}
+
 // TestServeReloadStuckOnAFUSEManifestKeepsEveryOtherReloadApplying is
 // issue 17's FUSE attack: the hostile integration swaps its manifest for a
 // link into a FUSE mount that never answers. The reload's read of it
@@ -91,6 +108,16 @@ func TestServeReloadStuckOnAFUSEManifestKeepsEveryOtherReloadApplying(t *testing
 	code, body := readyz(t, sb.admin)
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "manifest read not finished") || !strings.Contains(body, f.hostile) {
 		t.Fatalf("/readyz while a manifest read is stuck: %d %s", code, body)
+	}
+	// More reloads start no more reads of the stuck path: the threads
+	// waiting on the mount stay a handful (the manifest read, the
+	// watcher's walk and read, the writable check), however many reloads.
+	for n := 3; n <= 6; n++ {
+		sb.cmd.Process.Signal(syscall.SIGHUP)
+		waitFor(t, &lockedFile{path: f.audit}, fmt.Sprintf(`(?s)("integration":"com.test.hostile"[^\n]*"action":"kept_last_good".*){%d}`, n))
+	}
+	if n := threadsWaitingOnFUSE(t, sb.cmd.Process.Pid); n > 4 {
+		t.Fatalf("%d threads wait on the mount after 6 reloads", n)
 	}
 	sb.stopsOnSIGTERM(t)
 }
