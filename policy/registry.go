@@ -100,6 +100,25 @@ func (r *Registry) StuckReads() []string {
 // came first in the config must not decide who gets an id.
 var ErrIDServedTwice = errors.New("ids must be unique")
 
+// StopsStart reports whether o, an outcome of the load at start, stops
+// egressd from serving anyone. Only what is the operator's does: a
+// manifest configured by two entries, or an id two entries declare that
+// version memory cannot place (ErrIDServedTwice). A manifest that does not
+// load is its author's doing, and stops only its own integration, which
+// refuses every connection (ManifestNotLoaded) until a reload loads it.
+func (o Outcome) StopsStart(cfg Config) bool {
+	if o.Result != Failed {
+		return false
+	}
+	entries := 0
+	for _, in := range cfg.Integrations {
+		if in.Manifest == o.Key {
+			entries++
+		}
+	}
+	return entries > 1 || errors.Is(o.Err, ErrIDServedTwice)
+}
+
 // Load is LoadContext without a context, for tools that read one manifest
 // and stop.
 func (r *Registry) Load(cfg Config) []Outcome { return r.LoadContext(context.Background(), cfg) }

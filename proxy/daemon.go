@@ -102,7 +102,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 	d.auditOutcomes(outs)
 	var twice []string
 	for _, o := range outs {
-		if o.Result == policy.Failed && (entriesOf(cfg, o.Key) > 1 || errors.Is(o.Err, policy.ErrIDServedTwice)) {
+		if o.StopsStart(cfg) {
 			// One line per integration: the journal keeps the folder and
 			// its reason together.
 			twice = append(twice, fmt.Sprintf("%s: %s", o.Key, termsafe.OneLine(errText(o.Err))))
@@ -126,18 +126,6 @@ func (d *Daemon) Start(ctx context.Context) error {
 	d.warnSharedCap(cfg)
 	d.ready.Store(true)
 	return nil
-}
-
-// entriesOf counts the config entries that serve the manifest key: more
-// than one is the operator's mistake, not an integration's.
-func entriesOf(cfg policy.Config, key string) int {
-	n := 0
-	for _, in := range cfg.Integrations {
-		if in.Manifest == key {
-			n++
-		}
-	}
-	return n
 }
 
 // warnWritableManifests warns, at start and after a reload, about each
