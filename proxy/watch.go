@@ -162,13 +162,15 @@ func (w WatchSet) relevant(name string, op fsnotify.Op) bool {
 // unresolvable, as a missing file does, until it resolves again.
 func (w WatchSet) fingerprint(r resolution) string {
 	h := sha256.New()
-	for _, c := range r {
+	for i, c := range r {
 		io.WriteString(h, c.final+"\x00")
 		if c.tooDeep != "" {
 			io.WriteString(h, "unresolvable: "+c.tooDeep+"\x00")
 			continue
 		}
-		sum, err := bounded.Run(context.Background(), &watchReads, "read "+c.final, watchReadTimeout, func() string { return contentSum(c.final) })
+		// Keyed by the watched name, not where it leads: links to ever new
+		// names must not each leave a stuck read behind.
+		sum, err := bounded.Run(context.Background(), &watchReads, "read "+w.Files[i], watchReadTimeout, func() string { return contentSum(c.final) })
 		if err != nil {
 			sum = notAnswering
 		}
