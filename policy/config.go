@@ -131,6 +131,11 @@ type Timeouts struct {
 	Lifetime      time.Duration // a tunnel's whole life; 0 means unlimited
 	Drain         time.Duration // graceful shutdown
 	StopGrace     time.Duration // egressd run: from the forwarded signal to SIGKILL
+	// ManifestRead bounds reading one manifest at start or reload: its
+	// path may lead into a file system that never answers, and a read
+	// that does not finish in time keeps the integration's last good
+	// policy (or none) instead of freezing every reload.
+	ManifestRead time.Duration
 }
 
 // OperatorDeny narrows every integration: host globs and address ranges.
@@ -246,10 +251,14 @@ func DefaultConfig() Config {
 			Idle:          5 * time.Minute,
 			Drain:         25 * time.Second,
 			StopGrace:     10 * time.Second,
+			ManifestRead:  DefaultManifestRead,
 		},
 		Sandbox: sandbox.DefaultLimits,
 	}
 }
+
+// DefaultManifestRead is timeouts.manifest_read when the config sets none.
+const DefaultManifestRead = 5 * time.Second
 
 // DefaultPort is the only port a manifest allows: https.
 const DefaultPort = 443

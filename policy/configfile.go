@@ -70,6 +70,7 @@ type fileTimeouts struct {
 	Lifetime      *time.Duration `yaml:"lifetime"`
 	Drain         *time.Duration `yaml:"drain"`
 	StopGrace     *time.Duration `yaml:"stop_grace"`
+	ManifestRead  *time.Duration `yaml:"manifest_read"`
 }
 
 // fileSandbox is sandbox_limits: what one "egressd run" sandbox may take.
@@ -433,6 +434,11 @@ func applyTimeouts(t *Timeouts, f *fileTimeouts, ps *problems) {
 	set("lifetime", &t.Lifetime, f.Lifetime, 0)
 	set("drain", &t.Drain, f.Drain, 0)
 	set("stop_grace", &t.StopGrace, f.StopGrace, 0)
+	if f.ManifestRead != nil && *f.ManifestRead == 0 {
+		ps.add("timeouts.manifest_read", "must be more than 0s: no manifest could ever be read")
+	} else {
+		set("manifest_read", &t.ManifestRead, f.ManifestRead, maxWait)
+	}
 }
 
 // applySandboxLimits sets each bound the operator gives. Every bound must be

@@ -25,6 +25,10 @@ const (
 	AuditUnavailable Reason = "audit_unavailable"
 	PolicyNarrowed   Reason = "policy_narrowed"
 	NoPolicy         Reason = "no_policy"
+	// ManifestNotLoaded is every connection to the listener of an
+	// integration whose manifest has never loaded (broken, rolled back,
+	// or not read in time): it serves nothing until a reload loads it.
+	ManifestNotLoaded Reason = "manifest_not_loaded"
 	// PendingApproval is a host the manifest lists in a version whose
 	// widening (or id change) waits for "egressd approve".
 	PendingApproval Reason = "pending_approval"

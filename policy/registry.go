@@ -1,12 +1,17 @@
 package policy
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/internal/bounded"
+	"github.com/egressd/egressd/internal/termsafe"
 )
 
 // Snapshot is one generation: every integration's policy, keyed by the
@@ -15,6 +20,9 @@ type Snapshot struct {
 	Generation uint64
 	Policies   map[string]*Policy
 	listen     map[string]string // key -> the listener of the entry that serves it
+	// notLoaded says, for each configured key with no policy, why: "path:
+	// message". Its listener refuses every connection with that sentence.
+	notLoaded map[string]string
 }
 
 // Result says what a load did with one integration.
@@ -50,6 +58,12 @@ type Registry struct {
 
 	mu      sync.Mutex // serialises Load
 	current atomic.Pointer[Snapshot]
+	// reads bounds each manifest read (timeouts.manifest_read): a path
+	// into a file system that never answers keeps its integration's last
+	// good policy instead of freezing every load, and is not read again
+	// until that read returns.
+	reads       bounded.Reads
+	readTimeout atomic.Int64 // the last load's timeouts.manifest_read
 }
 
 // NewRegistry returns an empty registry. memory may be InMemory() for tools
@@ -70,21 +84,65 @@ func (r *Registry) Snapshot() *Snapshot { return r.current.Load() }
 // Policy returns the current policy for key, or nil.
 func (r *Registry) Policy(key string) *Policy { return r.current.Load().Policies[key] }
 
-// Load reads every integration's manifest under cfg and publishes a new
-// generation. A manifest that is invalid, missing or refused by the version
-// rules keeps its last good policy; one with no last good policy is left
-// out (Failed). Integrations no longer in cfg are dropped (Removed).
-func (r *Registry) Load(cfg Config) []Outcome {
+// NotLoaded says why a configured key has no policy ("path: message"), or
+// "" when it has one or is not configured.
+func (r *Registry) NotLoaded(key string) string { return r.current.Load().notLoaded[key] }
+
+// StuckReads are the manifests whose read has outlived its deadline and
+// still not returned: each keeps its last good policy, or none.
+func (r *Registry) StuckReads() []string {
+	return r.reads.Stuck(time.Duration(r.readTimeout.Load()))
+}
+
+// ErrIDServedTwice refuses an entry whose id another entry serves, when
+// version memory cannot tell which of them the id is (see
+// startClaimNotice). At start it stops egressd, as before: which entry
+// came first in the config must not decide who gets an id.
+var ErrIDServedTwice = errors.New("ids must be unique")
+
+// StopsStart reports whether o, an outcome of the load at start, stops
+// egressd from serving anyone. Only what is the operator's does: a
+// manifest configured by two entries, or an id two entries declare that
+// version memory cannot place (ErrIDServedTwice). A manifest that does not
+// load is its author's doing, and stops only its own integration, which
+// refuses every connection (ManifestNotLoaded) until a reload loads it.
+func (o Outcome) StopsStart(cfg Config) bool {
+	if o.Result != Failed {
+		return false
+	}
+	entries := 0
+	for _, in := range cfg.Integrations {
+		if in.Manifest == o.Key {
+			entries++
+		}
+	}
+	return entries > 1 || errors.Is(o.Err, ErrIDServedTwice)
+}
+
+// Load is LoadContext without a context, for tools that read one manifest
+// and stop.
+func (r *Registry) Load(cfg Config) []Outcome { return r.LoadContext(context.Background(), cfg) }
+
+// LoadContext reads every integration's manifest under cfg and publishes
+// a new generation. A manifest that is invalid, missing, refused by the
+// version rules or not read within timeouts.manifest_read keeps its last
+// good policy; one with no last good policy is left out (Failed) and
+// NotLoaded says why. Integrations no longer in cfg are dropped (Removed).
+// The manifests are read together, each on its own goroutine, so the
+// load waits at most one deadline however many of them do not answer;
+// when ctx ends, the reads still running count as not finished.
+func (r *Registry) LoadContext(ctx context.Context, cfg Config) []Outcome {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	prev := r.current.Load()
-	next := &Snapshot{Generation: prev.Generation + 1, Policies: map[string]*Policy{}, listen: map[string]string{}}
+	next := &Snapshot{Generation: prev.Generation + 1, Policies: map[string]*Policy{}, listen: map[string]string{}, notLoaded: map[string]string{}}
 	var outs []Outcome
 	ids := map[string]string{} // id -> key, to refuse duplicates
 	for id, key := range servedIDs(prev, cfg) {
 		ids[id] = key
 	}
 	serves := servingEntries(cfg, prev)
+	reads := r.readAll(ctx, cfg, serves)
 	before, beforeErr := r.memory.Read() // who held each id before this load (boundElsewhere)
 	if beforeErr != nil {
 		before = *newState()
@@ -97,7 +155,10 @@ func (r *Registry) Load(cfg Config) []Outcome {
 				Err: fmt.Errorf("this manifest is already served on %s; one manifest is served by one config entry", cfg.Integrations[w].Listen)})
 			continue
 		}
-		out := r.loadOne(cfg, in, prev.Policies[in.Manifest], ids, &before, next.Generation)
+		out := r.loadOne(cfg, in, reads[in.Manifest], prev.Policies[in.Manifest], ids, &before, next.Generation)
+		if out.Result == Failed {
+			next.notLoaded[in.Manifest] = termsafe.OneLine(fmt.Sprintf("%s: %v", in.Manifest, out.Err))
+		}
 		if out.Result != Failed {
 			p := out.policy
 			// The id in force, not the manifest's: a folder whose rename
@@ -106,8 +167,9 @@ func (r *Registry) Load(cfg Config) []Outcome {
 			if id, holds := holdsID(p); holds {
 				if other, dup := ids[id]; dup && other != in.Manifest {
 					out = r.refuseDuplicate(cfg, in, prev.Policies[in.Manifest], ids, next.Generation,
-						fmt.Errorf("id %s is in force for %s and already served from %s; ids must be unique", id, in.Manifest, other))
+						fmt.Errorf("id %s is in force for %s and already served from %s; %w", id, in.Manifest, other, ErrIDServedTwice))
 					if out.Result == Failed {
+						next.notLoaded[in.Manifest] = termsafe.OneLine(fmt.Sprintf("%s: %v", in.Manifest, out.Err))
 						outs = append(outs, out.Outcome)
 						continue
 					}
@@ -200,7 +262,55 @@ type loadResult struct {
 	policy *Policy
 }
 
-func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[string]string, before *State, gen uint64) loadResult {
+// manifestRead is what reading one integration's manifest gave.
+type manifestRead struct {
+	m    *allowlist.Manifest
+	file string
+	ps   allowlist.Problems
+	err  error
+}
+
+// readAll reads the manifest of each serving entry, together, each within
+// timeouts.manifest_read (see Registry.reads).
+func (r *Registry) readAll(ctx context.Context, cfg Config, serves map[string]int) map[string]manifestRead {
+	timeout := cfg.Timeouts.ManifestRead
+	if timeout <= 0 {
+		timeout = DefaultManifestRead
+	}
+	r.readTimeout.Store(int64(timeout))
+	out := make(map[string]manifestRead, len(serves))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for key, i := range serves {
+		in := cfg.Integrations[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			read, err := bounded.Run(ctx, &r.reads, key, timeout, func() manifestRead { return readManifest(in, &cfg.Rules) })
+			if err != nil {
+				read = manifestRead{err: err}
+			}
+			mu.Lock()
+			out[key] = read
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// readManifest reads and parses in's manifest: the file I/O of a load.
+func readManifest(in Integration, rules *allowlist.Rules) manifestRead {
+	var read manifestRead
+	if in.Folder != nil {
+		read.m, read.file, read.ps, read.err = allowlist.LoadIn(in.Folder, in.Manifest, rules)
+	} else {
+		read.m, read.file, read.ps, read.err = allowlist.Load(in.Manifest, rules)
+	}
+	return read
+}
+
+func (r *Registry) loadOne(cfg Config, in Integration, read manifestRead, last *Policy, ids map[string]string, before *State, gen uint64) loadResult {
 	out := loadResult{Outcome: Outcome{Key: in.Manifest, Generation: gen}}
 	refuse := func(err error) loadResult {
 		out.Err = err
@@ -212,13 +322,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 		}
 		return out
 	}
-	load := allowlist.Load
-	if in.Folder != nil {
-		load = func(path string, rules *allowlist.Rules) (*allowlist.Manifest, string, allowlist.Problems, error) {
-			return allowlist.LoadIn(in.Folder, path, rules)
-		}
-	}
-	m, file, ps, err := load(in.Manifest, &cfg.Rules)
+	m, file, ps, err := read.m, read.file, read.ps, read.err
 	if err != nil {
 		return refuse(err)
 	}
@@ -232,7 +336,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 	dupOf := ""
 	if other, dup := ids[m.ID]; dup && other != in.Manifest {
 		if last != nil || len(before.boundElsewhere(m.ID, ManifestPlace(file))) == 0 {
-			return refuse(fmt.Errorf("id %s is already served from %s; ids must be unique", m.ID, other))
+			return refuse(fmt.Errorf("id %s is already served from %s; %w", m.ID, other, ErrIDServedTwice))
 		}
 		dupOf = other // at start: a claim of another entry's id, which waits (startClaim)
 	}
@@ -246,7 +350,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, last *Policy, ids map[str
 		var err error
 		adm, err = admitAt(s, Places(file, in.Listen), m, in)
 		if err == nil && dupOf != "" && adm.pending == "" {
-			err = fmt.Errorf("id %s is already served from %s; ids must be unique", m.ID, dupOf)
+			err = fmt.Errorf("id %s is already served from %s; %w", m.ID, dupOf, ErrIDServedTwice)
 		}
 		return err
 	})

@@ -76,6 +76,8 @@ func Sentence(d Decision, p *Policy) string {
 		return fmt.Sprintf("egressd: too many connections from %s; retry later", who)
 	case Timeout:
 		return "egressd: the client was too slow"
+	case ManifestNotLoaded:
+		return NotLoadedSentence("")
 	case AuditUnavailable:
 		return "egressd: the audit log cannot be written, so no connection is allowed"
 	case PolicyNarrowed:
@@ -99,4 +101,17 @@ func orAddress(host string) string {
 		return "the address"
 	}
 	return host
+}
+
+// NotLoadedSentence is the refusal of every connection to an integration
+// whose manifest is not loaded; why is Registry.NotLoaded's "path:
+// message", capped here, since it quotes the manifest.
+func NotLoadedSentence(why string) string {
+	if why == "" {
+		why = "its manifest did not load"
+	}
+	if r := []rune(why); len(r) > 400 {
+		why = string(r[:400]) + "…"
+	}
+	return "egressd: this integration's manifest is not loaded, so every connection is refused until a reload loads it (" + why + ")"
 }

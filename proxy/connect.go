@@ -247,8 +247,11 @@ func (s *Server) recordClosing(p *policy.Policy, t *tunnel, up, down int64) {
 // the audit log must be writable, and the request within the rate. The
 // connection holds its handshake slot since accept.
 func (s *Server) admission(p *policy.Policy, set *settings) policy.Reason {
-	if p == nil { // the integration was removed; its listener is closing
-		return policy.NotAllowlisted
+	if p == nil {
+		if s.opts.Registry.NotLoaded(s.opts.Key) != "" {
+			return policy.ManifestNotLoaded
+		}
+		return policy.NotAllowlisted // the integration was removed; its listener is closing
 	}
 	if !s.opts.Audit.Healthy() && set.onFailure == policy.DenyOnAuditFailure {
 		return policy.AuditUnavailable
@@ -343,12 +346,18 @@ func (s *Server) refuse(client net.Conn, p *policy.Policy, d policy.Decision, ev
 	if d.Rule != "" {
 		ev.Rule = d.Rule
 	}
+	sentence := policy.Sentence(d, p)
+	if d.Reason == policy.ManifestNotLoaded {
+		why := s.opts.Registry.NotLoaded(s.opts.Key)
+		ev.Manifest, ev.Err = s.opts.Key, audit.Cap(why, 500)
+		sentence = policy.NotLoadedSentence(why)
+	}
 	s.recordDenial(*ev)
 	if how == captured {
 		client.Close()
 		return
 	}
-	writeAndClose(client, refusal(d.Reason, policy.Sentence(d, p)))
+	writeAndClose(client, refusal(d.Reason, sentence))
 }
 
 // refusedAfterConnect records a connection refused after its CONNECT was

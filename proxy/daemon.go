@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/internal/bounded"
 	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/policy"
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,6 +47,9 @@ type Daemon struct {
 	reloadMu  sync.Mutex
 	announced map[exemptionKey]bool // in force, as last announced; under reloadMu
 	writable  writableNotices       // under reloadMu
+	// writableReads bounds warnWritableManifests' walks as
+	// policy.Registry bounds manifest reads.
+	writableReads bounded.Reads
 	// mu guards the fields below. It is never held across file I/O or a
 	// drain, so Ready, Listeners and Shutdown never wait behind a reload.
 	mu        sync.Mutex
@@ -72,8 +76,15 @@ func (d *Daemon) followNAT64(cfg policy.Config) {
 }
 
 // Start loads the config and every policy, opens every listener and starts
-// serving. An integration whose manifest cannot be loaded at start is an
-// error: egressd does not start half-configured.
+// serving. Only what is everyone's stops the start: the config (one
+// manifest configured twice, or two entries with one id that version
+// memory cannot tell apart), the version memory, a listener that cannot
+// open. An integration whose manifest does not load (broken, a
+// version lower than one seen, not read within timeouts.manifest_read)
+// must not take the others down, since its author controls that file: its
+// listener opens and refuses every connection with manifest_not_loaded,
+// stderr and the audit log say why, and a reload that loads it applies.
+// When ctx ends while the manifests are read, Start returns at once.
 func (d *Daemon) Start(ctx context.Context) error {
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
@@ -84,18 +95,21 @@ func (d *Daemon) Start(ctx context.Context) error {
 	d.listeners = map[string]*listener{}
 	d.serveErr = make(chan error, 1)
 	d.followNAT64(cfg)
-	outs := d.Registry.Load(cfg)
+	outs := d.Registry.LoadContext(ctx, cfg)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("cannot start: %w", err)
+	}
 	d.auditOutcomes(outs)
-	var failed []string
+	var twice []string
 	for _, o := range outs {
-		if o.Result == policy.Failed {
+		if o.StopsStart(cfg) {
 			// One line per integration: the journal keeps the folder and
 			// its reason together.
-			failed = append(failed, fmt.Sprintf("%s: %s", o.Key, termsafe.OneLine(errText(o.Err))))
+			twice = append(twice, fmt.Sprintf("%s: %s", o.Key, termsafe.OneLine(errText(o.Err))))
 		}
 	}
-	if len(failed) > 0 {
-		return fmt.Errorf("cannot start: %s", strings.Join(failed, "\n"))
+	if len(twice) > 0 {
+		return fmt.Errorf("cannot start: %s", strings.Join(twice, "\n"))
 	}
 	d.mu.Lock()
 	d.cfg = cfg
@@ -108,7 +122,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 	}
 	d.mu.Unlock()
 	d.announceExemptions()
-	d.warnWritableManifests(cfg)
+	d.warnWritableManifests(ctx, cfg)
 	d.warnSharedCap(cfg)
 	d.ready.Store(true)
 	return nil
@@ -119,7 +133,11 @@ func (d *Daemon) Start(ctx context.Context) error {
 // manifestWriters): an integration running as such a user could rewrite
 // its own allowlist before the next reload. One line per manifest, again
 // only when who can write it changes, within a budget (writableNotices).
-func (d *Daemon) warnWritableManifests(cfg policy.Config) {
+//
+// Finding who can write a path walks it, which blocks as a manifest read
+// does on a file system that never answers: each walk has the manifest
+// read's deadline, and one that does not finish is skipped.
+func (d *Daemon) warnWritableManifests(ctx context.Context, cfg policy.Config) {
 	keys := map[string]bool{}
 	for _, in := range cfg.Integrations {
 		p := d.Registry.Policy(in.Manifest)
@@ -127,7 +145,11 @@ func (d *Daemon) warnWritableManifests(cfg policy.Config) {
 			continue
 		}
 		keys[in.Manifest] = true
-		msg, ok := d.writable.notice(in.Manifest, p.Manifest.ID, manifestWriters(p.ManifestAt))
+		writers, err := bounded.Run(ctx, &d.writableReads, p.ManifestAt, manifestReadTimeout(cfg), func() []string { return manifestWriters(p.ManifestAt) })
+		if err != nil {
+			continue
+		}
+		msg, ok := d.writable.notice(in.Manifest, p.Manifest.ID, writers)
 		if !ok {
 			continue
 		}
@@ -176,9 +198,15 @@ func (d *Daemon) open(ctx context.Context, in policy.Integration) error {
 			}
 		}
 	}()
-	p := d.Registry.Policy(in.Manifest)
-	d.Audit.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "listening", Listener: l.real,
-		Generation: p.Generation, Exemption: strings.Join(in.Exemptions.Names(), ",")}))
+	ev := audit.Event{Kind: audit.Lifecycle, Action: "listening", Listener: l.real, Exemption: strings.Join(in.Exemptions.Names(), ",")}
+	if p := d.Registry.Policy(in.Manifest); p != nil {
+		ev = p.Identify(ev)
+		ev.Generation = p.Generation
+	} else {
+		ev.Manifest = in.Manifest
+		ev.Msg = audit.Cap("no policy is loaded: every connection is refused (manifest_not_loaded): "+d.Registry.NotLoaded(in.Manifest), 1000)
+	}
+	d.Audit.Write(ev)
 	return nil
 }
 
@@ -238,7 +266,7 @@ func (d *Daemon) Reload(ctx context.Context) error {
 		d.Metrics.Reloads.WithLabelValues("", "config_refused").Inc()
 		return err
 	}
-	outs := d.Registry.Load(cfg)
+	outs := d.Registry.LoadContext(ctx, cfg)
 	d.followNAT64(cfg)
 	if d.stopping.Load() {
 		return errStopping
@@ -256,7 +284,7 @@ func (d *Daemon) Reload(ctx context.Context) error {
 	d.Resolver.SetTimeout(cfg.Timeouts.DNS)
 	var closing []closingListener
 	for key, l := range d.listeners {
-		if d.Registry.Policy(key) == nil || !stillConfigured(cfg, key, l.addr) {
+		if !stillConfigured(cfg, key, l.addr) {
 			delete(d.listeners, key)
 			l.server.StopAccepting() // its address is free for a listener opened below
 			closing = append(closing, closingListener{key, l})
@@ -264,8 +292,8 @@ func (d *Daemon) Reload(ctx context.Context) error {
 	}
 	var errs []error
 	for _, in := range cfg.Integrations {
-		if _, open := d.listeners[in.Manifest]; open || d.Registry.Policy(in.Manifest) == nil {
-			continue
+		if _, open := d.listeners[in.Manifest]; open {
+			continue // one whose manifest never loaded stays open, refusing (manifest_not_loaded)
 		}
 		if err := d.open(ctx, in); err != nil {
 			errs = append(errs, err)
@@ -277,7 +305,7 @@ func (d *Daemon) Reload(ctx context.Context) error {
 	}
 	d.mu.Unlock()
 	d.closeListeners(ctx, cfg.Timeouts.Drain, closing)
-	d.warnWritableManifests(cfg)
+	d.warnWritableManifests(ctx, cfg)
 	d.warnSharedCap(cfg)
 	return errors.Join(errs...)
 }
@@ -384,9 +412,16 @@ func (d *Daemon) Ready() (bool, string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, in := range d.cfg.Integrations {
-		if d.listeners[in.Manifest] == nil || d.Registry.Policy(in.Manifest) == nil {
+		if d.listeners[in.Manifest] == nil {
 			return false, "integration not serving: " + in.Manifest
 		}
+		if d.Registry.Policy(in.Manifest) == nil {
+			return false, "integration not loaded, its listener refuses every connection (manifest_not_loaded): " + d.Registry.NotLoaded(in.Manifest)
+		}
+	}
+	if stuck := d.Registry.StuckReads(); len(stuck) > 0 {
+		sort.Strings(stuck)
+		return false, "manifest read not finished (the last good policy stays in force): " + strings.Join(stuck, ", ")
 	}
 	if !d.Audit.Healthy() && d.cfg.Audit.OnFailure == policy.DenyOnAuditFailure {
 		return false, "audit log unavailable: new connections are refused"
@@ -406,6 +441,9 @@ func (d *Daemon) auditOutcomes(outs []policy.Outcome) {
 		ev.Entries = d.Registry.Policy(o.Key).InForceEntries()
 		if o.Err != nil {
 			ev.Err = audit.Cap(o.Err.Error(), 1000)
+		}
+		if o.Result == policy.Failed && d.Warn != nil && d.Registry.Policy(o.Key) == nil {
+			d.Warn(fmt.Sprintf("%s: %s; its listener refuses every connection (manifest_not_loaded) until a reload loads it", o.Key, termsafe.OneLine(errText(o.Err))))
 		}
 		if o.Result == policy.KeptLastGood && d.Warn != nil {
 			// The journal must say it too: the operator's narrowing with a
@@ -514,4 +552,12 @@ func errText(err error) string {
 		return "refused"
 	}
 	return err.Error()
+}
+
+// manifestReadTimeout is cfg's timeouts.manifest_read, or its default.
+func manifestReadTimeout(cfg policy.Config) time.Duration {
+	if cfg.Timeouts.ManifestRead > 0 {
+		return cfg.Timeouts.ManifestRead
+	}
+	return policy.DefaultManifestRead
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/internal/bounded"
 	"github.com/egressd/egressd/internal/safefile"
 	"github.com/fsnotify/fsnotify"
 )
@@ -44,7 +45,11 @@ type WatchSet struct {
 func WatchSetFor(manifests, roots []string, configFile string) WatchSet {
 	var w WatchSet
 	for _, m := range manifests {
-		if st, err := os.Stat(m); err == nil && st.IsDir() {
+		st, err := bounded.Run(context.Background(), &watchReads, "stat "+m, watchReadTimeout, func() statResult {
+			st, err := os.Stat(m)
+			return statResult{st, err}
+		})
+		if err == nil && st.err == nil && st.info.IsDir() {
 			w.Files = append(w.Files, filepath.Join(m, allowlist.VoiceOSFile), filepath.Join(m, allowlist.SollarFile))
 			continue
 		}
@@ -57,6 +62,26 @@ func WatchSetFor(manifests, roots []string, configFile string) WatchSet {
 	return w
 }
 
+// watchReads bounds each path walk and read of the watcher, as
+// policy.Registry bounds manifest reads: a manifest linked into a file
+// system that never answers must not stop the watcher (nor, at start,
+// egressd) from following every other integration's files. A path that
+// does not answer in time sums as unresolvable, as a missing file does,
+// and is not walked again until its walk returns.
+var watchReads bounded.Reads
+
+// watchReadTimeout is how long the watcher waits for one walk or read.
+const watchReadTimeout = 2 * time.Second
+
+// notAnswering is what a walk or read that did not finish sums as: the
+// same text every time, so a path that stays stuck is no change.
+const notAnswering = "does not answer"
+
+type statResult struct {
+	info os.FileInfo
+	err  error
+}
+
 // resolution is what each of a watch set's files resolves to, taken once
 // per check: the fingerprint, the names relevant() keeps and the folders
 // to watch all come from it.
@@ -66,7 +91,11 @@ type resolution []linkChain
 func (w WatchSet) resolve() resolution {
 	out := make(resolution, len(w.Files))
 	for i, f := range w.Files {
-		out[i] = resolveChain(f)
+		c, err := bounded.Run(context.Background(), &watchReads, "walk "+f, watchReadTimeout, func() linkChain { return resolveChain(f) })
+		if err != nil {
+			c = linkChain{final: f, tooDeep: notAnswering}
+		}
+		out[i] = c
 	}
 	return out
 }
@@ -133,13 +162,19 @@ func (w WatchSet) relevant(name string, op fsnotify.Op) bool {
 // unresolvable, as a missing file does, until it resolves again.
 func (w WatchSet) fingerprint(r resolution) string {
 	h := sha256.New()
-	for _, c := range r {
+	for i, c := range r {
 		io.WriteString(h, c.final+"\x00")
 		if c.tooDeep != "" {
 			io.WriteString(h, "unresolvable: "+c.tooDeep+"\x00")
 			continue
 		}
-		io.WriteString(h, contentSum(c.final)+"\x00")
+		// Keyed by the watched name, not where it leads: links to ever new
+		// names must not each leave a stuck read behind.
+		sum, err := bounded.Run(context.Background(), &watchReads, "read "+w.Files[i], watchReadTimeout, func() string { return contentSum(c.final) })
+		if err != nil {
+			sum = notAnswering
+		}
+		io.WriteString(h, sum+"\x00")
 	}
 	for _, r := range w.Roots {
 		entries, err := safefile.ReadDir(r) // no terminal, no FIFO: only a folder

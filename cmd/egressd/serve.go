@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -107,16 +108,24 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		}
 		return watchSet(d.Config(), f.config)
 	}, reloadSettle)
-	if err := d.Start(ctx); err != nil {
+	hup, err := startDaemon(ctx, cancel, d, sig)
+	if err != nil {
 		if watchErr == nil {
 			w.Close()
+		}
+		if errors.Is(err, errStoppedWhileStarting) {
+			return exitOK
 		}
 		printLines(stderr, "egressd serve: "+err.Error())
 		return exitFail
 	}
 	for key, addr := range d.Listeners() {
-		id, _ := d.Registry.Policy(key).InForce()
-		fmt.Fprintf(stderr, "egressd: serving %s on %s\n", id, addr)
+		if p := d.Registry.Policy(key); p != nil {
+			id, _ := p.InForce()
+			fmt.Fprintf(stderr, "egressd: serving %s on %s\n", id, addr)
+		} else {
+			printLine(stderr, "egressd: refusing every connection for %s on %s (manifest_not_loaded): its manifest is not loaded", key, addr)
+		}
 	}
 	notify(stderr, daemon.SdNotifyReady) // systemd Type=notify: every listener is up
 	if admin != nil {
@@ -129,6 +138,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		fmt.Fprintf(stderr, "egressd: warning: manifest changes are not watched (%v); SIGHUP still reloads\n", watchErr)
 	} else {
 		go w.Run(ctx, reload)
+	}
+	if hup {
+		reload() // a SIGHUP that came while egressd started
 	}
 	roll := time.NewTicker(time.Second)
 	defer roll.Stop()
@@ -156,6 +168,35 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 			fmt.Fprintln(stderr, "egressd serve:", err)
 			d.Shutdown(ctx)
 			return exitFail
+		}
+	}
+}
+
+// errStoppedWhileStarting is startDaemon's answer to SIGTERM or SIGINT.
+var errStoppedWhileStarting = errors.New("stopped while starting")
+
+// startDaemon starts d while still answering signals: a manifest read that
+// does not finish (a FUSE mount that never answers) must not make egressd
+// ignore SIGTERM for its deadline. SIGTERM or SIGINT cancels the start and
+// stops what it opened; a SIGHUP is reported, to reload once started; a
+// SIGUSR1 (reopen the audit log just opened) is dropped.
+func startDaemon(ctx context.Context, cancel context.CancelFunc, d *proxy.Daemon, sig <-chan os.Signal) (hup bool, err error) {
+	done := make(chan error, 1)
+	go func() { done <- d.Start(ctx) }()
+	for {
+		select {
+		case err := <-done:
+			return hup, err
+		case s := <-sig:
+			switch s {
+			case syscall.SIGHUP:
+				hup = true
+			case syscall.SIGTERM, syscall.SIGINT:
+				cancel()
+				<-done                           // prompt: the manifest reads stop waiting when ctx ends
+				d.Shutdown(context.Background()) // the audit chain's clean end
+				return false, errStoppedWhileStarting
+			}
 		}
 	}
 }
@@ -322,6 +363,12 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 	mem, err := policy.OpenMemory(stateDir)
 	if err != nil {
 		return nil, nil, err
+	}
+	// Version memory is every integration's: one that cannot be read
+	// (vanished, corrupt, unreadable) stops the start, whereas one
+	// integration's broken manifest stops only that integration.
+	if _, err := mem.Read(); err != nil {
+		return nil, nil, fmt.Errorf("cannot start: %w", err)
 	}
 	memoryWarning := mem.NewWarning() // before the first load writes the file
 	resolvers := cfg.Resolvers

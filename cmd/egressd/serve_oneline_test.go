@@ -11,8 +11,9 @@ import (
 
 // TestServeThatCannotStartOnItsVersionMemorySaysSoInOneLine: a versions.json
 // that is a symlink, and a versions.json missing beside versions.lock, stop
-// serve with one line that names the manifest and the reason together (a
-// journal line split in two loses the reason from a grep for the folder).
+// serve (version memory is every integration's, unlike one manifest) with
+// one line that names the state file and the reason together (a journal
+// line split in two loses the reason from a grep).
 func TestServeThatCannotStartOnItsVersionMemorySaysSoInOneLine(t *testing.T) {
 	for name, spoil := range map[string]func(t *testing.T, state string){
 		"symlinked versions.json": func(t *testing.T, state string) {
@@ -51,11 +52,11 @@ func TestServeThatCannotStartOnItsVersionMemorySaysSoInOneLine(t *testing.T) {
 			var found bool
 			for _, l := range lines {
 				if strings.Contains(l, "cannot start") {
-					found = strings.Contains(l, filepath.Join(dir, "int")) && strings.Contains(l, "versions.json")
+					found = strings.Contains(l, "versions.json") // version memory is every integration's: no folder to name
 				}
 			}
 			if !found {
-				t.Fatalf("the cannot-start line does not name the folder and versions.json on one line:\n%s", errb.String())
+				t.Fatalf("the cannot-start line does not name versions.json on one line:\n%s", errb.String())
 			}
 		})
 	}

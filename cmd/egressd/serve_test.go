@@ -132,12 +132,26 @@ func (f *lockedFile) String() string {
 	return string(b)
 }
 
-func TestServeRefusesBrokenStart(t *testing.T) {
+// TestServeStartsABrokenManifestRefusingEverything: a manifest that does
+// not load at start no longer stops serve (its author controls it, issue
+// 13): its listener is up, refuses with manifest_not_loaded, and the
+// warning names the problem.
+func TestServeStartsABrokenManifestRefusingEverything(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(`{"manifest_version":1,"id":"com.a.b","version":"1.0.0","network":{"connect":["10.0.0.1"]}}`), 0o600)
+	sock := filepath.Join(t.TempDir(), "a.sock")
 	var stdout, stderr lockedBuffer
-	code := serve(context.Background(), []string{"--manifest", dir, "--listen", "127.0.0.1:0", "--state", t.TempDir(), "--resolver", "127.0.0.1:9"}, &stdout, &stderr, nil)
-	if code != exitFail || !strings.Contains(stderr.String(), `network.connect[0]: bare IP addresses are not allowed ("10.0.0.1")`) {
+	sig, done := make(chan os.Signal, 1), make(chan int, 1)
+	go func() {
+		done <- serve(context.Background(), []string{"--manifest", dir, "--listen", "unix:" + sock, "--state", t.TempDir(), "--resolver", "127.0.0.1:9"}, &stdout, &stderr, sig)
+	}()
+	waitFor(t, &stderr, `warning: [^\n]*network.connect\[0\]: bare IP addresses are not allowed \(\\?"10.0.0.1\\?"\)[^\n]*manifest_not_loaded`)
+	waitFor(t, &stderr, `refusing every connection for `)
+	if got := unixConnectReason(t, sock, "api.example.com"); got != "manifest_not_loaded" {
+		t.Fatalf("%s, want manifest_not_loaded\n%s", got, stderr.String())
+	}
+	sig <- syscall.SIGTERM
+	if code := <-done; code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 }

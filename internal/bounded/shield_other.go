@@ -1,0 +1,5 @@
+//go:build !linux
+
+package bounded
+
+func shieldThread() (restore func()) { return func() {} }
