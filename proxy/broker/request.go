@@ -182,6 +182,9 @@ func (b *broker) modifyResponse(resp *http.Response) error {
 	resp.Header.Del("Accept-Ranges") // ranges are dropped on the way out: none is on offer
 	pairs := b.pairs(st)
 	scrubHeader(resp.Header, pairs)
+	// The declared trailer names, now: ReverseProxy announces them in the
+	// head it writes next, before the body (and scrubs the values at EOF).
+	scrubHeader(resp.Trailer, pairs)
 	if resp.StatusCode == http.StatusSwitchingProtocols || resp.Body == nil || resp.Body == http.NoBody {
 		return nil
 	}
