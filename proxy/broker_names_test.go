@@ -2,12 +2,16 @@ package proxy
 
 import (
 	"encoding/base64"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/egressd/egressd/policy"
 )
 
 // nameEchoHandler reflects the credentials it received into header NAMES:
@@ -85,4 +89,61 @@ func TestBrokerOriginReflectingTheValueIntoHeaderNamesDoesNotHandItBack(t *testi
 			}
 		}
 	}
+}
+
+// TestBrokerAnotherHostsPlaceholderDeclaredAsATrailerNameIsRefusedAtTheHead
+// is issue 15's seventh review, finding 2: "Trailer: X-<OTHER's
+// placeholder>" on a chunked request to api.allowed.example was forwarded
+// in the request head (the origin saw the name in r.Trailer) before the
+// trailer check ran at the body's end, and with the body left unfinished
+// the refusal never came. The declared names are checked like any header:
+// refused at the head, nothing reaches the origin, and the refusal is
+// answered while the body is still open.
+func TestBrokerAnotherHostsPlaceholderDeclaredAsATrailerNameIsRefusedAtTheHead(t *testing.T) {
+	// The body stays open until the refusal is in the audit log, or until
+	// the origin is reached (what failed before), which ends it so the test
+	// fails instead of waiting on a body nobody finishes. (net/http's
+	// HTTP/1.1 client returns nothing before its body is written.)
+	var open atomic.Pointer[io.PipeWriter]
+	b := newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+		open.Load().CloseWithError(errors.New("the origin was reached"))
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, "ok")
+	})
+	for i, h2 := range []bool{false, true} {
+		body, unfinished := io.Pipe()
+		open.Store(unfinished)
+		t.Cleanup(func() { unfinished.Close() }) // a failure must not leave the request open
+		stop := make(chan struct{})
+		t.Cleanup(func() { close(stop) })
+		go func() {
+			for strings.Count(b.log.String(), `"reason":"secret_misdirected"`) <= i {
+				select {
+				case <-b.log.wrote:
+				case <-stop:
+					return
+				}
+			}
+			unfinished.Close() // refused before the body ended: now it may end
+		}()
+		req, err := http.NewRequest("POST", b.url("api.allowed.example", "/upload"), body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.ContentLength = -1
+		req.Trailer = http.Header{"X-" + otherPH: nil}
+		resp, err := b.client(h2).Do(req)
+		if n := len(b.origin.requests()); n != 0 {
+			t.Fatalf("h2 %v: the origin received %d requests declaring another host's placeholder (%v)", h2, n, err)
+		}
+		if err != nil {
+			t.Fatalf("h2 %v: %v", h2, err)
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 403 || resp.Header.Get(ReasonHeader) != string(policy.SecretMisdirected) {
+			t.Fatalf("h2 %v: %d %q %q, want 403 secret_misdirected", h2, resp.StatusCode, resp.Header.Get(ReasonHeader), answer)
+		}
+	}
+	b.log.waitEvent(t, map[string]any{"event": "request", "reason": "secret_misdirected", "decision": "deny", "status": float64(403)})
 }
