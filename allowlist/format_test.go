@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 	"unicode"
-	"unicode/utf8"
 )
 
 // sollarWithVoiceOSKeys is the issue 18.1 manifest: a Sollar manifest.json
@@ -145,10 +144,12 @@ func TestOtherFormatNetworkKeyInAnySpellingEgressdFoldsIsRefused(t *testing.T) {
 // with one letter swapped for another rune foldKey takes for it.
 func spellingsFoldingTo(key string) []string {
 	takenFor := map[string][]rune{} // a letter's fold -> every rune with that fold
-	for r := rune(0); r <= unicode.MaxRune; r++ {
-		if utf8.ValidRune(r) {
-			f := foldKey(string(r))
-			if strings.Contains(foldKey(key), f) {
+	// Every rune a case mapping or fold moves is in unicode.CaseRanges (the
+	// table ToUpper, ToLower and SimpleFold read); any other folds to
+	// itself, so is taken for a letter of key only if it is that letter.
+	for _, cr := range unicode.CaseRanges {
+		for r := rune(cr.Lo); r <= rune(cr.Hi); r++ {
+			if f := foldKey(string(r)); strings.Contains(foldKey(key), f) && !slices.Contains(takenFor[f], r) {
 				takenFor[f] = append(takenFor[f], r)
 			}
 		}
