@@ -78,4 +78,11 @@ func TestOriginFormRequestIsAuditedWithTheHostItNamed(t *testing.T) {
 		}
 		e.log.waitEvent(t, map[string]any{"event": "connect", "reason": "method_not_allowed", "host_raw": c.host, "path": c.path})
 	}
+	// A CONNECT in origin form names no target either: refused 400 as
+	// before, named by its Host.
+	resp := rawRequest(t, e.addr, "CONNECT / HTTP/1.1\r\nHost: secret-c2-three.evil.example:443\r\n\r\n")
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(ReasonHeader) != "bad_request" {
+		t.Fatalf("CONNECT /: %s %q", resp.Status, resp.Header.Get(ReasonHeader))
+	}
+	e.log.waitEvent(t, map[string]any{"event": "connect", "reason": "bad_request", "method": "CONNECT", "host_raw": "secret-c2-three.evil.example:443", "path": "/"})
 }

@@ -17,7 +17,17 @@ import (
 )
 
 // handleConnect serves one CONNECT; its raw request target is the target.
+// One in origin form ("CONNECT /") names no target: it is refused as a bad
+// request, named by the Host it sent, as a refused "GET /" is.
 func (s *Server) handleConnect(r *http.Request, client net.Conn, br *bufio.Reader) {
+	if strings.HasPrefix(r.RequestURI, "/") {
+		p := s.opts.Registry.Policy(s.opts.Key)
+		ev := s.baseEvent(p)
+		ev.Conn, ev.Method = s.nextConnID(), "CONNECT"
+		nameRefusedRequest(&ev, r)
+		s.refuse(client, p, policy.Decision{Reason: policy.BadRequest}, &ev, explicit)
+		return
+	}
 	s.serveTarget(client, br, r.RequestURI, explicit)
 }
 
