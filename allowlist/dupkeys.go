@@ -122,6 +122,12 @@ func controlIn(s, what string) string {
 	return fmt.Sprintf("%s holds control character U+%04X (%+q); a reader that stops at NUL or drops control characters reads another %s, so tools disagree on what the manifest says", what, r, capString(s, 40), what)
 }
 
+// sameKey says whether a and b are one key to some reader. It is the one
+// comparison of keys: the case-variant check and the other-format check
+// both use it, so a spelling one of them lets through cannot be one the
+// other calls the same key (strings.EqualFold there let "permıssions" in).
+func sameKey(a, b string) bool { return foldKey(a) == foldKey(b) }
+
 // foldKey maps every spelling that some decoder would take for the same key
 // to one string. It covers Unicode simple case folding (strings.EqualFold:
 // "K" and the Kelvin sign "K") and encoding/json's own folding, which maps

@@ -1,8 +1,11 @@
 package allowlist
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // sollarWithVoiceOSKeys is the issue 18.1 manifest: a Sollar manifest.json
@@ -110,4 +113,63 @@ func TestJSONSyntaxErrorsGiveLineAndColumn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOtherFormatNetworkKeyInAnySpellingEgressdFoldsIsRefused spells the
+// other format's network key with every rune egressd's own key folding
+// takes for one of its letters (dotless ı, dotted İ, the Kelvin sign, the
+// long s...): a reader that upper-cases keys (Python, JS, Java) reads that
+// list, so egressd must refuse it, as it refuses the same spelling beside
+// the key in the file's own format.
+func TestOtherFormatNetworkKeyInAnySpellingEgressdFoldsIsRefused(t *testing.T) {
+	docs := map[Format]struct{ file, key, doc string }{
+		Sollar:  {SollarFile, "permissions", `{"manifest_version":1,"id":"com.a.s","version":"1.0.0","network":{"connect":["evil.example.com"]},%q:[{"kind":"network","domains":["good.example.com"]}]}`},
+		VoiceOS: {VoiceOSFile, "network", `{"schemaVersion":1,"id":"com.a.v","version":"1.0.0","runtime":{"kind":"hosted"},"permissions":[{"kind":"network","domains":["evil.example.com"]}],%q:{"connect":["good.example.com"]}}`},
+	}
+	for f, d := range docs {
+		spellings := spellingsFoldingTo(d.key)
+		if f == Sollar && !containsAll(spellings, "permıssions", "permİssions", "PERMISSIONS") {
+			t.Fatalf("the spellings miss the ones the review used: %q", spellings)
+		}
+		for _, k := range spellings {
+			m, ps := Parse(d.file, []byte(fmt.Sprintf(d.doc, k)), nil)
+			if m != nil || !strings.Contains(ps.Error(), "network key in a "+f.String()) {
+				t.Errorf("%s with key %q: loaded %v, problems %q", d.file, k, m, ps.Error())
+			}
+		}
+	}
+}
+
+// spellingsFoldingTo returns key in upper case and every spelling of key
+// with one letter swapped for another rune foldKey takes for it.
+func spellingsFoldingTo(key string) []string {
+	takenFor := map[string][]rune{} // a letter's fold -> every rune with that fold
+	// Every rune a case mapping or fold moves is in unicode.CaseRanges (the
+	// table ToUpper, ToLower and SimpleFold read); any other folds to
+	// itself, so is taken for a letter of key only if it is that letter.
+	for _, cr := range unicode.CaseRanges {
+		for r := rune(cr.Lo); r <= rune(cr.Hi); r++ {
+			if f := foldKey(string(r)); strings.Contains(foldKey(key), f) && !slices.Contains(takenFor[f], r) {
+				takenFor[f] = append(takenFor[f], r)
+			}
+		}
+	}
+	out := []string{strings.ToUpper(key)}
+	for i, c := range key {
+		for _, r := range takenFor[foldKey(string(c))] {
+			if r != c {
+				out = append(out, key[:i]+string(r)+key[i+1:])
+			}
+		}
+	}
+	return out
+}
+
+func containsAll(list []string, want ...string) bool {
+	for _, w := range want {
+		if !slices.Contains(list, w) {
+			return false
+		}
+	}
+	return true
 }

@@ -41,7 +41,7 @@ func (f fields) lookup(key string) (json.RawMessage, bool) {
 	if f.checked != nil && !f.checked[key] {
 		f.checked[key] = true
 		for _, k := range f.keys() {
-			if k != key && foldKey(k) == foldKey(key) {
+			if k != key && sameKey(k, key) {
 				f.ps.errorf(f.at(k), fmt.Sprintf("key differs from %q only in case; egressd reads only %q, and a case-insensitive reader would read this one", key, key))
 			}
 		}

@@ -185,7 +185,7 @@ func detectFormat(name string, top fields) Format {
 var networkKeys = map[Format]string{VoiceOS: "permissions", Sollar: "network"}
 
 // refuseOtherFormatKeys reports the other format's network key, in any
-// case: a store showing that list would show hosts egressd never reads.
+// spelling sameKey takes for it: a store showing that list would show hosts egressd never reads.
 func refuseOtherFormatKeys(name string, top fields, f Format) {
 	if f == Unknown {
 		return
@@ -199,7 +199,7 @@ func refuseOtherFormatKeys(name string, top fields, f Format) {
 		file = base
 	}
 	for _, k := range top.keys() {
-		if strings.EqualFold(k, networkKeys[other]) {
+		if sameKey(k, networkKeys[other]) {
 			top.ps.errorf(k, fmt.Sprintf("a %s network key in a %s %s; the file name decides the format, and %s lists hosts in %s", other, f, file, f, f.EntriesKey()))
 		}
 	}

@@ -3,6 +3,7 @@ package audit
 import (
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // Kind is what an event records.
@@ -72,8 +73,9 @@ type Event struct {
 	Err     string
 }
 
-// Field caps. host_raw is capped at 253 bytes (the longest DNS name) before
-// escaping; every other string at 256, lists at 8 items.
+// Field caps. host_raw and sni_raw are capped at 253 bytes (the longest DNS
+// name) before escaping, keeping both ends (CapTarget); every other string
+// at 256, lists at 8 items.
 const (
 	maxHostRaw = 253
 	maxField   = 256
@@ -92,6 +94,50 @@ func Cap(s string, n int) string {
 	return s[:n]
 }
 
+// targetHead is how much of an over-long target's front CapTarget keeps;
+// the rest of the room goes to its end, where a name's registrable domain
+// (the destination) is.
+const targetHead = 64
+
+// CapTarget bounds a target as sent (a host, a CONNECT target, a
+// server_name) to maxHostRaw bytes, keeping both ends: a front-only cut
+// dropped the registrable domain a name ends with, so the destination was
+// in no record and every destination behind the same filler folded into
+// one. The cut is marked with the original length: "head…[281 bytes]…tail".
+// It is the one place targets are capped, and a capped target is left as
+// it is.
+func CapTarget(s string) string {
+	if len(s) <= maxHostRaw {
+		return s
+	}
+	marker := "…[" + strconv.Itoa(len(s)) + " bytes]…"
+	head := runeStartAtOrBefore(s, targetHead)
+	tail := runeStartAtOrAfter(s, len(s)-(maxHostRaw-len(marker)-targetHead))
+	return s[:head] + marker + s[tail:]
+}
+
+// runeStartAtOrBefore is the last index <= i that does not split a UTF-8
+// sequence (i itself for bytes that are no valid UTF-8).
+func runeStartAtOrBefore(s string, i int) int {
+	for j := i; j > i-utf8.UTFMax && j > 0; j-- {
+		if utf8.RuneStart(s[j]) {
+			return j
+		}
+	}
+	return i
+}
+
+// runeStartAtOrAfter is the first index >= i that does not split a UTF-8
+// sequence.
+func runeStartAtOrAfter(s string, i int) int {
+	for j := i; j < i+utf8.UTFMax && j < len(s); j++ {
+		if utf8.RuneStart(s[j]) {
+			return j
+		}
+	}
+	return i
+}
+
 // quoteRaw renders attacker-chosen bytes as a %q-escaped Go string, so
 // control characters and invalid UTF-8 are visible, never interpreted.
 func quoteRaw(s string) string { return string(appendQuotedRaw(nil, s)) }
@@ -100,7 +146,7 @@ func quoteRaw(s string) string { return string(appendQuotedRaw(nil, s)) }
 // quotes and without fmt's allocations.
 func appendQuotedRaw(b []byte, s string) []byte {
 	start := len(b)
-	b = strconv.AppendQuote(b, Cap(s, maxHostRaw))
+	b = strconv.AppendQuote(b, CapTarget(s))
 	copy(b[start:], b[start+1:len(b)-1]) // drop the quotes around it
 	return b[:len(b)-2]
 }

@@ -22,7 +22,7 @@ func foldClass(e Event) string {
 func foldTarget(e Event) string {
 	switch {
 	case e.Host != "":
-		return targetOf(Cap(e.Host, maxHostRaw), e.Port, eventSNI(e), e.Reason, e.Addr)
+		return targetOf(CapTarget(e.Host), e.Port, eventSNI(e), e.Reason, e.Addr)
 	case e.HostRaw != "":
 		return quoteRaw(e.HostRaw)
 	case e.Addr != "":
@@ -36,7 +36,7 @@ func foldTarget(e Event) string {
 // host name, so each distinct fronting target folds apart.
 func eventSNI(e Event) string {
 	if e.SNI != "" {
-		return Cap(e.SNI, maxHostRaw)
+		return CapTarget(e.SNI)
 	}
 	if e.SNIRaw != "" {
 		return quoteRaw(e.SNIRaw)

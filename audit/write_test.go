@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // maxWriteAllocs bounds what writing one line costs the heap, beyond
@@ -78,7 +80,7 @@ func TestLinesSealedWithReusedBuffersVerify(t *testing.T) {
 // backslashes visible, never interpreted.
 func TestHostRawIsQuotedExactlyAsPercentQ(t *testing.T) {
 	for _, raw := range []string{"api.example:443", "a\x00b\r\nHost: evil", "\xff\xfe:443", `"\`, "пример.рф:443", "\u202e:443", strings.Repeat("x", 2*maxHostRaw)} {
-		q := fmt.Sprintf("%q", Cap(raw, maxHostRaw))
+		q := fmt.Sprintf("%q", CapTarget(raw))
 		want := q[1 : len(q)-1]
 		if got := quoteRaw(raw); got != want {
 			t.Errorf("quoteRaw(%q) = %s, want %s", raw, got, want)
@@ -96,5 +98,24 @@ func TestHostRawIsQuotedExactlyAsPercentQ(t *testing.T) {
 		if err := json.Unmarshal(buf.Bytes(), &line); err != nil || line.HostRaw != want || line.Time != "2026-12-01T02:00:00Z" {
 			t.Errorf("line for %q: %+v %v\n%s", raw, line, err, buf.Bytes())
 		}
+	}
+}
+
+// TestCapTargetKeepsBothEndsAndTheLength: the unit behind
+// TestOverLongTargetKeepsTheDomainItEndsWithInTheAuditLog. The cut never
+// splits a UTF-8 sequence, says how long the target was, and a capped
+// target is left as it is.
+func TestCapTargetKeepsBothEndsAndTheLength(t *testing.T) {
+	name := strings.Repeat("é", 200) + ".metadata.google.internal"
+	got := CapTarget(name)
+	if len(got) > maxHostRaw || !utf8.ValidString(got) || !strings.HasSuffix(got, ".metadata.google.internal") ||
+		!strings.HasPrefix(got, "éé") || !strings.Contains(got, "…["+strconv.Itoa(len(name))+" bytes]…") {
+		t.Fatalf("CapTarget = %q (%d bytes)", got, len(got))
+	}
+	if CapTarget(got) != got {
+		t.Fatalf("capping twice changed %q", got)
+	}
+	if short := strings.Repeat("a", maxHostRaw); CapTarget(short) != short {
+		t.Fatal("a target that fits was cut")
 	}
 }

@@ -17,7 +17,17 @@ import (
 )
 
 // handleConnect serves one CONNECT; its raw request target is the target.
+// One in origin form ("CONNECT /") names no target: it is refused as a bad
+// request, named by the Host it sent, as a refused "GET /" is.
 func (s *Server) handleConnect(r *http.Request, client net.Conn, br *bufio.Reader) {
+	if strings.HasPrefix(r.RequestURI, "/") {
+		p := s.opts.Registry.Policy(s.opts.Key)
+		ev := s.baseEvent(p)
+		ev.Conn, ev.Method = s.nextConnID(), "CONNECT"
+		nameRefusedRequest(&ev, r)
+		s.refuse(client, p, policy.Decision{Reason: policy.BadRequest}, &ev, explicit)
+		return
+	}
 	s.serveTarget(client, br, r.RequestURI, explicit)
 }
 
@@ -435,7 +445,8 @@ func (s *Server) recordClose(p *policy.Policy, t *tunnel, connect audit.Event, u
 func (s *Server) methodResponse(r *http.Request) *http.Response {
 	p := s.opts.Registry.Policy(s.opts.Key)
 	ev := s.baseEvent(p)
-	ev.Conn, ev.Method, ev.HostRaw = s.nextConnID(), audit.Cap(r.Method, 16), r.RequestURI
+	ev.Conn, ev.Method = s.nextConnID(), audit.Cap(r.Method, 16)
+	nameRefusedRequest(&ev, r)
 	ev.Decision, ev.Reason = "deny", string(policy.MethodNotAllowed)
 	s.recordDenial(ev)
 	body := policy.Sentence(policy.Decision{Reason: policy.MethodNotAllowed}, p) + "\n"
@@ -447,6 +458,19 @@ func (s *Server) methodResponse(r *http.Request) *http.Response {
 	return &http.Response{
 		StatusCode: http.StatusMethodNotAllowed, ProtoMajor: 1, ProtoMinor: 1, Header: h, Close: true,
 		ContentLength: int64(len(body)), Body: bodyOf(body), Request: r,
+	}
+}
+
+// nameRefusedRequest puts on ev where r tried to go. An absolute-form
+// target ("GET http://host/") names it; an origin-form one ("GET /",
+// "OPTIONS *") names it only in Host:, so the record's host_raw is the
+// Host as sent (escaped and capped by the writer) and the target is its
+// path (never the query): "/" alone hid the metadata address or C2 name
+// the request tried, and folded every such attempt into one line.
+func nameRefusedRequest(ev *audit.Event, r *http.Request) {
+	ev.HostRaw = r.RequestURI
+	if originForm := strings.HasPrefix(r.RequestURI, "/") || r.RequestURI == "*"; originForm && r.Host != "" {
+		ev.HostRaw, ev.Path = r.Host, r.URL.Path
 	}
 }
 

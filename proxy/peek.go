@@ -46,10 +46,6 @@ func (e *HelloError) Error() string { return "clienthello: " + e.Msg }
 
 func helloErr(r policy.Reason, msg string) error { return &HelloError{Reason: r, Msg: msg} }
 
-// maxServerNameRaw bounds the server_name kept from a refused hello: the
-// longest host name, as the audit log caps host_raw.
-const maxServerNameRaw = 253
-
 // rawServerName is the server_name a hello refused for err sent, when it
 // was not a host name, or "".
 func rawServerName(err error) string {
@@ -259,7 +255,7 @@ func parseServerName(data cryptobyte.String) (allowlist.Name, error) {
 	}
 	n, err := allowlist.ParseWireHost(string(host), allowlist.SNIForm)
 	if err != nil {
-		return allowlist.Name{}, &HelloError{Reason: policy.SNIMismatch, Msg: "server_name is not a valid host name", ServerName: audit.Cap(string(host), maxServerNameRaw)}
+		return allowlist.Name{}, &HelloError{Reason: policy.SNIMismatch, Msg: "server_name is not a valid host name", ServerName: audit.CapTarget(string(host))}
 	}
 	return n, nil
 }

@@ -102,3 +102,45 @@ func FuzzScrubBody(f *testing.F) {
 		}
 	})
 }
+
+// FuzzScrubHeaderNames puts a secret's value, or its base64 at any offset
+// in either alphabet, into a header name between fuzzed bytes and in a
+// fuzzed case, as an origin reflecting it into a name would (and as
+// net/http's canonicalising would re-case it). Invariant: after
+// scrubHeader no name holds the value or the part of its base64 only the
+// value's bits decide, in any case; a name without them is kept.
+func FuzzScrubHeaderNames(f *testing.F) {
+	f.Add("X-", "-Echo", uint64(0), uint8(0))
+	f.Add("", "", uint64(0xaaaaaaaaaaaaaaaa), uint8(3))
+	f.Add("x-b64-", "", uint64(1), uint8(7))
+	f.Fuzz(func(t *testing.T, before, after string, caseMask uint64, form uint8) {
+		a := secret(t, "A", "a.example", phA, valA)
+		reflected := valA
+		if form%4 != 0 {
+			lead := strings.Repeat("u", int(form%4-1))
+			enc := []*base64.Encoding{base64.StdEncoding, base64.URLEncoding}[form/4%2]
+			reflected = enc.EncodeToString([]byte(lead + valA))
+		}
+		recased := []byte(reflected)
+		for i := range recased {
+			if caseMask>>(i%64)&1 == 1 {
+				recased[i] = bytes.ToUpper(recased[i : i+1])[0]
+			} else {
+				recased[i] = bytes.ToLower(recased[i : i+1])[0]
+			}
+		}
+		h := http.Header{before + string(recased) + after: {"1"}, "X-Kept": {"1"}}
+		pairs := scrubPairs([]policy.Secret{a}, nil)
+		scrubHeader(h, pairs)
+		for name := range h {
+			for _, p := range pairs {
+				if strings.Contains(strings.ToLower(name), strings.ToLower(string(p.from))) {
+					t.Fatalf("name %q still holds %q", name, p.from)
+				}
+			}
+		}
+		if h.Get("X-Kept") != "1" {
+			t.Fatal("a name holding no value was dropped")
+		}
+	})
+}

@@ -88,7 +88,7 @@ func (b *broker) enter() bool {
 // log fails (deny mode); a tunnel inside the connection; a request for
 // another host than the connection's (the leaf was issued for one name; a
 // shared front end must not be asked for another through it); one that
-// carries another host's placeholder; one whose substitution would grow
+// carries another host's placeholder (in its declared trailer names too); one whose substitution would grow
 // its header past maxHeaderGrowth, or make a value or a Basic token longer
 // than egressd will build (and then search every response for).
 func (b *broker) check(r *http.Request) policy.Reason {
@@ -104,7 +104,10 @@ func (b *broker) check(r *http.Request) policy.Reason {
 		return policy.HostMismatch
 	}
 	// The whole request line: the method reaches the origin as the target does.
-	if misdirected(r.Method+" "+r.RequestURI, r.Header, b.c.Unbound) {
+	// The declared trailer names too (net/http moves the Trailer header into
+	// r.Trailer's keys): they reach the origin in the head, long before the
+	// body's end, where trailerCheck reads the trailer's values.
+	if misdirected(r.Method+" "+r.RequestURI, r.Header, b.c.Unbound) || misdirectedTrailer(r.Trailer, b.c.Unbound) {
 		return policy.SecretMisdirected
 	}
 	if headerGrowth(r.Header, b.c.Bound) > maxHeaderGrowth || oversized(r.Header, b.c.Bound) ||
@@ -182,6 +185,9 @@ func (b *broker) modifyResponse(resp *http.Response) error {
 	resp.Header.Del("Accept-Ranges") // ranges are dropped on the way out: none is on offer
 	pairs := b.pairs(st)
 	scrubHeader(resp.Header, pairs)
+	// The declared trailer names, now: ReverseProxy announces them in the
+	// head it writes next, before the body (and scrubs the values at EOF).
+	scrubHeader(resp.Trailer, pairs)
 	if resp.StatusCode == http.StatusSwitchingProtocols || resp.Body == nil || resp.Body == http.NoBody {
 		return nil
 	}

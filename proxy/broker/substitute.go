@@ -377,9 +377,25 @@ func stableBase64(enc *base64.Encoding, align int, b []byte) []byte {
 	return s[skip:]
 }
 
-// scrubHeader replaces, in every value of h, each pair's from by its to.
+// scrubHeader replaces, in every value of h, each pair's from by its to,
+// and drops every field whose name carries a pair's from in any case.
+//
+// A name is dropped, not rewritten: net/http canonicalises a name from an
+// HTTP/1.1 origin and lowercases one from HTTP/2, so a value in a name
+// arrives in another case (a key, or its base64, is read back from that
+// by trying the cases), and the match must ignore case. A rewrite would
+// splice a placeholder into bytes whose case the transports change again,
+// and hand the program the rest of the name and the field's value, which
+// the origin put beside the value; nothing of a dropped field reaches it.
+// No credential belongs in a field name, so an honest origin loses
+// nothing. Names are checked before values, in the same pass, for the 103
+// Early Hints, the response header and the trailers alike.
 func scrubHeader(h http.Header, pairs []pair) {
 	for name, values := range h {
+		if nameCarries(name, pairs) {
+			delete(h, name)
+			continue
+		}
 		for i, v := range values {
 			b := []byte(v)
 			for _, p := range pairs {
@@ -388,4 +404,15 @@ func scrubHeader(h http.Header, pairs []pair) {
 			h[name][i] = string(b)
 		}
 	}
+}
+
+// nameCarries reports whether name holds a pair's from, ignoring case.
+func nameCarries(name string, pairs []pair) bool {
+	lower := bytes.ToLower([]byte(name))
+	for _, p := range pairs {
+		if bytes.Contains(lower, bytes.ToLower(p.from)) {
+			return true
+		}
+	}
+	return false
 }
