@@ -66,8 +66,9 @@ func inFreshNetns(t *testing.T, f func()) {
 // TestALocalRouteAddedAfterAnAnswerWasCachedCountsAtOnce: the route cache
 // must never answer from before a change. In the test's namespace an
 // address is asked about (not here, and now cached), then made this host's
-// by a local route, an address on lo, and a rule to a table with a local
-// route: the very next question, with no wait, must say here each time.
+// by a local route (IPv4, IPv6), an address on lo, and a rule to a table
+// with a local route: the very next question, with no wait, must say here
+// each time.
 func TestALocalRouteAddedAfterAnAnswerWasCachedCountsAtOnce(t *testing.T) {
 	var errs []string
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
@@ -108,9 +109,12 @@ func TestALocalRouteAddedAfterAnAnswerWasCachedCountsAtOnce(t *testing.T) {
 		must("ip addr add 203.0.113.5/32 dev lo", netlink.AddrAdd(lo, &netlink.Addr{IPNet: netlink.NewIPNet(net.ParseIP("203.0.113.5"))}))
 		ask("203.0.113.5", true, "ip addr add")
 
+		// An IPv6 address gets its local route later, from the kernel's
+		// address worker (a fresh query says "not here" too until then),
+		// so the IPv6 case is a local route, added synchronously.
 		ask("2001:db8::9", false, "nothing")
-		must("ip -6 addr add 2001:db8::9/128 dev lo", netlink.AddrAdd(lo, &netlink.Addr{IPNet: netlink.NewIPNet(net.ParseIP("2001:db8::9")), Flags: unix.IFA_F_NODAD}))
-		ask("2001:db8::9", true, "ip -6 addr add")
+		must("ip -6 route add local 2001:db8::9", netlink.RouteAdd(local("2001:db8::9", unix.RT_TABLE_LOCAL)))
+		ask("2001:db8::9", true, "ip -6 route add local")
 
 		ask("192.0.2.44", false, "nothing")
 		must("ip route add local 192.0.2.44 table 100", netlink.RouteAdd(local("192.0.2.44", 100)))
