@@ -156,7 +156,7 @@ func (s *Server) redial(ctx context.Context, t *tunnel) (net.Conn, error) {
 	if p == nil || !stillAllowed(p, t) {
 		return nil, fmt.Errorf("%s is no longer allowed", t.host)
 	}
-	c, err := dialPinned(ctx, t.addr, s.settings().timeouts.Dial, func(a netip.Addr) bool { return checkAddrNow(p, a).Verdict.Permits() })
+	c, err := dialPinned(ctx, t.addr, s.settings().timeouts.Dial, func(a netip.Addr) bool { return s.checkAddrNow(p, a).Verdict.Permits() })
 	if err != nil {
 		return nil, err
 	}

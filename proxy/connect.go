@@ -286,7 +286,7 @@ func (s *Server) resolveChecked(ctx context.Context, p *policy.Policy, d policy.
 	}
 	exemption := ev.Exemption
 	for _, a := range ans.Addrs {
-		c := checkAddrNow(p, a)
+		c := s.checkAddrNow(p, a)
 		if !c.Verdict.Permits() {
 			// The refusal keeps the manifest entry that allowed the
 			// name unless an operator rule decided it, so a report
@@ -308,13 +308,14 @@ func (s *Server) resolveChecked(ctx context.Context, p *policy.Policy, d policy.
 
 // checkAddrNow judges a as CheckAddr does and, when the kernel would
 // deliver it to this host as things stand now, as CheckRoutedHere does.
-// Every dial egressd makes for an integration goes through it.
-func checkAddrNow(p *policy.Policy, a netip.Addr) policy.Decision {
+// Every dial egressd makes for an integration goes through it. The route
+// comes from s.routes, which is as current as asking the kernel.
+func (s *Server) checkAddrNow(p *policy.Policy, a netip.Addr) policy.Decision {
 	c := p.CheckAddr(a)
 	if !c.Verdict.Permits() {
 		return c
 	}
-	if here, err := routedHere(a); here || err != nil {
+	if here, err := s.routes.routedHere(a); here || err != nil {
 		if r := p.CheckRoutedHere(a, err); !r.Verdict.Permits() {
 			return r
 		}

@@ -77,8 +77,10 @@ func (t *tunnel) guardHandshake(first []byte, br *bufio.Reader, wait time.Durati
 		t.client.SetReadDeadline(time.Time{})
 		return no
 	}
+	origin := newServerRecords(t.upstream)
+	defer origin.release()
 	for {
-		record, err := readRecord(t.upstream)
+		record, err := origin.next()
 		answered := err != nil || !(isHelloRetry(record) || isChangeCipherSpec(record))
 		if answered {
 			// Stop checking before the client can see the answer, so what
@@ -89,6 +91,12 @@ func (t *tunnel) guardHandshake(first []byte, br *bufio.Reader, wait time.Durati
 			}
 		} else if isHelloRetry(record) {
 			g.retried.Store(true)
+		}
+		if answered {
+			// What the origin sent behind its answer would be spliced
+			// unchecked next: it goes with the answer, in one write. It
+			// lies right behind the record in the buffer.
+			record = record[:len(record)+len(origin.rest())]
 		}
 		if len(record) > 0 {
 			n, werr := t.client.Write(record)

@@ -65,6 +65,7 @@ type Server struct {
 	http    *http.Server
 	gp      *goproxy.ProxyHttpServer
 	metrics *Metrics
+	routes  *routeCache    // which addresses the kernel delivers to this host
 	leaves  *broker.Leaves // nil without a broker
 	// built holds each integration's Basic tokens the broker built
 	// (builtTokens); by integration name.
@@ -114,6 +115,7 @@ func New(opts Options) *Server {
 		opts:       opts,
 		limiter:    newLimiter(opts.Limits),
 		metrics:    opts.Metrics,
+		routes:     newRouteCache(),
 		connPrefix: randomHex(4),
 		baseCtx:    ctx,
 		cancel:     cancel,
@@ -214,6 +216,7 @@ func (s *Server) Shutdown(ctx context.Context) int {
 		<-done
 	}
 	s.cancel() // ends the sweeper
+	s.routes.Close()
 	return closed
 }
 

@@ -1,12 +1,16 @@
 package proxy
 
 import (
+	"bufio"
+	"bytes"
+	"io"
 	"net"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -83,4 +87,52 @@ func waitQueued(t *testing.T, c *net.TCPConn, n int) {
 		}
 		runtime.Gosched()
 	}
+}
+
+// The origin's answer and what it sent behind it in the same segment (the
+// rest of a TLS 1.3 server flight) are read with one read and reach the
+// client with one write, whole: the guard read the header, then the body,
+// and left the rest to a splice (read 5, read the body, write; then
+// splice, splice, splice that finds nothing).
+func TestAnOriginsAnswerAndTheRestOfItsFlightTakeOneReadAndOneWrite(t *testing.T) {
+	clientFar, client := tcpPair(t)
+	upstream, originFar := tcpPair(t)
+	hello := buildHello(helloSpec{names: []string{"api.allowed.example"}})
+	flight := append(serverHelloRecord(), appDataRecord(3000)...)
+	if _, err := originFar.Write(flight); err != nil {
+		t.Fatal(err)
+	}
+	waitQueued(t, upstream, len(flight))
+	tun := &tunnel{client: client, upstream: upstream} // no record from the client: its host is never asked
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	writes0 := threadWrites(t)
+	reads0 := threadReads(t)
+	reads1 := threadReads(t) // reading the file counts: reads1-reads0 is its share
+	up, down, no := tun.guardHandshake(hello, bufio.NewReader(client), 5*time.Second)
+	reads2 := threadReads(t)
+	reads, writes := reads2-reads1-(reads1-reads0), threadWrites(t)-writes0
+	if no.reason != "" {
+		t.Fatalf("refused: %s %s", no.reason, no.msg)
+	}
+	if up != int64(len(hello)) || down != int64(len(flight)) {
+		t.Errorf("relayed %d up, %d down; want %d, %d", up, down, len(hello), len(flight))
+	}
+	// Nothing splices here: what the guard did not relay never comes.
+	clientFar.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got := make([]byte, len(flight))
+	if n, err := io.ReadFull(clientFar, got); err != nil || !bytes.Equal(got, flight) {
+		t.Errorf("the client got %d of the origin's %d bytes (%v)", n, len(flight), err)
+	}
+	// One write of the hello upstream, one read of the flight, one write
+	// of it to the client.
+	if reads != 1 || writes != 2 {
+		t.Errorf("the guard made %d reads and %d writes on its thread, want 1 and 2", reads, writes)
+	}
+}
+
+// appDataRecord is an application_data record of n bytes.
+func appDataRecord(n int) []byte {
+	return append([]byte{recordTypeApplicationData, 3, 3, byte(n >> 8), byte(n)}, bytes.Repeat([]byte{0xab}, n)...)
 }
