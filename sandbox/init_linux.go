@@ -81,10 +81,6 @@ func InitMain() int {
 	if err := boundConnections(spec.Limits.TCPConnections()); err != nil {
 		return fail(step("TCP connection bound", err))
 	}
-	sockets, err := openSocketWatch(spec.Limits.TCPConnections())
-	if err != nil {
-		return fail(step("TCP socket count", err))
-	}
 	names, files, err := openListeners(spec.CapturePorts)
 	if err != nil {
 		return fail(err)
@@ -113,6 +109,13 @@ func InitMain() int {
 	}
 	if err := buildRoot(spec); err != nil {
 		return fail(err)
+	}
+	// The count is read through the sandbox's own /proc, opened after the
+	// pivot: one opened before would be a descriptor into the host's /proc
+	// that the init holds for the sandbox's life.
+	sockets, err := openSocketWatch(spec.Limits.TCPConnections())
+	if err != nil {
+		return fail(step("TCP socket count", err))
 	}
 	if err := unlessOff("userns-limit", limitUserNamespace); err != nil {
 		return fail(step("user namespace limits", err))
