@@ -65,6 +65,10 @@ const (
 	// kernel's autogroup does, one group per session: the sandbox is one
 	// session and may not start another (Spec.AllowSetsid).
 	Nice = 10
+	// CoreLimit is RLIMIT_CORE, soft and hard, in bytes: the one value
+	// on which the kernel writes no core file and starts no core_pattern
+	// helper either.
+	CoreLimit = 1
 	// TCPBufferBound says what tcpBuffers sets, for the audit log.
 	TCPBufferBound = "256 KiB per socket each way (tcp_rmem, tcp_wmem)"
 )

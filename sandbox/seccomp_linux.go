@@ -46,6 +46,7 @@ type cond struct {
 	op    condOp
 	value uint32
 	mask  uint32 // with maskedEqual: the bits compared
+	high  bool   // test the high word instead: only for a pointer, never an int
 }
 
 type condOp int
@@ -213,6 +214,7 @@ func baselineRules() []rule {
 	}
 	rules = append(rules, rule{name: "personality(other)", nr: unix.SYS_PERSONALITY, conds: personas, action: eperm})
 	rules = append(rules, hostWatchRules()...)
+	rules = append(rules, coreLimitRules()...)
 	return append(rules, hostPoolRules()...)
 }
 
@@ -274,6 +276,23 @@ func hostPoolRules() []rule {
 	return rules
 }
 
+// coreLimitRules keep RLIMIT_CORE at CoreLimit: a program that lowered it
+// to 0 would have its crash piped to the host's core helper again (a pipe
+// core_pattern ignores every value but 1). Setting it succeeds and does
+// nothing (errno 0, as for socket buffer sizes): scripts run "ulimit -c
+// 0" to be safe, and must not fail for it; no core is written either way.
+// prlimit64 is refused only with a new limit: the pointer is tested on
+// both words, as one at 4 GiB has a low word of 0. Another process's
+// limits are already refused above.
+func coreLimitRules() []rule {
+	core := cond{arg: 1, op: equal, value: unix.RLIMIT_CORE}
+	return []rule{
+		{name: "setrlimit(RLIMIT_CORE)", nr: unix.SYS_SETRLIMIT, conds: []cond{{arg: 0, op: equal, value: unix.RLIMIT_CORE}}, action: retErrno(0)},
+		{name: "prlimit64(RLIMIT_CORE, new)", nr: unix.SYS_PRLIMIT64, conds: []cond{core, {arg: 2, op: anyBits, value: 0xffffffff}}, action: retErrno(0)},
+		{name: "prlimit64(RLIMIT_CORE, new above 4 GiB)", nr: unix.SYS_PRLIMIT64, conds: []cond{core, {arg: 2, op: anyBits, value: 0xffffffff, high: true}}, action: retErrno(0)},
+	}
+}
+
 // shmLock is SHM_LOCK (linux/shm.h), which x/sys/unix does not name.
 const shmLock = 11
 
@@ -330,7 +349,11 @@ func ruleBlock(r rule) []bpf.Instruction {
 	b = append(b, bpf.LoadAbsolute{Off: offNr, Size: 4})
 	b = append(b, bpf.JumpIf{Cond: bpf.JumpEqual, Val: r.nr, SkipFalse: skip()})
 	for _, c := range r.conds {
-		b = append(b, bpf.LoadAbsolute{Off: argLow(c.arg), Size: 4})
+		off := argLow(c.arg)
+		if c.high {
+			off += 4
+		}
+		b = append(b, bpf.LoadAbsolute{Off: off, Size: 4})
 		switch c.op {
 		case equal:
 			b = append(b, bpf.JumpIf{Cond: bpf.JumpEqual, Val: c.value, SkipFalse: skip()})

@@ -244,3 +244,30 @@ func TestSeccompHostPoolRulesLeaveOrdinaryCallsAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestSeccompCoreLimitCannotBeLoweredToWhereAPipeDumps: a program that set
+// RLIMIT_CORE back to 0 would have its crash piped to the host's core
+// helper; setting it is a no-op success whichever word of the new limit's
+// pointer is set, reading it and every other limit stays.
+func TestSeccompCoreLimitCannotBeLoweredToWhereAPipeDumps(t *testing.T) {
+	vm := baselineVM(t)
+	for _, tc := range []struct {
+		name string
+		c    call
+		want uint32
+	}{
+		{"setrlimit(CORE)", call{nr: unix.SYS_SETRLIMIT, args: [6]uint64{0: unix.RLIMIT_CORE, 1: 0x7ffd0000}}, retErrno(0)},
+		{"setrlimit(CORE|1<<32)", call{nr: unix.SYS_SETRLIMIT, args: [6]uint64{0: 1<<32 | unix.RLIMIT_CORE, 1: 0x7ffd0000}}, retErrno(0)},
+		{"prlimit64(CORE, new)", call{nr: unix.SYS_PRLIMIT64, args: [6]uint64{1: unix.RLIMIT_CORE, 2: 0x7ffd0000}}, retErrno(0)},
+		{"prlimit64(CORE, new at 4 GiB)", call{nr: unix.SYS_PRLIMIT64, args: [6]uint64{1: unix.RLIMIT_CORE, 2: 1 << 32}}, retErrno(0)},
+		{"prlimit64(CORE|1<<32, new)", call{nr: unix.SYS_PRLIMIT64, args: [6]uint64{1: 1<<32 | unix.RLIMIT_CORE, 2: 1 << 40}}, retErrno(0)},
+		{"prlimit64(CORE, read only)", call{nr: unix.SYS_PRLIMIT64, args: [6]uint64{1: unix.RLIMIT_CORE, 3: 0x7ffd0000}}, retAllow},
+		{"prlimit64(NOFILE, new)", call{nr: unix.SYS_PRLIMIT64, args: [6]uint64{1: unix.RLIMIT_NOFILE, 2: 0x7ffd0000}}, retAllow},
+		{"setrlimit(NOFILE)", call{nr: unix.SYS_SETRLIMIT, args: [6]uint64{0: unix.RLIMIT_NOFILE, 1: 0x7ffd0000}}, retAllow},
+	} {
+		tc.c.arch = nativeArch
+		if got := run(t, vm, tc.c); got != tc.want {
+			t.Errorf("%s: %#x, want %#x", tc.name, got, tc.want)
+		}
+	}
+}

@@ -115,7 +115,7 @@ var allProbes = []string{"tcp-ip-literal-443", "tcp-ip-literal-other-port", "ipv
 	"no-new-privs", "nested-user-namespace", "mount", "ptrace", "io_uring", "bpf", "perf_event_open", "keyctl",
 	"userfaultfd", "inotify", "fanotify", "dnotify", "tiocsti", "tiocsti-high-bit", "tiocsctty", "tiocsserial", "socket-vsock-high-bit", "socket-netlink-uevent-high-bit",
 	"socket-packet", "foreign-abi", "x32-abi", "pidfd-getfd-parent", "process-vm-readv-parent", "signal-supervisor", "terminal",
-	"legacy-aio", "mmap-growsdown", "shm-lock", "setsid", "signal-init-sigquit", "attempts-audited"}
+	"legacy-aio", "mmap-growsdown", "shm-lock", "setsid", "core-limit", "signal-init-sigquit", "attempts-audited"}
 
 func TestSelftestSandboxStopsEveryProbeItOwns(t *testing.T) {
 	hookedBinary(t) // built before the clock starts

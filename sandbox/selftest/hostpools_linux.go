@@ -19,6 +19,7 @@ func hostPoolProbes() []probe {
 		{"mmap-growsdown", LayerSeccomp, probeGrowsDown},
 		{"shm-lock", LayerSeccomp, probeShmLock},
 		{"setsid", LayerSeccomp, probeSetsid},
+		{"core-limit", LayerLimits, probeCoreLimit},
 	}
 }
 
@@ -66,4 +67,19 @@ func probeSetsid(context.Context, *Config) (string, string) {
 	}
 	cmd.Wait()
 	return opened("started a process in a session of its own")
+}
+
+// probeCoreLimit lowers its own RLIMIT_CORE to 0: with a pipe
+// core_pattern every value but 1 starts the host's core helper, as root,
+// with the crashing program's memory.
+func probeCoreLimit(context.Context, *Config) (string, string) {
+	unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
+	var r unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_CORE, &r); err != nil {
+		return skipped("getrlimit(RLIMIT_CORE): %v", err)
+	}
+	if r.Cur != 1 {
+		return opened("RLIMIT_CORE is %d/%d: a crash reaches a pipe core_pattern's helper", r.Cur, r.Max)
+	}
+	return closed("RLIMIT_CORE stays 1 (no core, no core helper)")
 }
