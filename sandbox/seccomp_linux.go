@@ -20,7 +20,9 @@ import (
 //   - Argument width. The kernel reads an int argument (a socket family,
 //     an ioctl request) from the low 32 bits of its register and ignores
 //     the rest; a filter that compares 64 bits is bypassed by setting bit
-//     32. Every condition here loads only the low 32-bit word.
+//     32. Every condition on an int loads only the low 32-bit word; a
+//     pointer (prlimit64's new limit) is tested on each word by a rule
+//     of its own.
 
 // seccomp_data offsets (linux/seccomp.h).
 const (
