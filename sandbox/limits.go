@@ -1,6 +1,9 @@
 package sandbox
 
-import "fmt"
+import (
+	"fmt"
+	"os"
+)
 
 // Limits bound what one sandbox can take from its host. The kernel holds
 // each one: rlimits the init sets before the target starts (inherited by
@@ -65,6 +68,10 @@ const (
 	// kernel's autogroup does, one group per session: the sandbox is one
 	// session and may not start another (Spec.AllowSetsid).
 	Nice = 10
+	// CoreLimit is RLIMIT_CORE, soft and hard, in bytes: the one value
+	// on which the kernel writes no core file and starts no core_pattern
+	// helper either.
+	CoreLimit = 1
 	// TCPBufferBound says what tcpBuffers sets, for the audit log.
 	TCPBufferBound = "256 KiB per socket each way (tcp_rmem, tcp_wmem)"
 )
@@ -150,3 +157,16 @@ func (l Limits) CheckState(use StateUse) error {
 	}
 	return nil
 }
+
+// SharedUserQuotas are the kernel's per-user quotas that no bound of the
+// sandbox's own holds: the kernel counts them per host uid (user_struct),
+// not per user namespace, so a sandbox that runs as its launcher's uid (a
+// normal user's launch: an unprivileged user namespace maps only that uid)
+// shares them with every process of that user, and may take them whole.
+// As root the sandbox runs as a uid of its own and has them to itself.
+const SharedUserQuotas = "epoll watches (fs.epoll.max_user_watches), descriptors in flight on unix sockets " +
+	"(bounded by the sender's RLIMIT_NOFILE) and pipe buffers (fs.pipe-user-pages-soft)"
+
+// SharesLaunchersUID says whether a sandbox whose root maps to hostUID
+// runs as its launcher's own uid, and so shares SharedUserQuotas with it.
+func SharesLaunchersUID(hostUID int) bool { return hostUID == os.Geteuid() }

@@ -29,7 +29,13 @@ func setRlimits(l Limits) error {
 		{"RLIMIT_NOFILE", unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles)},
 		{"RLIMIT_DATA", unix.RLIMIT_DATA, uint64(l.MemoryMB) * mb, uint64(l.MemoryMB) * mb},
 		{"RLIMIT_FSIZE", unix.RLIMIT_FSIZE, uint64(l.FileSizeMB) * mb, uint64(l.FileSizeMB) * mb},
-		{"RLIMIT_CORE", unix.RLIMIT_CORE, 0, 0},
+		// 1, not 0: with a pipe core_pattern (systemd-coredump, apport)
+		// the kernel ignores RLIMIT_CORE, except that 1 means "no core"
+		// (fs/coredump.c, its guard against a crashing helper), and a
+		// core file needs at least a page. With 0 a crash started the
+		// host's helper as root with the program's memory. The program
+		// cannot lower it back to 0: see coreLimitRules.
+		{"RLIMIT_CORE", unix.RLIMIT_CORE, CoreLimit, CoreLimit},
 		{"RLIMIT_SIGPENDING", unix.RLIMIT_SIGPENDING, PendingSignals, PendingSignals},
 		{"RLIMIT_STACK", unix.RLIMIT_STACK, StackMB * mb, StackHardMB * mb},
 		// No locked memory: a SysV segment's lock (SHM_LOCK, also refused

@@ -20,7 +20,9 @@ import (
 //   - Argument width. The kernel reads an int argument (a socket family,
 //     an ioctl request) from the low 32 bits of its register and ignores
 //     the rest; a filter that compares 64 bits is bypassed by setting bit
-//     32. Every condition here loads only the low 32-bit word.
+//     32. Every condition on an int loads only the low 32-bit word; a
+//     pointer (prlimit64's new limit) is tested on each word by a rule
+//     of its own.
 
 // seccomp_data offsets (linux/seccomp.h).
 const (
@@ -46,6 +48,7 @@ type cond struct {
 	op    condOp
 	value uint32
 	mask  uint32 // with maskedEqual: the bits compared
+	high  bool   // test the high word instead: only for a pointer, never an int
 }
 
 type condOp int
@@ -221,6 +224,10 @@ func baselineRules() []rule {
 	}
 	rules = append(rules, rule{name: "personality(other)", nr: unix.SYS_PERSONALITY, conds: personas, action: eperm})
 	rules = append(rules, hostWatchRules()...)
+	rules = append(rules, coreLimitRules()...)
+	rules = append(rules, hugeTLBRules()...)
+	rules = append(rules, pageCacheRules()...)
+	rules = append(rules, socketpairRule())
 	return append(rules, hostPoolRules()...)
 }
 
@@ -294,6 +301,81 @@ func hostPoolRules() []rule {
 // defaultPipeBytes is a new pipe's buffer, 16 pages (PIPE_DEF_BUFFERS).
 const defaultPipeBytes = 16 * 4096
 
+// coreLimitRules keep RLIMIT_CORE at CoreLimit: a program that lowered it
+// to 0 would have its crash piped to the host's core helper again (a pipe
+// core_pattern ignores every value but 1). Setting it succeeds and does
+// nothing (errno 0, as for socket buffer sizes): scripts run "ulimit -c
+// 0" to be safe, and must not fail for it; no core is written either way.
+// prlimit64 is refused only with a new limit: the pointer is tested on
+// both words, as one at 4 GiB has a low word of 0. Another process's
+// limits are already refused above.
+func coreLimitRules() []rule {
+	core := cond{arg: 1, op: equal, value: unix.RLIMIT_CORE}
+	return []rule{
+		{name: "setrlimit(RLIMIT_CORE)", nr: unix.SYS_SETRLIMIT, conds: []cond{{arg: 0, op: equal, value: unix.RLIMIT_CORE}}, action: retErrno(0)},
+		{name: "prlimit64(RLIMIT_CORE, new)", nr: unix.SYS_PRLIMIT64, conds: []cond{core, {arg: 2, op: anyBits, value: 0xffffffff}}, action: retErrno(0)},
+		{name: "prlimit64(RLIMIT_CORE, new above 4 GiB)", nr: unix.SYS_PRLIMIT64, conds: []cond{core, {arg: 2, op: anyBits, value: 0xffffffff, high: true}}, action: retErrno(0)},
+	}
+}
+
+// hugeTLBRules keep the program out of the host's hugetlb pool
+// (vm.nr_hugepages, reserved for the host's databases and VMs), which
+// neither RLIMIT_DATA nor the v1 memory group counts: a sandbox took every
+// page of it. Each answer is what a kernel that gives no huge pages says:
+// mmap and shmget EPERM (as without hugetlb_shm_group), memfd_create
+// EINVAL (as without hugetlbfs). Programs that ask (a JVM with large
+// pages, PostgreSQL's huge_pages=try) fall back to normal pages.
+func hugeTLBRules() []rule {
+	return []rule{
+		{name: "mmap(MAP_HUGETLB)", nr: unix.SYS_MMAP, conds: []cond{{arg: 3, op: anyBits, value: unix.MAP_HUGETLB}}, action: retErrno(unix.EPERM)},
+		{name: "shmget(SHM_HUGETLB)", nr: unix.SYS_SHMGET, conds: []cond{{arg: 2, op: anyBits, value: shmHugeTLB}}, action: retErrno(unix.EPERM)},
+		{name: "memfd_create(MFD_HUGETLB)", nr: unix.SYS_MEMFD_CREATE, conds: []cond{{arg: 1, op: anyBits, value: unix.MFD_HUGETLB}}, action: retErrno(unix.EINVAL)},
+	}
+}
+
+// shmHugeTLB is SHM_HUGETLB (linux/shm.h), which x/sys/unix does not name.
+const shmHugeTLB = 0o4000
+
+// pageCacheRules withhold whether a host process read a host file bound
+// into the sandbox (/usr, /etc/ssl/certs, the integration folder): the
+// program evicted its pages (fadvise DONTNEED) and asked without blocking
+// whether they were back (preadv2 RWF_NOWAIT answers EAGAIN when they are
+// not), every 250 ms: the signal inotify's refusal withholds. A read or
+// write that must not block is EOPNOTSUPP, what a file that cannot do it
+// answers, on which programs do the plain call. The evictions, hints by
+// their nature, succeed and do nothing: fadvise DONTNEED, madvise and
+// process_madvise MADV_COLD and MADV_PAGEOUT (the kernel lets the latter
+// two evict only files the caller may write, which a normal user's
+// sandbox may own). cachestat, which reports a file's cached pages, is
+// ENOSYS, as before Linux 6.5. mincore stays: since Linux 5.0 it reports
+// a file's pages only to a caller who may write the file, and runtimes
+// use it on their own memory.
+func pageCacheRules() []rule {
+	var rules []rule
+	for _, nr := range []uint32{unix.SYS_PREADV2, unix.SYS_PWRITEV2} {
+		rules = append(rules, rule{name: "preadv2/pwritev2(RWF_NOWAIT)", nr: nr, conds: []cond{{arg: 5, op: anyBits, value: unix.RWF_NOWAIT}},
+			action: retErrno(unix.EOPNOTSUPP)})
+	}
+	rules = append(rules, rule{name: "fadvise64(DONTNEED)", nr: unix.SYS_FADVISE64, conds: []cond{{arg: 3, op: equal, value: fadvDontNeed}}, action: retErrno(0)})
+	for _, advice := range []uint32{unix.MADV_COLD, unix.MADV_PAGEOUT} {
+		rules = append(rules,
+			rule{name: "madvise(COLD, PAGEOUT)", nr: unix.SYS_MADVISE, conds: []cond{{arg: 2, op: equal, value: advice}}, action: retErrno(0)},
+			rule{name: "process_madvise(COLD, PAGEOUT)", nr: unix.SYS_PROCESS_MADVISE, conds: []cond{{arg: 3, op: equal, value: advice}}, action: retErrno(0)})
+	}
+	return append(rules, rule{name: "cachestat", nr: unix.SYS_CACHESTAT, action: retErrno(unix.ENOSYS)})
+}
+
+// fadvDontNeed is POSIX_FADV_DONTNEED on amd64 and arm64.
+const fadvDontNeed = 4
+
+// socketpairRule holds socketpair to AF_UNIX, as socket is held to
+// allowedFamilies (the other two make no pairs): the kernel looks up, and
+// loads on demand, the module of any family it is asked for.
+func socketpairRule() rule {
+	return rule{name: "socketpair(other families)", nr: unix.SYS_SOCKETPAIR, conds: []cond{{arg: 0, op: notEqual, value: unix.AF_UNIX}},
+		action: retErrno(unix.EAFNOSUPPORT)}
+}
+
 // shmLock is SHM_LOCK (linux/shm.h), which x/sys/unix does not name.
 const shmLock = 11
 
@@ -350,7 +432,11 @@ func ruleBlock(r rule) []bpf.Instruction {
 	b = append(b, bpf.LoadAbsolute{Off: offNr, Size: 4})
 	b = append(b, bpf.JumpIf{Cond: bpf.JumpEqual, Val: r.nr, SkipFalse: skip()})
 	for _, c := range r.conds {
-		b = append(b, bpf.LoadAbsolute{Off: argLow(c.arg), Size: 4})
+		off := argLow(c.arg)
+		if c.high {
+			off += 4
+		}
+		b = append(b, bpf.LoadAbsolute{Off: off, Size: 4})
 		switch c.op {
 		case equal:
 			b = append(b, bpf.JumpIf{Cond: bpf.JumpEqual, Val: c.value, SkipFalse: skip()})

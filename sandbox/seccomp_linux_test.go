@@ -244,3 +244,71 @@ func TestSeccompHostPoolRulesLeaveOrdinaryCallsAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestSeccompCoreLimitCannotBeLoweredToWhereAPipeDumps: a program that set
+// RLIMIT_CORE back to 0 would have its crash piped to the host's core
+// helper; setting it is a no-op success whichever word of the new limit's
+// pointer is set, reading it and every other limit stays.
+func TestSeccompCoreLimitCannotBeLoweredToWhereAPipeDumps(t *testing.T) {
+	vm := baselineVM(t)
+	for _, tc := range []struct {
+		name string
+		c    call
+		want uint32
+	}{
+		{"setrlimit(CORE)", call{nr: unix.SYS_SETRLIMIT, args: [6]uint64{0: unix.RLIMIT_CORE, 1: 0x7ffd0000}}, retErrno(0)},
+		{"setrlimit(CORE|1<<32)", call{nr: unix.SYS_SETRLIMIT, args: [6]uint64{0: 1<<32 | unix.RLIMIT_CORE, 1: 0x7ffd0000}}, retErrno(0)},
+		{"prlimit64(CORE, new)", call{nr: unix.SYS_PRLIMIT64, args: [6]uint64{1: unix.RLIMIT_CORE, 2: 0x7ffd0000}}, retErrno(0)},
+		{"prlimit64(CORE, new at 4 GiB)", call{nr: unix.SYS_PRLIMIT64, args: [6]uint64{1: unix.RLIMIT_CORE, 2: 1 << 32}}, retErrno(0)},
+		{"prlimit64(CORE|1<<32, new)", call{nr: unix.SYS_PRLIMIT64, args: [6]uint64{1: 1<<32 | unix.RLIMIT_CORE, 2: 1 << 40}}, retErrno(0)},
+		{"prlimit64(CORE, read only)", call{nr: unix.SYS_PRLIMIT64, args: [6]uint64{1: unix.RLIMIT_CORE, 3: 0x7ffd0000}}, retAllow},
+		{"prlimit64(NOFILE, new)", call{nr: unix.SYS_PRLIMIT64, args: [6]uint64{1: unix.RLIMIT_NOFILE, 2: 0x7ffd0000}}, retAllow},
+		{"setrlimit(NOFILE)", call{nr: unix.SYS_SETRLIMIT, args: [6]uint64{0: unix.RLIMIT_NOFILE, 1: 0x7ffd0000}}, retAllow},
+	} {
+		tc.c.arch = nativeArch
+		if got := run(t, vm, tc.c); got != tc.want {
+			t.Errorf("%s: %#x, want %#x", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestSeccompHugePagesAndPageCacheRulesLeaveOrdinaryCallsAlone: the rules
+// that keep the program out of the hugetlb pool, the host's page cache
+// state and other socket families refuse only those flags and values.
+func TestSeccompHugePagesAndPageCacheRulesLeaveOrdinaryCallsAlone(t *testing.T) {
+	vm := baselineVM(t)
+	private := uint64(unix.MAP_PRIVATE | unix.MAP_ANONYMOUS)
+	for _, tc := range []struct {
+		name string
+		c    call
+		want uint32
+	}{
+		{"mmap(MAP_HUGETLB|MAP_HUGE_2MB)", call{nr: unix.SYS_MMAP, args: [6]uint64{3: private | unix.MAP_HUGETLB | 21<<26}}, retErrno(unix.EPERM)},
+		{"mmap(MAP_HUGETLB|1<<32)", call{nr: unix.SYS_MMAP, args: [6]uint64{3: 1<<32 | private | unix.MAP_HUGETLB}}, retErrno(unix.EPERM)},
+		{"mmap(MAP_NORESERVE)", call{nr: unix.SYS_MMAP, args: [6]uint64{3: private | unix.MAP_NORESERVE}}, retAllow},
+		{"shmget(SHM_HUGETLB)", call{nr: unix.SYS_SHMGET, args: [6]uint64{2: unix.IPC_CREAT | shmHugeTLB}}, retErrno(unix.EPERM)},
+		{"shmget", call{nr: unix.SYS_SHMGET, args: [6]uint64{2: unix.IPC_CREAT | 0o600}}, retAllow},
+		{"memfd_create(MFD_HUGETLB)", call{nr: unix.SYS_MEMFD_CREATE, args: [6]uint64{1: unix.MFD_HUGETLB}}, retErrno(unix.EINVAL)},
+		{"memfd_create(MFD_CLOEXEC)", call{nr: unix.SYS_MEMFD_CREATE, args: [6]uint64{1: unix.MFD_CLOEXEC}}, retAllow},
+		{"preadv2(RWF_NOWAIT)", call{nr: unix.SYS_PREADV2, args: [6]uint64{5: unix.RWF_NOWAIT}}, retErrno(unix.EOPNOTSUPP)},
+		{"pwritev2(RWF_NOWAIT|RWF_DSYNC)", call{nr: unix.SYS_PWRITEV2, args: [6]uint64{5: unix.RWF_NOWAIT | unix.RWF_DSYNC}}, retErrno(unix.EOPNOTSUPP)},
+		{"preadv2(RWF_HIPRI)", call{nr: unix.SYS_PREADV2, args: [6]uint64{5: unix.RWF_HIPRI}}, retAllow},
+		{"fadvise64(DONTNEED)", call{nr: unix.SYS_FADVISE64, args: [6]uint64{3: fadvDontNeed}}, retErrno(0)},
+		{"fadvise64(WILLNEED)", call{nr: unix.SYS_FADVISE64, args: [6]uint64{3: 3}}, retAllow},
+		{"madvise(PAGEOUT)", call{nr: unix.SYS_MADVISE, args: [6]uint64{2: unix.MADV_PAGEOUT}}, retErrno(0)},
+		{"madvise(COLD)", call{nr: unix.SYS_MADVISE, args: [6]uint64{2: unix.MADV_COLD}}, retErrno(0)},
+		{"madvise(DONTNEED)", call{nr: unix.SYS_MADVISE, args: [6]uint64{2: unix.MADV_DONTNEED}}, retAllow},
+		{"process_madvise(PAGEOUT)", call{nr: unix.SYS_PROCESS_MADVISE, args: [6]uint64{3: unix.MADV_PAGEOUT}}, retErrno(0)},
+		{"process_madvise(WILLNEED)", call{nr: unix.SYS_PROCESS_MADVISE, args: [6]uint64{3: unix.MADV_WILLNEED}}, retAllow},
+		{"cachestat", call{nr: unix.SYS_CACHESTAT}, retErrno(unix.ENOSYS)},
+		{"socketpair(AF_UNIX)", call{nr: unix.SYS_SOCKETPAIR, args: [6]uint64{0: unix.AF_UNIX}}, retAllow},
+		{"socketpair(AF_UNIX|1<<32)", call{nr: unix.SYS_SOCKETPAIR, args: [6]uint64{0: 1<<32 | unix.AF_UNIX}}, retAllow},
+		{"socketpair(AF_INET)", call{nr: unix.SYS_SOCKETPAIR, args: [6]uint64{0: unix.AF_INET}}, retErrno(unix.EAFNOSUPPORT)},
+		{"socketpair(AF_TIPC)", call{nr: unix.SYS_SOCKETPAIR, args: [6]uint64{0: unix.AF_TIPC}}, retErrno(unix.EAFNOSUPPORT)},
+	} {
+		tc.c.arch = nativeArch
+		if got := run(t, vm, tc.c); got != tc.want {
+			t.Errorf("%s: %#x, want %#x", tc.name, got, tc.want)
+		}
+	}
+}

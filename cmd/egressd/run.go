@@ -473,6 +473,12 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	}
 	r.env.report(stderr, r.log, p)
 	announceSecrets(r.log, p)
+	if sandbox.SharesLaunchersUID(r.opts.HostUID) {
+		msg := "the sandbox runs as your uid, and the kernel counts these per uid: the program can take them from every process of yours while it runs: " +
+			sandbox.SharedUserQuotas + "; run egressd as root for a uid of the sandbox's own"
+		fmt.Fprintln(stderr, "egressd: warning:", msg)
+		r.log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "shared_user_quotas", Msg: msg}))
+	}
 	if err := sb.Run(); err != nil {
 		sb.Kill()
 		fmt.Fprintln(stderr, "egressd run:", err)

@@ -19,6 +19,10 @@ func hostPoolProbes() []probe {
 		{"mmap-growsdown", LayerSeccomp, probeGrowsDown},
 		{"shm-lock", LayerSeccomp, probeShmLock},
 		{"setsid", LayerSeccomp, probeSetsid},
+		{"core-limit", LayerLimits, probeCoreLimit},
+		{"mmap-hugetlb", LayerSeccomp, probeHugeTLB},
+		{"page-cache-nowait", LayerSeccomp, probeNowaitRead},
+		{"socketpair-family", LayerSeccomp, probeSocketpairFamily},
 	}
 }
 
@@ -66,4 +70,80 @@ func probeSetsid(context.Context, *Config) (string, string) {
 	}
 	cmd.Wait()
 	return opened("started a process in a session of its own")
+}
+
+// probeCoreLimit lowers its own RLIMIT_CORE to 0: with a pipe
+// core_pattern every value but 1 starts the host's core helper, as root,
+// with the crashing program's memory.
+func probeCoreLimit(context.Context, *Config) (string, string) {
+	unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
+	var r unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_CORE, &r); err != nil {
+		return skipped("getrlimit(RLIMIT_CORE): %v", err)
+	}
+	if r.Cur != 1 {
+		return opened("RLIMIT_CORE is %d/%d: a crash reaches a pipe core_pattern's helper", r.Cur, r.Max)
+	}
+	return closed("RLIMIT_CORE stays 1 (no core, no core helper)")
+}
+
+// probeHugeTLB maps a huge page: the host's hugetlb pool, which no
+// sandbox bound counts. A host with no pool answers ENOMEM, which is
+// the kernel's and is OPEN all the same.
+func probeHugeTLB(context.Context, *Config) (string, string) {
+	const size = 2 << 20
+	addr, _, e := unix.Syscall6(unix.SYS_MMAP, 0, size, unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_HUGETLB, ^uintptr(0), 0)
+	if e == 0 {
+		unix.Syscall(unix.SYS_MUNMAP, addr, size, 0)
+		return opened("mapped a page of the host's hugetlb pool")
+	}
+	if e == unix.EPERM {
+		return closed("mmap(MAP_HUGETLB): %s", e)
+	}
+	return opened("mmap(MAP_HUGETLB) reached the kernel: %s", e)
+}
+
+// probeNowaitRead asks whether a file's first page is cached without
+// blocking (preadv2 RWF_NOWAIT): with fadvise DONTNEED, a watch on when
+// host processes read a host file bound into the sandbox.
+func probeNowaitRead(context.Context, *Config) (string, string) {
+	fd, err := unix.Open("/proc/self/exe", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return skipped("open: %v", err)
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 64)
+	iov := unix.Iovec{Base: &buf[0], Len: uint64(len(buf))}
+	_, _, e := unix.Syscall6(unix.SYS_PREADV2, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1, 0, 0, unix.RWF_NOWAIT)
+	if e == unix.EOPNOTSUPP {
+		return closed("preadv2(RWF_NOWAIT): %s", e)
+	}
+	return opened("preadv2(RWF_NOWAIT) answered %v: a page cache probe", errnoOrOK(e))
+}
+
+// probeSocketpairFamily asks socketpair for a family socket() is refused:
+// the kernel loads a family's module on demand.
+func probeSocketpairFamily(context.Context, *Config) (string, string) {
+	var sv [2]int32
+	_, _, e := unix.RawSyscall6(unix.SYS_SOCKETPAIR, unix.AF_TIPC, unix.SOCK_STREAM, 0, uintptr(unsafe.Pointer(&sv)), 0, 0)
+	if e == 0 {
+		unix.Close(int(sv[0]))
+		unix.Close(int(sv[1]))
+		return opened("socketpair(AF_TIPC) succeeded")
+	}
+	// EAFNOSUPPORT is both the filter's answer and a kernel's without the
+	// family: an invalid type tells them apart, as for socket.
+	_, _, e = unix.RawSyscall6(unix.SYS_SOCKETPAIR, unix.AF_TIPC, sockTypeInvalid, 0, uintptr(unsafe.Pointer(&sv)), 0, 0)
+	if e == unix.EAFNOSUPPORT {
+		return closed("socketpair(AF_TIPC): %s", e)
+	}
+	return opened("socketpair(AF_TIPC) reached the kernel: %s", e)
+}
+
+func errnoOrOK(e unix.Errno) string {
+	if e == 0 {
+		return "a result"
+	}
+	return e.Error()
 }

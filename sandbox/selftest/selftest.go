@@ -39,6 +39,7 @@ const (
 	LayerCgroupNS = "cgroup namespace"
 	LayerTTY      = "terminal" // the program must not hold the user's terminal
 	LayerAudit    = "audit log"
+	LayerLimits   = "resource limits"
 )
 
 // Result is one probe's outcome.

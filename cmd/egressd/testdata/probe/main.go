@@ -151,6 +151,12 @@ func main() {
 		growsDown(mb)
 	case "shmlock":
 		shmLock()
+	case "hugetlb":
+		hugeTLB()
+	case "pagecache":
+		pageCache(os.Args[2])
+	case "socketpair":
+		socketPair()
 	case "schedule":
 		schedule()
 	default:
