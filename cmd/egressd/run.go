@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/internal/safefile"
 	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/policy"
 	"github.com/egressd/egressd/proxy"
@@ -367,14 +368,13 @@ func logName(p *policy.Policy) string {
 func (r *runSetup) openAudit(f runFlags, stateDir, name string) error {
 	path, runLink := f.auditLog, ""
 	if path == "" || path == "-" {
-		if err := os.MkdirAll(filepath.Join(stateDir, "audit"), 0o700); err != nil {
-			return err
-		}
 		// The state folder may be the service user's: a symlink there would
 		// have root create the log and rename NAME.lastrun wherever it points.
-		if st, err := os.Lstat(filepath.Join(stateDir, "audit")); err != nil || !st.IsDir() {
-			return fmt.Errorf("%s is not a folder (a symlink or another file); egressd does not follow it: remove it, and egressd makes the folder", filepath.Join(stateDir, "audit"))
+		dir, err := safefile.MakeFolder(filepath.Join(stateDir, "audit"))
+		if err != nil {
+			return err
 		}
+		dir.Close()
 		path = filepath.Join(stateDir, "audit", name+"."+strconv.Itoa(os.Getpid())+".log")
 		runLink = filepath.Join(stateDir, "audit", name+".lastrun")
 	}
