@@ -44,7 +44,7 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	d := p.DecideTarget(target)
 	printDecision(stdout, d, p, target)
 	if n := p.PendingNotice(); n != "" {
-		fmt.Fprintln(stdout, "pending:", n)
+		printLine(stdout, "pending: %s", n)
 	}
 	if d.Verdict.Permits() {
 		return exitOK
