@@ -24,7 +24,7 @@ func MakeFolder(path string) (*os.File, error) {
 	if err := os.MkdirAll(parentPath, 0o700); err != nil {
 		return nil, err
 	}
-	parent, err := unix.Open(parentPath, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	parent, err := unix.Open(parentPath, parentFlags, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: parentPath, Err: err}
 	}
