@@ -93,6 +93,7 @@ type runSetup struct {
 	log      *audit.Log
 	sink     *auditSink
 	logPath  string
+	auditDir *os.File // STATE/audit, held open while its files are used through it
 	server   *proxy.Server
 	suppress *audit.Suppressor
 	spec     sandbox.Spec
@@ -367,18 +368,23 @@ func logName(p *policy.Policy) string {
 // without --config, none.
 func (r *runSetup) openAudit(f runFlags, stateDir, name string) error {
 	path, runLink := f.auditLog, ""
+	open := path
 	if path == "" || path == "-" {
 		// The state folder may be the service user's: a symlink there would
 		// have root create the log and rename NAME.lastrun wherever it points.
+		// The folder is opened without following one, and its files are
+		// reached through that descriptor (/proc/self/fd/N/FILE), so a
+		// symlink swapped in later is never followed either.
 		dir, err := safefile.MakeFolder(filepath.Join(stateDir, "audit"))
 		if err != nil {
 			return err
 		}
-		dir.Close()
-		path = filepath.Join(stateDir, "audit", name+"."+strconv.Itoa(os.Getpid())+".log")
-		runLink = filepath.Join(stateDir, "audit", name+".lastrun")
+		r.auditDir = dir
+		at := "/proc/self/fd/" + strconv.Itoa(int(dir.Fd()))
+		file := name + "." + strconv.Itoa(os.Getpid()) + ".log"
+		path, open, runLink = filepath.Join(dir.Name(), file), filepath.Join(at, file), filepath.Join(at, name+".lastrun")
 	}
-	file, err := audit.OpenFile(path, int64(r.cfg.Audit.MaxSizeMB)<<20)
+	file, err := audit.OpenFile(open, int64(r.cfg.Audit.MaxSizeMB)<<20)
 	if err != nil {
 		return err
 	}
@@ -404,6 +410,11 @@ func (r *runSetup) close() {
 	if r.folder != nil {
 		r.folder.Close()
 	}
+	defer func() {
+		if r.auditDir != nil {
+			r.auditDir.Close() // after the log: its last writes go through it
+		}
+	}()
 	if r.removeBundle != nil {
 		r.removeBundle()
 	}
