@@ -39,5 +39,25 @@ func MakeFolder(path string) (*os.File, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	return os.NewFile(uintptr(fd), path), nil
+	dir := os.NewFile(uintptr(fd), path)
+	if err := ownFolder(dir); err != nil {
+		dir.Close()
+		return nil, err
+	}
+	return dir, nil
+}
+
+// ownFolder refuses a folder another user owns or may write: its owner
+// (the state folder's owner can make STATE/sandbox before root's first
+// run) could swap the entries egressd makes in it for links between two
+// of egressd's steps.
+func ownFolder(dir *os.File) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(dir.Fd()), &st); err != nil {
+		return &os.PathError{Op: "stat", Path: dir.Name(), Err: err}
+	}
+	if euid := os.Geteuid(); int(st.Uid) != euid || st.Mode&0o022 != 0 {
+		return fmt.Errorf("%s is owned by uid %d with mode %#o; egressd (uid %d) uses only a folder of its own that no one else may write there: remove it, and egressd makes the folder", dir.Name(), st.Uid, st.Mode&0o7777, euid)
+	}
+	return nil
 }

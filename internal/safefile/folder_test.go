@@ -38,3 +38,28 @@ func TestMakeFolderRefusesALinkOrAFilePlantedAtItsName(t *testing.T) {
 		}
 	}
 }
+
+// TestMakeFolderRefusesAFolderAnotherUserMadeFirst: the state folder's
+// owner can make STATE/sandbox as a real folder of its own before root's
+// first run, and then swap the entries root makes in it; root refuses it.
+func TestMakeFolderRefusesAFolderAnotherUserMadeFirst(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chown needs root in CI")
+		}
+		t.Skip("chown needs root")
+	}
+	planted := filepath.Join(t.TempDir(), "sandbox")
+	os.Mkdir(planted, 0o700)
+	os.Chown(planted, 4242, 4242)
+	if f, err := MakeFolder(planted); err == nil || !strings.Contains(err.Error(), "owned by uid 4242") {
+		f.Close()
+		t.Fatalf("%v", err)
+	}
+	os.Chown(planted, 0, 0)
+	os.Chmod(planted, 0o777)
+	if f, err := MakeFolder(planted); err == nil || !strings.Contains(err.Error(), "no one else may write") {
+		f.Close()
+		t.Fatalf("%v", err)
+	}
+}
