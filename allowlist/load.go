@@ -22,10 +22,14 @@ func Locate(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	folder := path
 	if !st.IsDir() {
-		return path, nil
+		if !standardName(path) {
+			return path, nil
+		}
+		folder = filepath.Dir(path)
 	}
-	entries, err := safefile.ReadDir(path)
+	entries, err := safefile.ReadDir(folder)
 	if err != nil {
 		return "", err
 	}
@@ -33,7 +37,22 @@ func Locate(path string) (string, error) {
 	for i, e := range entries {
 		names[i] = e.Name()
 	}
-	return pickManifest(path, names)
+	found, err := pickManifest(folder, names)
+	if folder != path && err == nil {
+		return path, nil // the folder's one manifest, named directly
+	}
+	return found, err
+}
+
+// standardName reports whether file has one of the two names a folder's
+// manifest is found by, the names that make the folder its place (see
+// policy.ManifestPlace). Named directly, such a file must be its folder's
+// only manifest: with both present, the second would be taken for the
+// first with a changed id and run under its approved list. A folder holds
+// one integration by those names, whichever of its files is named.
+func standardName(file string) bool {
+	base := filepath.Base(file)
+	return base == VoiceOSFile || base == SollarFile
 }
 
 // pickManifest is the one manifest file among names, the entries of the
@@ -65,7 +84,7 @@ func pickManifest(path string, names []string) (string, error) {
 	case 1:
 		return found[0], nil
 	}
-	return "", fmt.Errorf("%s: holds both %s and %s; keep one", path, VoiceOSFile, SollarFile)
+	return "", fmt.Errorf("%s: holds both %s and %s, and a folder holds one integration by those names (either file would be taken for the other's integration); keep one", path, VoiceOSFile, SollarFile)
 }
 
 // asWindowsOpensIt is the name Win32 opens for name: an NTFS stream suffix
@@ -105,6 +124,11 @@ func readCapped(file string) ([]byte, error) { return safefile.ReadRegular(file,
 func LoadIn(folder *os.File, path string, rules *Rules) (m *Manifest, file string, ps Problems, err error) {
 	if path != folder.Name() {
 		file = path // a manifest file in the folder
+		if standardName(file) {
+			if _, err := locateIn(folder, filepath.Dir(file)); err != nil {
+				return nil, "", nil, err
+			}
+		}
 	} else if file, err = locateIn(folder, path); err != nil {
 		return nil, "", nil, err
 	}

@@ -102,28 +102,40 @@ var (
 // does not name one, so a whole stderr capture or journal can be given. A
 // checkpoint is found anywhere in its line: journalctl prefixes each line
 // ("Dec 01 05:16:58 host egressd[42]: {…}"), and a capturing pipeline may
-// too. It is the JSON object from {"event":"checkpoint" to the end of the
-// line, parsed strictly: exactly egressd's four keys, a chain id and a
-// 64-digit hex hash. A line that names a checkpoint otherwise is Unread.
+// too. It is the last JSON object in the line from {"event":"checkpoint"
+// to the line's end, parsed strictly: exactly egressd's four keys, a chain
+// id and a 64-digit hex hash. A line that names a checkpoint otherwise is
+// Unread.
+//
+// Lines may be of any length: a sandboxed program that writes to stderr
+// without a newline puts egressd's next checkpoint at the end of its line.
+// Memory stays bounded: of a line longer than the read buffer only its
+// last checkpointWindow bytes are kept, where a checkpoint ends, and
+// whether any part of it names a checkpoint.
 func ReadCheckpoints(r io.Reader) (CheckpointLines, error) {
 	var out CheckpointLines
 	br := bufio.NewReaderSize(r, 64<<10)
-	long := false // inside a line longer than the buffer: not a checkpoint
-	for n := 1; ; {
-		line, err := br.ReadSlice('\n')
+	var long longLine
+	for n := 0; ; {
+		chunk, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
-			long = true
+			long.add(chunk)
 			continue
 		}
-		if !long && checkpointMention.Match(line) {
+		n++ // the line ends here
+		line, mentioned := chunk, checkpointMention.Match(chunk)
+		if long.started() {
+			long.add(chunk)
+			line, mentioned = long.tail, long.mentioned
+			long = longLine{}
+		}
+		if mentioned {
 			if c, ok := parseCheckpoint(line); ok {
 				out.Records = append(out.Records, c)
 			} else {
 				out.Unread = append(out.Unread, n)
 			}
 		}
-		long = false
-		n++
 		if err == io.EOF {
 			return out, nil
 		}
@@ -133,9 +145,31 @@ func ReadCheckpoints(r io.Reader) (CheckpointLines, error) {
 	}
 }
 
+// checkpointWindow is how much of the end of a long line is kept: far
+// more than a checkpoint object egressd writes (about 150 bytes).
+const checkpointWindow = 4 << 10
+
+// longLine is what ReadCheckpoints keeps of a line longer than its buffer:
+// its tail, and whether any part named a checkpoint (a mention split
+// between two chunks included).
+type longLine struct {
+	tail      []byte
+	mentioned bool
+}
+
+func (l *longLine) started() bool { return l.tail != nil }
+
+// add appends the next chunk of the line.
+func (l *longLine) add(chunk []byte) {
+	joined := make([]byte, 0, len(l.tail)+len(chunk))
+	joined = append(append(joined, l.tail...), chunk...)
+	l.mentioned = l.mentioned || checkpointMention.Match(joined)
+	l.tail = joined[max(0, len(joined)-checkpointWindow):]
+}
+
 // parseCheckpoint reads the checkpoint object in line, if it holds one.
 func parseCheckpoint(line []byte) (CheckpointRecord, bool) {
-	i := bytes.Index(line, checkpointStart)
+	i := bytes.LastIndex(line, checkpointStart) // egressd's ends the line: an earlier one is the program's
 	if i < 0 {
 		return CheckpointRecord{}, false
 	}

@@ -52,3 +52,23 @@ func TestVerifyAndReadReportsTheBytesItVerified(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointAtTheEndOfALineLongerThanTheReadersBufferIsFound is round
+// 9's b1 at the reader: a program's unterminated stderr put egressd's
+// checkpoint at the end of a 70,000-byte line, which the reader skipped
+// whole. The checkpoint at the end of a long line is found (the last one
+// in the line, egressd's, after a fake the program wrote), and a long line
+// that names a checkpoint without ending in one (the mention split across
+// the reader's chunks) is counted unread, never skipped.
+func TestCheckpointAtTheEndOfALineLongerThanTheReadersBufferIsFound(t *testing.T) {
+	h := strings.Repeat("b", 64)
+	fake := `{"event":"checkpoint","chain":"fake"`
+	journal := strings.Repeat("A", 70000) + fake + `{"event":"checkpoint","chain":"c","seq":8,"hash":"` + h + `"}` + "\n" +
+		strings.Repeat("B", 64<<10-16) + `{"event":"checkpoint","chain":"c","seq":9}` + strings.Repeat("C", 10000) + "\n" +
+		strings.Repeat("D", 300000) + "\n" +
+		strings.Repeat("E", 200000) + `{"event":"checkpoint","chain":"c","seq":10,"hash":"` + h + `"}`
+	got, err := ReadCheckpoints(strings.NewReader(journal))
+	if err != nil || len(got.Records) != 2 || got.Records[0].Seq != 8 || got.Records[1].Seq != 10 || len(got.Unread) != 1 || got.Unread[0] != 2 {
+		t.Fatalf("%+v %v", got, err)
+	}
+}

@@ -34,27 +34,24 @@ const maxLoopAttempts = 8
 // of an integration share one ext4 superblock and never mount the same
 // filesystem twice.
 func MountStateImage(path string, sizeMB, uid int, seed string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
-	}
-	if err := makeStateImage(path, sizeMB, uid, seed); err != nil {
-		return nil, err
-	}
 	// The lock makes "find the image's loop device, or attach one" atomic
 	// among egressd processes. It is on the folder, not the image: a loop
 	// device keeps the image's open file, and a lock on it, for its life.
-	lock, err := os.Open(filepath.Dir(path))
+	// Everything below is relative to it: the folder is never looked up by
+	// name again.
+	lock, err := lockedFolder(filepath.Dir(path))
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", filepath.Dir(path), err)
+	if err := makeStateImage(lock, filepath.Base(path), sizeMB, uid, seed); err != nil {
+		return nil, err
 	}
-	img, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(int(lock.Fd()), filepath.Base(path), unix.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("state image %s: %w (a symlink is not followed here)", path, err)
 	}
+	img := os.NewFile(uintptr(fd), path)
 	defer img.Close()
 	if err := ownImage(img, path); err != nil {
 		return nil, err
@@ -72,31 +69,28 @@ func MountStateImage(path string, sizeMB, uid int, seed string) (*os.File, error
 // named after the id alone, legacy, when legacy is not "" (see
 // ClaimStateFolder).
 func ClaimStateImage(dir, name, legacy string) (string, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	lock, err := os.Open(dir)
+	lock, err := lockedFolder(dir)
 	if err != nil {
 		return "", err
 	}
 	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return "", fmt.Errorf("lock %s: %w", dir, err)
-	}
 	if legacy != "" {
 		legacy = StateImageName(legacy)
 	}
-	if err := adoptLegacy(dir, legacy, StateImageName(name), unix.S_IFREG); err != nil {
+	if err := adoptLegacy(int(lock.Fd()), legacy, StateImageName(name), unix.S_IFREG); err != nil {
 		return "", err
 	}
 	return filepath.Join(dir, StateImageName(name)), nil
 }
 
-// makeStateImage creates the image, if missing, under a temporary name and
-// renames it into place, so a half-made image is never used.
-func makeStateImage(path string, sizeMB, uid int, seed string) error {
-	if _, err := os.Lstat(path); err == nil || !errors.Is(err, os.ErrNotExist) {
-		return err
+// makeStateImage creates the image name in the open folder dir, if
+// missing, under a temporary name and renames it into place, so a
+// half-made image is never used.
+func makeStateImage(dir *os.File, name string, sizeMB, uid int, seed string) error {
+	at, path := int(dir.Fd()), filepath.Join(dir.Name(), name)
+	var st unix.Stat_t
+	if err := unix.Fstatat(at, name, &st, unix.AT_SYMLINK_NOFOLLOW); !errors.Is(err, unix.ENOENT) {
+		return err // there already (checked when opened), or unreadable
 	}
 	mkfs, err := exec.LookPath("mkfs.ext4")
 	if err != nil {
@@ -109,15 +103,16 @@ func makeStateImage(path string, sizeMB, uid int, seed string) error {
 	if err != nil {
 		return fmt.Errorf("the state folder's size bound needs mkfs.ext4 (e2fsprogs): %w", err)
 	}
-	tmp := path + ".new"
-	os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o600)
+	tmp := name + ".new"
+	unix.Unlinkat(at, tmp, 0)
+	fd, err := unix.Openat(at, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return err
+		return &os.PathError{Op: "create", Path: path + ".new", Err: err}
 	}
+	f := os.NewFile(uintptr(fd), path+".new")
 	defer f.Close()
 	if err := f.Truncate(int64(sizeMB) << 20); err != nil {
-		os.Remove(tmp)
+		unix.Unlinkat(at, tmp, 0)
 		return err
 	}
 	args := []string{"-q", "-F", "-m", "0", "-E", fmt.Sprintf("root_owner=%d:%d", uid, uid)}
@@ -129,10 +124,10 @@ func makeStateImage(path string, sizeMB, uid int, seed string) error {
 	cmd := exec.Command(mkfs, append(args, "/dev/fd/3")...)
 	cmd.ExtraFiles = []*os.File{f}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("mkfs.ext4 %s: %v: %s", tmp, err, out)
+		unix.Unlinkat(at, tmp, 0)
+		return fmt.Errorf("mkfs.ext4 %s: %v: %s", f.Name(), err, out)
 	}
-	return os.Rename(tmp, path)
+	return unix.Renameat(at, tmp, at, name)
 }
 
 // ownImage checks, on the open image, that it is egressd's own: a regular

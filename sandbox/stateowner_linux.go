@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/egressd/egressd/internal/safefile"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,28 +38,23 @@ const maxStateDepth = 128
 // versions could), gets a fresh uid, derived from the name and probed for
 // uniqueness under a lock.
 func ClaimStateFolder(parent, name, legacy string) (dir string, uid int, err error) {
-	if err := os.MkdirAll(parent, 0o700); err != nil {
-		return "", 0, err
-	}
-	lock, err := os.Open(parent)
+	lock, err := lockedFolder(parent)
 	if err != nil {
 		return "", 0, err
 	}
 	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return "", 0, fmt.Errorf("lock %s: %w", parent, err)
-	}
+	at := int(lock.Fd())
 	dir = filepath.Join(parent, name)
-	if err := adoptLegacy(parent, legacy, name, unix.S_IFDIR); err != nil {
+	if err := adoptLegacy(at, legacy, name, unix.S_IFDIR); err != nil {
 		return "", 0, err
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", 0, err
+	if err := unix.Mkdirat(at, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		return "", 0, &os.PathError{Op: "mkdir", Path: dir, Err: err}
 	}
 	if os.Geteuid() != 0 {
 		return dir, os.Getuid(), nil // a normal user's sandbox runs as that user
 	}
-	owners, err := folderOwners(parent)
+	owners, err := folderOwners(lock)
 	if err != nil {
 		return "", 0, err
 	}
@@ -78,29 +74,49 @@ func ClaimStateFolder(parent, name, legacy string) (dir string, uid int, err err
 	for taken[uid] {
 		uid = stateUIDBase + (uid-stateUIDBase+1)%stateUIDSpan
 	}
-	if err := os.Lchown(dir, uid, uid); err != nil {
-		return "", 0, err
+	if err := unix.Fchownat(at, name, uid, uid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return "", 0, &os.PathError{Op: "chown", Path: dir, Err: err}
 	}
 	return dir, uid, nil
 }
 
-// folderOwners maps each folder in parent to its owner; a symlink or a file
-// in its place is an error, since the folder is bound into a sandbox.
-func folderOwners(parent string) (map[string]int, error) {
-	entries, err := os.ReadDir(parent)
+// lockedFolder makes and opens the folder path in the state folder without
+// following a link there (safefile.MakeFolder), and takes its lock.
+func lockedFolder(path string) (*os.File, error) {
+	lock, err := safefile.MakeFolder(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return lock, nil
+}
+
+// folderOwners maps each folder in the open folder parent to its owner;
+// symlinks and files are not folders.
+func folderOwners(parent *os.File) (map[string]int, error) {
+	fd, err := unix.Openat(int(parent.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: parent.Name(), Err: err}
+	}
+	list := os.NewFile(uintptr(fd), parent.Name())
+	defer list.Close()
+	names, err := list.Readdirnames(-1)
 	if err != nil {
 		return nil, err
 	}
 	owners := map[string]int{}
-	for _, e := range entries {
+	for _, name := range names {
 		var st unix.Stat_t
-		if err := unix.Lstat(filepath.Join(parent, e.Name()), &st); err != nil {
-			return nil, err
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return nil, &os.PathError{Op: "stat", Path: filepath.Join(parent.Name(), name), Err: err}
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			continue
 		}
-		owners[e.Name()] = int(st.Uid)
+		owners[name] = int(st.Uid)
 	}
 	return owners, nil
 }
@@ -114,21 +130,21 @@ func sharedOwner(owners map[string]int, name string) bool {
 	return false
 }
 
-// adoptLegacy renames parent/legacy to parent/name when legacy is not "",
-// name does not exist, and legacy is an entry of type kind (not a symlink).
-// The caller holds parent's lock.
-func adoptLegacy(parent, legacy, name string, kind uint32) error {
+// adoptLegacy renames legacy to name in the open folder at when legacy is
+// not "", name does not exist, and legacy is an entry of type kind (not a
+// symlink). The caller holds the folder's lock.
+func adoptLegacy(at int, legacy, name string, kind uint32) error {
 	if legacy == "" || legacy == name {
 		return nil
 	}
 	var st unix.Stat_t
-	if err := unix.Lstat(filepath.Join(parent, name), &st); !errors.Is(err, unix.ENOENT) {
+	if err := unix.Fstatat(at, name, &st, unix.AT_SYMLINK_NOFOLLOW); !errors.Is(err, unix.ENOENT) {
 		return err // there already, or unreadable
 	}
-	if err := unix.Lstat(filepath.Join(parent, legacy), &st); err != nil || st.Mode&unix.S_IFMT != kind {
+	if err := unix.Fstatat(at, legacy, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != kind {
 		return nil // nothing to take over
 	}
-	return os.Rename(filepath.Join(parent, legacy), filepath.Join(parent, name))
+	return unix.Renameat(at, legacy, at, name)
 }
 
 // StateUse is what a state folder holds on the host disk.

@@ -48,7 +48,7 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 		printLine(stdout, "in force: the list approved for %s %s; the id change to %s waits for approval: %s", id, version, change, p.ApproveCommand())
 	}
 	if n := p.PendingNotice(); n != "" {
-		fmt.Fprintln(stdout, "pending:", n)
+		printLine(stdout, "pending: %s", n)
 	}
 	if d.Verdict.Permits() {
 		return exitOK

@@ -50,3 +50,19 @@ func TestExplainJudgesANewIDOnAKnownListenerAsItsOwnIntegration(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainPendingLineDoesNotPassAFolderNamesTerminalEscapes is round
+// 9's b3: explain --state printed its "pending:" line raw, so a folder
+// name from an unpacked archive carrying OSC and CSI sequences (retitle the
+// window, clear the screen) reached the operator's terminal. It is escaped
+// as every other line explain prints.
+func TestExplainPendingLineDoesNotPassAFolderNamesTerminalEscapes(t *testing.T) {
+	state := t.TempDir()
+	dir := mkdir(t, filepath.Join(t.TempDir(), "app\x1b]0;PWNED\a\x1b[2J"))
+	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "1.0.0", "erp.acme.example"))
+	erpFolder(t, dir, "com.acme.erp2", "1.0.0", "erp.acme.example") // an id change: the notice names the folder
+	out, errs, _ := runCLI(t, "explain", "--state", state, "--manifest", dir, "erp.acme.example")
+	if !strings.Contains(out, "pending:") || !strings.Contains(out, `\x1b]0;PWNED`) || strings.ContainsAny(out+errs, "\x1b\a") {
+		t.Fatalf("explain printed:\n%q\n%q", out, errs)
+	}
+}

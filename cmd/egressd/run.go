@@ -16,6 +16,7 @@ import (
 
 	"github.com/egressd/egressd/audit"
 	"github.com/egressd/egressd/internal/linejoin"
+	"github.com/egressd/egressd/internal/safefile"
 	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/policy"
 	"github.com/egressd/egressd/proxy"
@@ -97,6 +98,7 @@ type runSetup struct {
 	log      *audit.Log
 	sink     *auditSink
 	logPath  string
+	auditDir *os.File // STATE/audit, held open while its files are used through it
 	server   *proxy.Server
 	suppress *audit.Suppressor
 	spec     sandbox.Spec
@@ -374,19 +376,23 @@ func logName(p *policy.Policy) string {
 // without --config, none.
 func (r *runSetup) openAudit(f runFlags, stateDir, name string) error {
 	path, runLink := f.auditLog, ""
+	open := path
 	if path == "" || path == "-" {
-		if err := os.MkdirAll(filepath.Join(stateDir, "audit"), 0o700); err != nil {
-			return err
-		}
 		// The state folder may be the service user's: a symlink there would
 		// have root create the log and rename NAME.lastrun wherever it points.
-		if st, err := os.Lstat(filepath.Join(stateDir, "audit")); err != nil || !st.IsDir() {
-			return fmt.Errorf("%s is not a folder (a symlink or another file); egressd does not follow it: remove it, and egressd makes the folder", filepath.Join(stateDir, "audit"))
+		// The folder is opened without following one, and its files are
+		// reached through that descriptor (/proc/self/fd/N/FILE), so a
+		// symlink swapped in later is never followed either.
+		dir, err := safefile.MakeFolder(filepath.Join(stateDir, "audit"))
+		if err != nil {
+			return err
 		}
-		path = filepath.Join(stateDir, "audit", name+"."+strconv.Itoa(os.Getpid())+".log")
-		runLink = filepath.Join(stateDir, "audit", name+".lastrun")
+		r.auditDir = dir
+		at := "/proc/self/fd/" + strconv.Itoa(int(dir.Fd()))
+		file := name + "." + strconv.Itoa(os.Getpid()) + ".log"
+		path, open, runLink = filepath.Join(dir.Name(), file), filepath.Join(at, file), filepath.Join(at, name+".lastrun")
 	}
-	file, err := audit.OpenFile(path, int64(r.cfg.Audit.MaxSizeMB)<<20)
+	file, err := audit.OpenFile(open, int64(r.cfg.Audit.MaxSizeMB)<<20)
 	if err != nil {
 		return err
 	}
@@ -412,6 +418,11 @@ func (r *runSetup) close() {
 	if r.folder != nil {
 		r.folder.Close()
 	}
+	defer func() {
+		if r.auditDir != nil {
+			r.auditDir.Close() // after the log: its last writes go through it
+		}
+	}()
 	if r.removeBundle != nil {
 		r.removeBundle()
 	}

@@ -51,3 +51,49 @@ func TestRunWhoseMiddleRunLogWasDeletedFailsVerifyNamingIt(t *testing.T) {
 		t.Fatalf("the middle run's file deleted: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestRunCheckpointHiddenAtTheEndOfALongStderrLineStillCatchesADeletedLog
+// is round 9's b1: the sandboxed program wrote 70,000 bytes without a
+// newline to stderr, so egressd's closing checkpoint landed at the end of
+// a line longer than the checkpoint reader's 64 KiB buffer, which skipped
+// it. With that run's log deleted, "audit verify --key --checkpoints"
+// said intact. The checkpoint at the end of a long line is found, so the
+// deleted run's chain is missed and verify fails.
+func TestRunCheckpointHiddenAtTheEndOfALongStderrLineStillCatchesADeletedLog(t *testing.T) {
+	e := newSandboxEnv(t)
+	key := filepath.Join(t.TempDir(), "audit.key")
+	os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef"), 0o600)
+	yaml := "audit:\n  key_file: " + key + "\n  checkpoints: stderr\n"
+	var files []string
+	var journal strings.Builder
+	for i, script := range []string{"true", `head -c 70000 /dev/zero | tr '\0' A >&2`} {
+		cmd := e.configured(yaml, script)
+		for j, a := range cmd.Args { // the default per-run file
+			if a == "--audit-log" {
+				cmd.Args = append(cmd.Args[:j:j], cmd.Args[j+2:]...)
+				break
+			}
+		}
+		_, errs, code := runCmd(t, cmd)
+		m := regexp.MustCompile(`egressd run: audit log (\S+)`).FindStringSubmatch(errs)
+		if code != 0 || m == nil {
+			t.Fatalf("run %d: exit %d\n%.2000s", i, code, errs)
+		}
+		files = append(files, m[1])
+		journal.WriteString(errs)
+	}
+	if !strings.Contains(journal.String(), strings.Repeat("A", 70000)+`{"event":"checkpoint"`) && !strings.Contains(journal.String(), strings.Repeat("A", 70000)+"\n") {
+		t.Fatalf("the program's 70,000 bytes are not in the journal")
+	}
+	ckpt := filepath.Join(t.TempDir(), "journal.txt")
+	if err := os.WriteFile(ckpt, []byte(journal.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := verify(t, "--key", key, "--checkpoints", ckpt, files[0], files[1]); code != 0 || strings.Contains(out, " 0 checkpoints cross-checked") {
+		t.Fatalf("both runs' logs: exit %d\n%s", code, out)
+	}
+	os.Remove(files[1])
+	if out, code := verify(t, "--key", key, "--checkpoints", ckpt, files[0]); code != 1 || !strings.Contains(out, "match no chain in the files given") {
+		t.Fatalf("the second run's log deleted: exit %d\n%s", code, out)
+	}
+}
