@@ -72,6 +72,7 @@ func WriteText(w io.Writer, rep Report) error {
 		}
 		fmt.Fprintln(tw)
 	}
+	writeUnattributed(tw, rep.Unattributed)
 	return tw.Flush()
 }
 

@@ -17,6 +17,9 @@ type Report struct {
 	// report: a report of a log that did not verify says so first.
 	Verification *Verification       `json:"verification,omitempty"`
 	Integrations []IntegrationReport `json:"integrations"`
+	// Unattributed are the records naming no integration that are not
+	// egressd's own lifecycle: shown, never dropped.
+	Unattributed []Unattributed `json:"unattributed"`
 }
 
 // Verification is what Verify found, as a report carries it.
@@ -292,7 +295,7 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 	for k, u := range secrets {
 		byID[k[0]].Secrets = append(byID[k[0]].Secrets, *u)
 	}
-	rep := Report{Generated: time.Now().UTC()}
+	rep := Report{Generated: time.Now().UTC(), Unattributed: unattributed(all)}
 	for id, ir := range byID {
 		sortUses(ir.Reached)
 		sortUses(ir.WouldDeny)

@@ -25,6 +25,9 @@ const (
 	AuditUnavailable Reason = "audit_unavailable"
 	PolicyNarrowed   Reason = "policy_narrowed"
 	NoPolicy         Reason = "no_policy"
+	// IntegrationRemoved is a request on a connection a listener accepted
+	// for an integration that a reload then removed from the config.
+	IntegrationRemoved Reason = "integration_removed"
 	// PendingApproval is a host the manifest lists in a version whose
 	// widening (or id change) waits for "egressd approve".
 	PendingApproval Reason = "pending_approval"

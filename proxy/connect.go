@@ -53,6 +53,9 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	client.SetDeadline(deadline)
 
 	if reason := s.admission(p, set); reason != "" {
+		if reason == policy.IntegrationRemoved {
+			requestTarget{method: ev.Method, raw: target}.name(&ev) // what it asked for, reported under its id
+		}
 		refuse(policy.Decision{Reason: reason})
 		return
 	}
@@ -248,7 +251,7 @@ func (s *Server) recordClosing(p *policy.Policy, t *tunnel, up, down int64) {
 // connection holds its handshake slot since accept.
 func (s *Server) admission(p *policy.Policy, set *settings) policy.Reason {
 	if p == nil { // the integration was removed; its listener is closing
-		return policy.NotAllowlisted
+		return policy.IntegrationRemoved
 	}
 	if !s.opts.Audit.Healthy() && set.onFailure == policy.DenyOnAuditFailure {
 		return policy.AuditUnavailable
@@ -375,7 +378,7 @@ func (s *Server) refusedAfterAllow(ev *audit.Event, reason policy.Reason, msg st
 // the change in pending), the id a manifest claims marked as a claim while
 // the claim waits (policy.Policy.Identify).
 func (s *Server) baseEvent(p *policy.Policy) audit.Event {
-	ev := p.Identify(audit.Event{Kind: audit.Connect})
+	ev := s.identity(p, audit.Event{Kind: audit.Connect})
 	if p != nil {
 		ev.Generation = p.Generation
 		ev.Pending = p.PendingChange()
