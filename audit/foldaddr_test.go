@@ -32,7 +32,8 @@ func TestWireServerRefusalBehindBenchmarkDecoysHasALine(t *testing.T) {
 func TestAddressRefusalsAreGroupedByAddressNeverByTheName(t *testing.T) {
 	targets := []string{"192.0.0.9", "192.0.2.7", "192.88.99.1", "198.51.100.7", "203.0.113.7",
 		"2001:db8::7", "100::7", "3fff::7", "5f00::7", "4000::7", "fec0::7", "2002:c000:0204::1",
-		"100.100.100.200", "169.254.170.2", "fd00:ec2::254", "169.254.169.254"}
+		"100.100.100.200", "169.254.170.2", "fd00:ec2::254", "169.254.169.254",
+		"192.175.48.1", "192.31.196.1", "192.52.193.1"}
 	for _, target := range targets {
 		f := newFoldLog(t)
 		for i := range 13 {
@@ -85,5 +86,17 @@ func TestFrontingTargetsThatAreNoHostNamesFoldApart(t *testing.T) {
 	}
 	if accounted(lines) != 13+int64(len(sent)) {
 		t.Errorf("the lines stand for %d events, want %d", accounted(lines), 13+len(sent))
+	}
+}
+
+// TestIPv4AS112AndAMTRefusalsAreGroupedLikeTheirIPv6Twins: the policy
+// refuses 192.175.48.0/24, 192.31.196.0/24 (AS112) and 192.52.193.0/24
+// (AMT) as it refuses their IPv6 twins; folding names their groups rather
+// than the catch-all "address".
+func TestIPv4AS112AndAMTRefusalsAreGroupedLikeTheirIPv6Twins(t *testing.T) {
+	for a, want := range map[string]string{"192.175.48.1": "as112", "192.31.196.1": "as112", "2620:4f:8000::1": "as112", "192.52.193.1": "amt"} {
+		if g, isName := foldGroup("x.atk.example (address "+a+")", "", a, "private_address", nil); g != want || isName {
+			t.Errorf("%s is in group %q (name %v), want %s", a, g, isName, want)
+		}
 	}
 }

@@ -138,6 +138,9 @@ var addrGroups = []struct {
 	{"discard", netip.MustParsePrefix("100:0:0:1::/64")},
 	{"site-local", netip.MustParsePrefix("fec0::/10")},
 	{"as112", netip.MustParsePrefix("2620:4f:8000::/48")},
+	{"as112", netip.MustParsePrefix("192.175.48.0/24")},
+	{"as112", netip.MustParsePrefix("192.31.196.0/24")},
+	{"amt", netip.MustParsePrefix("192.52.193.0/24")},
 	{"srv6", netip.MustParsePrefix("5f00::/16")},
 }
 

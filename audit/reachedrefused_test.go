@@ -28,10 +28,12 @@ func TestBytesThatReachedTheOriginAreNeverReportedAsNeverConnected(t *testing.T)
 		name     string
 		up, down int64
 		reached  bool
+		hello    int64 // connections that sent only the ClientHello
 	}{
-		{"early data went up", 8311, 0, true},
-		{"the origin answered", 517, 90, true},
-		{"only the checked hello went up", 517, 0, false},
+		{"early data went up", 8311, 0, true, 0},
+		{"the origin answered", 517, 90, true, 0},
+		{"only the checked hello went up", 517, 0, true, 1},
+		{"nothing went up", 0, 0, false, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rep := BuildReport(earlyDataThenBadRecord(c.up, c.down), map[string][]string{"com.atk.one": {"pub.t.example"}})
@@ -42,7 +44,7 @@ func TestBytesThatReachedTheOriginAreNeverReportedAsNeverConnected(t *testing.T)
 				}
 				return
 			}
-			want := RefusedUse{Host: "pub.t.example", Rule: "pub.t.example", Reason: "not_tls", Connections: 1, BytesUp: c.up, BytesDown: c.down}
+			want := RefusedUse{Host: "pub.t.example", Rule: "pub.t.example", Reason: "not_tls", Connections: 1, HelloOnly: c.hello, BytesUp: c.up, BytesDown: c.down}
 			if len(ir.ReachedThenRefused) != 1 || ir.ReachedThenRefused[0] != want {
 				t.Fatalf("reached then refused = %+v, want %+v", ir.ReachedThenRefused, want)
 			}

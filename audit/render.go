@@ -46,9 +46,9 @@ func WriteText(w io.Writer, rep Report) error {
 			}
 		}
 		if len(ir.ReachedThenRefused) > 0 {
-			fmt.Fprintln(tw, "\nreached, then refused (bytes reached the origin before the refusal):\thost\trule\treason\tconnections\tbytes up\tbytes down")
+			fmt.Fprintln(tw, "\nreached, then refused (bytes reached the origin before the refusal):\thost\trule\treason\tconnections\tsent only a ClientHello\tbytes up\tbytes down")
 			for _, u := range ir.ReachedThenRefused {
-				fmt.Fprintf(tw, "\t%s\t%s\t%s\t%d\t%d\t%d\n", q(u.Host), q(u.Rule), q(u.Reason), u.Connections, u.BytesUp, u.BytesDown)
+				fmt.Fprintf(tw, "\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", q(u.Host), q(u.Rule), q(u.Reason), u.Connections, u.HelloOnly, u.BytesUp, u.BytesDown)
 			}
 		}
 		writeUnused(tw, ir)
@@ -72,6 +72,7 @@ func WriteText(w io.Writer, rep Report) error {
 		}
 		fmt.Fprintln(tw)
 	}
+	writeUnattributed(tw, rep.Unattributed)
 	return tw.Flush()
 }
 

@@ -17,6 +17,9 @@ type Report struct {
 	// report: a report of a log that did not verify says so first.
 	Verification *Verification       `json:"verification,omitempty"`
 	Integrations []IntegrationReport `json:"integrations"`
+	// Unattributed are the records naming no integration that are not
+	// egressd's own lifecycle: shown, never dropped.
+	Unattributed []Unattributed `json:"unattributed"`
 }
 
 // Verification is what Verify found, as a report carries it.
@@ -59,8 +62,9 @@ type IntegrationReport struct {
 	// WouldDeny are hosts reached only because audit mode was on.
 	WouldDeny []HostUse `json:"would_deny"`
 	// ReachedThenRefused are tunnels refused after their allow line whose
-	// bytes reached the origin before the refusal: more than the checked
-	// ClientHello went up (early data), or the origin answered. They are
+	// bytes reached the origin before the refusal: the checked ClientHello
+	// (forwarded before the rest of the handshake is checked), early data
+	// behind it, or the origin's answer. They are
 	// refusals (see Refused) and deliveries both, never "never connected".
 	ReachedThenRefused []RefusedUse `json:"reached_then_refused"`
 	// Declared are the manifest's entries; Unused those nothing ever asked
@@ -94,8 +98,12 @@ type RefusedUse struct {
 	Rule        string `json:"rule,omitempty"`
 	Reason      string `json:"reason"`
 	Connections int64  `json:"connections"`
-	BytesUp     int64  `json:"bytes_up"`
-	BytesDown   int64  `json:"bytes_down"`
+	// HelloOnly counts the connections of which only the checked
+	// ClientHello reached the origin (the refusal came before anything
+	// else went up, and nothing came down).
+	HelloOnly int64 `json:"hello_only"`
+	BytesUp   int64 `json:"bytes_up"`
+	BytesDown int64 `json:"bytes_down"`
 }
 
 // TriedEntry is a declared entry that was asked for and never connected.
@@ -260,6 +268,9 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 					reachedRefused[k] = &ru
 				}
 				reachedRefused[k].Connections++
+				if r.helloOnly() {
+					reachedRefused[k].HelloOnly++
+				}
 				reachedRefused[k].BytesUp += r.BytesUp
 				reachedRefused[k].BytesDown += r.BytesDown
 			}
@@ -284,7 +295,7 @@ func BuildReport(recs []Record, declared map[string][]string) Report {
 	for k, u := range secrets {
 		byID[k[0]].Secrets = append(byID[k[0]].Secrets, *u)
 	}
-	rep := Report{Generated: time.Now().UTC()}
+	rep := Report{Generated: time.Now().UTC(), Unattributed: unattributed(all)}
 	for id, ir := range byID {
 		sortUses(ir.Reached)
 		sortUses(ir.WouldDeny)
@@ -392,13 +403,17 @@ func bySection(recs []Record) []Record {
 }
 
 // reachedOrigin says whether a close record shows bytes that reached the
-// origin beyond the ClientHello the allow decision covered: more went up
-// than that hello (early data, records forwarded before the refusal), or
-// anything came down (the origin answered). A close without hello_bytes
-// (an older log) counts every byte up as reached: it never understates a
-// delivery.
+// origin: anything went up (the ClientHello the allow covered is forwarded
+// before the rest of the handshake is checked, and may carry up to 16 KiB
+// the client chose, padding included) or anything came down.
 func (r Record) reachedOrigin() bool {
-	return r.BytesDown > 0 || r.BytesUp > r.HelloBytes
+	return r.BytesDown > 0 || r.BytesUp > 0
+}
+
+// helloOnly says whether what reached the origin was the checked
+// ClientHello alone: nothing came down and no byte went up past it.
+func (r Record) helloOnly() bool {
+	return r.HelloBytes > 0 && r.BytesDown == 0 && r.BytesUp <= r.HelloBytes
 }
 
 // triedEntry gathers the refused attempts of integration id that asked for

@@ -8,7 +8,9 @@ import (
 
 // deniedV4 are IPv4 ranges that are not the public internet: this host, the
 // private and shared ranges, link-local (cloud metadata at 169.254.169.254),
-// documentation, benchmarking, multicast and reserved space, and Azure's
+// documentation, benchmarking, multicast and reserved space, every other
+// entry of IANA's IPv4 Special-Purpose Address Registry (as for IPv6,
+// whether or not the registry calls it globally reachable), and Azure's
 // WireServer, which sits on a public-looking address.
 var deniedV4 = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),
@@ -21,6 +23,13 @@ var deniedV4 = []netip.Prefix{
 	netip.MustParsePrefix("192.0.2.0/24"),
 	netip.MustParsePrefix("192.88.99.0/24"),
 	netip.MustParsePrefix("192.168.0.0/16"),
+	// AS112 (RFC 7534, RFC 7535) and AMT (RFC 7450): the IPv4 twins of
+	// 2620:4f:8000::/48, 2001:4:112::/48 and 2001:3::/32. AS112 is a sink
+	// for misdirected lookups any network may run locally; neither serves
+	// https.
+	netip.MustParsePrefix("192.31.196.0/24"),
+	netip.MustParsePrefix("192.52.193.0/24"),
+	netip.MustParsePrefix("192.175.48.0/24"),
 	netip.MustParsePrefix("198.18.0.0/15"),
 	netip.MustParsePrefix("198.51.100.0/24"),
 	netip.MustParsePrefix("203.0.113.0/24"),

@@ -29,6 +29,9 @@ const (
 	// integration whose manifest has never loaded (broken, rolled back,
 	// or not read in time): it serves nothing until a reload loads it.
 	ManifestNotLoaded Reason = "manifest_not_loaded"
+	// IntegrationRemoved is a request on a connection a listener accepted
+	// for an integration that a reload then removed from the config.
+	IntegrationRemoved Reason = "integration_removed"
 	// PendingApproval is a host the manifest lists in a version whose
 	// widening (or id change) waits for "egressd approve".
 	PendingApproval Reason = "pending_approval"

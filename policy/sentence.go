@@ -80,6 +80,8 @@ func Sentence(d Decision, p *Policy) string {
 		return NotLoadedSentence("")
 	case AuditUnavailable:
 		return "egressd: the audit log cannot be written, so no connection is allowed"
+	case IntegrationRemoved:
+		return "egressd: the integration this connection was accepted for was removed from egressd's configuration; nothing is connected for it"
 	case PolicyNarrowed:
 		return fmt.Sprintf("egressd: %s is no longer allowed for %s after a policy reload", host, who)
 	case SecretMisdirected:

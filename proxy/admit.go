@@ -81,6 +81,7 @@ func (s *Server) admit(c net.Conn, headerTimeout bool) bool {
 		})
 	}
 	s.slots.Store(c, p)
+	s.accepted()
 	return true
 }
 

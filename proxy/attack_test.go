@@ -26,6 +26,11 @@ func TestRebindingAnswersAreRefused(t *testing.T) {
 		{"rebinding_answer_cloud_metadata", "md.cdn.allowed.example", []string{"md.cdn.allowed.example. 60 IN A 169.254.169.254"}, "private_address"},
 		{"rebinding_answer_private_10", "ten.cdn.allowed.example", []string{"ten.cdn.allowed.example. 60 IN A 10.1.2.3"}, "private_address"},
 		{"rebinding_mixed_public_and_private", "mix.cdn.allowed.example", []string{"mix.cdn.allowed.example. 60 IN A 93.184.216.34", "mix.cdn.allowed.example. 60 IN A 10.0.0.1"}, "private_address"},
+		// IPv4 special-purpose ranges whose IPv6 twins were already refused
+		// (issue 18, ninth round): AS112 direct delegation, AS112-v4, AMT.
+		{"answer_as112_direct_delegation", "as112.cdn.allowed.example", []string{"as112.cdn.allowed.example. 60 IN A 192.175.48.1"}, "private_address"},
+		{"answer_as112_v4", "as112v4.cdn.allowed.example", []string{"as112v4.cdn.allowed.example. 60 IN A 192.31.196.1"}, "private_address"},
+		{"answer_amt", "amt.cdn.allowed.example", []string{"amt.cdn.allowed.example. 60 IN A 192.52.193.1"}, "private_address"},
 		{"rebinding_aaaa_mapped_metadata", "v6.cdn.allowed.example", []string{"v6.cdn.allowed.example. 60 IN AAAA ::ffff:169.254.169.254"}, "private_address"},
 		{"rebinding_cname_to_localhost", "cn.cdn.allowed.example", []string{"cn.cdn.allowed.example. 60 IN CNAME localhost."}, "dns_error"},
 		{"rebinding_cname_to_ip_looking_name", "cn2.cdn.allowed.example", []string{"cn2.cdn.allowed.example. 60 IN CNAME 127.0.0.1."}, "dns_error"},

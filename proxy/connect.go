@@ -63,6 +63,9 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	client.SetDeadline(deadline)
 
 	if reason := s.admission(p, set); reason != "" {
+		if reason == policy.IntegrationRemoved {
+			requestTarget{method: ev.Method, raw: target}.name(&ev) // what it asked for, reported under its id
+		}
 		refuse(policy.Decision{Reason: reason})
 		return
 	}
@@ -261,7 +264,7 @@ func (s *Server) admission(p *policy.Policy, set *settings) policy.Reason {
 		if s.opts.Registry.NotLoaded(s.opts.Key) != "" {
 			return policy.ManifestNotLoaded
 		}
-		return policy.NotAllowlisted // the integration was removed; its listener is closing
+		return policy.IntegrationRemoved // the integration was removed; its listener is closing
 	}
 	if !s.opts.Audit.Healthy() && set.onFailure == policy.DenyOnAuditFailure {
 		return policy.AuditUnavailable
@@ -395,7 +398,7 @@ func (s *Server) refusedAfterAllow(ev *audit.Event, reason policy.Reason, msg st
 // the change in pending), the id a manifest claims marked as a claim while
 // the claim waits (policy.Policy.Identify).
 func (s *Server) baseEvent(p *policy.Policy) audit.Event {
-	ev := p.Identify(audit.Event{Kind: audit.Connect})
+	ev := s.identity(p, audit.Event{Kind: audit.Connect})
 	if p != nil {
 		ev.Generation = p.Generation
 		ev.Pending = p.PendingChange()

@@ -32,9 +32,10 @@ import (
 // raw connection and still splices.
 type headGuard struct {
 	net.Conn
-	s      *Server
-	handed atomic.Bool // the handler has the connection: reads and writes pass through
-	line   firstLine
+	s        *Server
+	handed   atomic.Bool // the handler has the connection: reads and writes pass through
+	answered atomic.Bool // egressd wrote its own refusal in net/http's place
+	line     firstLine
 }
 
 // netHTTPAnswer begins every answer net/http writes itself, before a
@@ -54,6 +55,7 @@ func (g *headGuard) Write(b []byte) (int, error) {
 	if g.handed.Load() || !bytes.HasPrefix(b, netHTTPAnswer) {
 		return g.Conn.Write(b)
 	}
+	g.answered.Store(true)
 	code, msg, sentence := http.StatusBadRequest, "request egressd cannot parse (request line or headers)",
 		"egressd: the request could not be parsed (its request line or a header line is malformed); send CONNECT host:443 HTTP/1.1 with well-formed headers"
 	if bytes.HasPrefix(b, []byte("HTTP/1.1 431")) {
@@ -114,6 +116,13 @@ func (l *firstLine) keep(b []byte) {
 		b, l.done = b[:room], true
 	}
 	l.b = append(l.b, b...)
+}
+
+// complete reports whether a whole request line was kept.
+func (l *firstLine) complete() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.done && len(l.b) > 0
 }
 
 func (l *firstLine) drop() {

@@ -21,6 +21,7 @@ type helloSpec struct {
 	noSNI    bool
 	splitAt  int // split the handshake across two records at this offset (0: one record)
 	trailing []byte
+	padding  []byte // a padding extension (RFC 7685) carrying these bytes
 }
 
 func buildHello(s helloSpec) []byte {
@@ -39,6 +40,10 @@ func buildHello(s helloSpec) []byte {
 	for _, e := range s.extra {
 		exts.AddUint16(e)
 		exts.AddUint16(0)
+	}
+	if s.padding != nil {
+		exts.AddUint16(21)
+		exts.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(s.padding) })
 	}
 	var body cryptobyte.Builder
 	body.AddUint16(0x0303)

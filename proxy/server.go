@@ -77,6 +77,7 @@ type Server struct {
 	handlers   sync.WaitGroup // CONNECT handlers running, tunnels included
 	slots      sync.Map       // net.Conn -> *pending: accepted, tunnel not started
 	current    atomic.Pointer[settings]
+	served     atomic.Pointer[policy.Policy] // in force at the last accept: see accepted
 	baseCtx    context.Context
 	cancel     context.CancelFunc
 	sweepOnce  sync.Once

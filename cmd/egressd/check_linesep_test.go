@@ -17,3 +17,17 @@ func TestCheckEscapesUnicodeLineSeparatorsFromManifestKeys(t *testing.T) {
 		t.Fatalf("check: exit %d\nstdout %q\nstderr %q", code, out, errs)
 	}
 }
+
+// TestCheckEscapesInvisibleCharactersInManifestKeys is issue 18's
+// ninth-round cosmetic break: U+200B (zero-width space, format) and U+3164
+// (Hangul filler, default-ignorable) reached check's key paths as they
+// were, so "net\u200bwork" read as "network" and a filler as a blank. They
+// are escaped like the other characters a reader cannot see.
+func TestCheckEscapesInvisibleCharactersInManifestKeys(t *testing.T) {
+	m := filepath.Join(t.TempDir(), "manifest.json")
+	writeFile(t, m, `{"manifest_version":1,"id":"com.a.b","version":"1.0.0","network":{"connect":[],"con\u200bnect":1,"\u3164":2}}`)
+	out, errs, code := runCLI(t, "check", m)
+	if code != exitFail || strings.ContainsAny(out+errs, "\u200b\u3164") || !strings.Contains(out+errs, `con\u200bnect`) || !strings.Contains(out+errs, `\u3164`) {
+		t.Fatalf("check: exit %d\nstdout %q\nstderr %q", code, out, errs)
+	}
+}

@@ -9,13 +9,15 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
 // String returns s with every C0 control, DEL, C1 control, Unicode line
-// or paragraph separator, bidi mark/override/isolate character and invalid
-// UTF-8 byte replaced by a visible escape: \xNN for a byte below 0x80 or an invalid byte, \uNNNN for a
-// rune. Printable Unicode is kept as it is. Clean text is returned
+// or paragraph separator, bidi mark/override/isolate character, invisible
+// character (Unicode format, Cf, and default-ignorable code points) and
+// invalid UTF-8 byte replaced by a visible escape: \xNN for a byte below
+// 0x80 or an invalid byte, \uNNNN for a rune, \UNNNNNNNN past U+FFFF. Printable Unicode is kept as it is. Clean text is returned
 // unchanged, without allocating.
 func String(s string) string {
 	i := firstUnsafe(s)
@@ -32,6 +34,8 @@ func String(s string) string {
 			fmt.Fprintf(&b, `\x%02x`, s[i])
 		case r < 0x80 && unsafeRune(r):
 			fmt.Fprintf(&b, `\x%02x`, r)
+		case unsafeRune(r) && r > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, r)
 		case unsafeRune(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
@@ -62,8 +66,14 @@ func unsafeRune(r rune) bool {
 		return true // bidi marks, embeddings, overrides and isolates
 	case r == 0x2028, r == 0x2029:
 		return true // line and paragraph separators: a line break to many viewers
+	case r < 0x80:
+		return false
 	}
-	return false
+	// Characters a reader cannot see: format characters (zero-width space
+	// and joiners, soft hyphen, byte order mark, tags) and the other
+	// default-ignorable code points (Hangul fillers, variation selectors),
+	// with which "net\u200bwork" reads as "network" and a filler as a blank.
+	return unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
 }
 
 // Lines returns a writer for a stream of one-line messages (stderr, the
