@@ -51,6 +51,11 @@ type Policy struct {
 	// version memory knows but binds to no folder (an earlier egressd's
 	// memory): only the operator's approval binds this folder to it.
 	PendingUnbound bool
+	// StateDir is the version memory folder the policy was admitted
+	// against ("" for memory kept in the process): an approve command
+	// printed for it names that folder, so it works as printed whatever
+	// --state the load was given and whoever runs it.
+	StateDir       string
 	pendingMatcher *allowlist.Matcher // the pending version's list
 	widenAuto      bool               // the config admits widenings without approval
 	secrets        []Secret

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/egressd/egressd/allowlist"
@@ -87,12 +88,34 @@ func (p *Policy) pendingMatch(host allowlist.Name) (allowlist.Entry, bool) {
 	return p.pendingMatcher.Match(host)
 }
 
-// ApproveCommand is the command that approves what is pending, or "".
+// ApproveCommand is the command the operator runs for what is pending, or
+// "". An id change or a claim waits at the manifest's place, and only a
+// command naming that place and the list's digest approves it (see
+// Memory.ApprovePending): that command, ready to paste, binding the list
+// this load saw. A widening's "egressd approve ID VERSION" approves
+// nothing: it shows the lists waiting and the command that approves each
+// by its digest, since the file may have changed since it loaded.
 func (p *Policy) ApproveCommand() string {
 	if p == nil || p.Pending == "" {
 		return ""
 	}
+	if p.PendingIDFrom != "" || len(p.PendingClaimOf) > 0 {
+		return withState(ApproveCommandFor(ManifestPlace(p.ManifestAt), p.Manifest.Digest(), p.Manifest.ID, p.Pending), p.StateDir)
+	}
 	return "egressd approve " + p.Manifest.ID + " " + p.Pending
+}
+
+// withState puts --state DIR in an "egressd approve" command when dir is
+// known: the default folder differs between root and other users, and a
+// load may have been given another.
+func withState(cmd, dir string) string {
+	if dir == "" {
+		return cmd
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return strings.Replace(cmd, "egressd approve ", "egressd approve --state "+shellWord(dir)+" ", 1)
 }
 
 // PendingNotice says what waits for the operator and how to approve it,

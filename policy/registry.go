@@ -365,7 +365,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, read manifestRead, last *
 		adm.inForce = []allowlist.Entry{} // nothing for a folder that took a served id
 	}
 	p := NewPolicy(m, adm.inForce, opts)
-	p.ManifestAt, p.Generation = file, gen
+	p.ManifestAt, p.Generation, p.StateDir = file, gen, r.memory.dir
 	p.setPending(adm.pending, adm.idFrom, adm.claimOf, adm.unbound)
 	p.PendingIDFromVersion = adm.fromVer
 	out.Notice = p.PendingNotice()
@@ -416,7 +416,7 @@ func (r *Registry) rebuild(cfg Config, in Integration, last *Policy, gen uint64)
 		opts.Secrets = last.Secrets() // the last good bindings, as the last good list
 	}
 	p := NewPolicy(last.Manifest, last.Entries(), opts)
-	p.ManifestAt, p.Generation = last.ManifestAt, gen
+	p.ManifestAt, p.Generation, p.StateDir = last.ManifestAt, gen, last.StateDir
 	p.setPending(last.Pending, last.PendingIDFrom, last.PendingClaimOf, last.PendingUnbound)
 	p.PendingIDFromVersion = last.PendingIDFromVersion
 	return p

@@ -205,11 +205,11 @@ func TestIDChangeInAKnownFolderWaitsForApprovalAcrossRestarts(t *testing.T) {
 	f.write("com.acme.erp2", "1.0.0", "erp.acme.example", "evil.example")
 	for _, r := range []*Registry{r, f.registry(), f.registry()} {
 		out := f.load(r, Pending)
-		if f.allows(r, "evil.example") || !f.allows(r, "erp.acme.example") || !strings.Contains(out.Notice, "egressd approve com.acme.erp2 1.0.0") {
+		if f.allows(r, "evil.example") || !f.allows(r, "erp.acme.example") || !strings.Contains(out.Notice, "egressd approve --state "+f.state+" --folder "+f.dir+" --digest sha256:") || !strings.Contains(out.Notice, " com.acme.erp2 1.0.0)") {
 			t.Fatalf("id change applied without approval: %+v", out)
 		}
-		if d := r.Policy(f.dir).Decide("evil.example", 443); d.Reason != PendingApproval {
-			t.Fatalf("reason %s", d.Reason)
+		if d := r.Policy(f.dir).Decide("evil.example", 443); d.Reason != PendingApproval || !strings.Contains(Sentence(d, r.Policy(f.dir)), "egressd approve --state "+f.state+" --folder "+f.dir+" --digest sha256:") {
+			t.Fatalf("reason %s: %s", d.Reason, Sentence(d, r.Policy(f.dir)))
 		}
 	}
 	mem, _ := OpenMemory(f.state)

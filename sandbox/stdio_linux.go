@@ -63,8 +63,10 @@ type stdio struct {
 
 // newStdio relays each of fds 0-2 that passedAsIs refuses. A stdout and
 // stderr that are the same file share one relay, in order, as 2>&1 does.
-// A relay into a regular file writes at most fileMax bytes (the sandbox's
-// RLIMIT_FSIZE, which egressd's own writes are not under); then it closes
+// A relay into a regular file writes at most fileMax of the program's bytes
+// (the sandbox's RLIMIT_FSIZE, which egressd's own writes are not under;
+// through the joint, each escaped quote adds 3 bytes, at most 3 for every
+// 11 the program wrote); then it closes
 // the pipe, and the program's next write fails as a write past the limit
 // would.
 //

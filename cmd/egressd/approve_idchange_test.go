@@ -75,7 +75,7 @@ func TestExplainWhileAnIDChangeWaitsNamesTheOldIDInForce(t *testing.T) {
 	if o := loadAsServe(t, state, dir); o.Result != policy.Pending {
 		t.Fatalf("id change: %+v", o)
 	}
-	const inForce = "in force: the list approved for com.acme.erp 1.0.0; the id change to com.acme.erp2 1.0.0 waits for approval: egressd approve com.acme.erp2 1.0.0"
+	inForce := "in force: the list approved for com.acme.erp 1.0.0; the id change to com.acme.erp2 1.0.0 waits for approval: egressd approve --state " + state + " --folder " + dir + " --digest " + digestOf(t, dir) + " com.acme.erp2 1.0.0"
 	for _, c := range []struct {
 		host, verdict, says string
 		code                int

@@ -27,8 +27,11 @@ func TestRunApprovingAnIDsWideningDoesNotHandTheIDToAFolderThatCopiedIt(t *testi
 	b.writeSandboxed("com.test.b", "2.0.0", "api.allowed.example", "evil.example")
 	c.writeSandboxed("com.test.b", "2.0.0", "api.allowed.example", "evil.example")
 	curlEvil := `curl -sS -m 10 --cacert ca.pem ` + b.url("evil.example") + ` 2>&1; echo rc=$?`
-	for _, e := range []*sandboxEnv{b, c} {
-		if out, errs, _ := e.run(curlEvil); !strings.Contains(out, "rc=56") || !strings.Contains(errs, "egressd approve com.test.b 2.0.0") {
+	for e, command := range map[*sandboxEnv]string{
+		b: "egressd approve com.test.b 2.0.0", // the widening: shows what waits, with each list's command
+		c: "egressd approve --state " + c.state + " --folder " + c.dir + " --digest " + digestOf(t, c.dir) + " com.test.b 2.0.0",
+	} {
+		if out, errs, _ := e.run(curlEvil); !strings.Contains(out, "rc=56") || !strings.Contains(errs, command) {
 			t.Fatalf("2.0.0 does not wait in %s:\nstdout:\n%s\nstderr:\n%s", e.dir, out, errs)
 		}
 	}

@@ -85,7 +85,9 @@ func explainPolicy(manifest string, cfg policy.Config, state string) (*policy.Po
 	if out := reg.Load(cfg)[0]; out.Result == policy.Failed {
 		return nil, fmt.Errorf("%s: serve refuses this manifest: %v", file, out.Err)
 	}
-	return reg.Policy(manifest), nil
+	p := reg.Policy(manifest)
+	p.StateDir = state // a copy of the memory there: the commands it prints name it
+	return p, nil
 }
 
 func printDecision(w io.Writer, d policy.Decision, p *policy.Policy, raw string) {

@@ -40,7 +40,7 @@ func TestRunSecondFolderClaimingAnotherIDDoesNotGetItsState(t *testing.T) {
 			t.Fatalf("the second folder read the first one's state:\n%s", out)
 		}
 		if code != 0 || !strings.Contains(errs, b.dir) || !strings.Contains(errs, a.dir) ||
-			!strings.Contains(errs, "egressd approve com.test.sandboxed 1.0.0") || !strings.Contains(errs, "egressd state forget com.test.sandboxed") {
+			!strings.Contains(errs, "egressd approve --state "+b.state+" --folder "+b.dir+" --digest "+digestOf(t, b.dir)+" com.test.sandboxed 1.0.0") || !strings.Contains(errs, "egressd state forget com.test.sandboxed") {
 			t.Fatalf("the claim is not stated with both folders and the way out: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 		}
 	}
@@ -69,7 +69,7 @@ func TestRunSecondFolderClaimingAnotherIDCannotRaiseItsVersionFloor(t *testing.T
 
 	b := a.secondFolder("com.test.sandboxed", "9.0.0")
 	_, errs, _ := b.run(`true`)
-	if !strings.Contains(errs, "egressd approve com.test.sandboxed 9.0.0") {
+	if !strings.Contains(errs, "egressd approve --state "+b.state+" --folder "+b.dir+" --digest "+digestOf(t, b.dir)+" com.test.sandboxed 9.0.0") {
 		t.Errorf("the claim at 9.0.0 is not pending:\n%s", errs)
 	}
 
@@ -200,7 +200,7 @@ func TestRunLegacyIDIsNotHandedToTheFirstFolderThatClaimsIt(t *testing.T) {
 	if out != "victim-secret\n" {
 		t.Fatalf("the approved folder did not inherit the id's state:\nstdout:\n%s\nstderr:\n%s", out, errs)
 	}
-	if _, errs, _ := b.run(steal); !strings.Contains(errs, "egressd approve com.test.sandboxed 9.0.0") {
+	if _, errs, _ := b.run(steal); !strings.Contains(errs, "egressd approve --state "+b.state+" --folder "+b.dir+" --digest "+digestOf(t, b.dir)+" com.test.sandboxed 9.0.0") {
 		t.Fatalf("the hostile claim after the binding:\n%s", errs)
 	}
 	list, _ := exec.Command(egressdBinary(t), "state", "--state", a.state, "list").CombinedOutput()

@@ -72,7 +72,7 @@ func TestRunIDChangeAfterARestartIsNotAFreshStart(t *testing.T) {
 	for range 2 { // two new processes: neither is a fresh start
 		out, errs, log = e.runFresh(curlEvil)
 		if !strings.Contains(out, "rc=56") || !strings.Contains(errs, "changed its id from com.test.sandboxed to com.test.sandboxed2 1.0.0") ||
-			!strings.Contains(errs, "egressd approve com.test.sandboxed2 1.0.0") || !strings.Contains(log, `"reason":"pending_approval","host":"evil.example"`) {
+			!strings.Contains(errs, "egressd approve --state "+e.state+" --folder "+e.dir+" --digest "+digestOf(t, e.dir)+" com.test.sandboxed2 1.0.0") || !strings.Contains(log, `"reason":"pending_approval","host":"evil.example"`) {
 			t.Fatalf("id change:\nstdout:\n%s\nstderr:\n%s\n%s", out, errs, log)
 		}
 	}

@@ -92,7 +92,11 @@ func printState(w io.Writer, file string, s policy.State) {
 				was = " (was " + f.ID + ")"
 			}
 			claim := fmt.Sprintf("claims %s %s, bound to %s", p.ID, p.Version, folders(s.FoldersOf(p.ID)))
-			if len(s.FoldersOf(p.ID)) == 0 {
+			switch {
+			case len(s.FoldersOf(p.ID)) > 0:
+			case f.ID == "": // no id of its own to change: it claims one no folder holds
+				claim = fmt.Sprintf("claims %s %s, which version memory binds to no folder", p.ID, p.Version)
+			default:
 				claim = fmt.Sprintf("changes its id to %s %s", p.ID, p.Version)
 			}
 			line = fmt.Sprintf("%s%s %s; %s", place, was, claim, verb)

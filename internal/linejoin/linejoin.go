@@ -6,22 +6,53 @@
 // a reader (journalctl, audit verify --checkpoints) sees the program's text
 // in front of egressd's line, or sees a line egressd seems to have
 // written begin with the program's bytes.
+//
+// Nothing authenticates a checkpoint line, so the relayed side never
+// carries one either: see Joint.Relayed.
 package linejoin
 
 import (
+	"bytes"
 	"io"
 	"sync"
 )
+
+// marker is what audit.ReadCheckpoints takes as naming a checkpoint when
+// a quote follows it, directly (`checkpoint"`, JSON) or after a backslash
+// (`checkpoint\"`, JSON quoted in JSON as journalctl -o json prints it).
+const marker = "checkpoint"
+
+// quoteEscape replaces a quote that would complete a marker in the
+// program's bytes. It is visible (the reader still sees a quote was
+// there), it holds no quote itself, and it is not a JSON escape, so no
+// log pipeline that decodes the program's JSON lines turns it back into
+// the quote it stands for (\u0022 would be undone by every such decoder).
+const quoteEscape = `\x22`
+
+// tailSize is how many of the stream's last bytes decide whether a quote
+// completes a marker: the marker and a backslash.
+const tailSize = len(marker) + 1
 
 // Joint serialises the writes of both sides and knows whether the stream
 // is in the middle of a line the program began.
 type Joint struct {
 	mu      sync.Mutex
 	midLine bool // the last byte written was the program's, and not a line break
+	// tail holds the stream's last bytes, as written (both sides): a
+	// marker split over two writes of the program is caught by it.
+	tail []byte
 }
 
 // Relayed returns a writer for the program's output to w: bytes pass as
-// they are, in the order written.
+// they are, in the order written and at once, except that a quote which
+// would make the stream name a checkpoint (after "checkpoint" or
+// "checkpoint\") is written as \x22. egressd's checkpoint lines share this
+// stream, and a program's line shaped like one would be read by audit
+// verify --checkpoints as egressd's: one naming a seq past the log's end
+// is a false rollback alarm, and one matching a rewritten unkeyed log
+// makes it agree. The decision falls on the marker's last byte, so nothing
+// is held back: no byte waits for a later write, none is lost at EOF, and
+// none is reordered against egressd's own lines.
 func (j *Joint) Relayed(w io.Writer) io.Writer { return relayed{j, w} }
 
 // Own returns a writer for egressd's own messages to w, each Write one or
@@ -29,17 +60,80 @@ func (j *Joint) Relayed(w io.Writer) io.Writer { return relayed{j, w} }
 // break ends it first, so the message starts a line of its own.
 func (j *Joint) Own(w io.Writer) io.Writer { return own{j, w} }
 
+// remember keeps the last tailSize bytes of the stream after p was written.
+func (j *Joint) remember(p []byte) {
+	if len(p) >= tailSize {
+		j.tail = append(j.tail[:0], p[len(p)-tailSize:]...)
+		return
+	}
+	j.tail = append(j.tail, p...)
+	if extra := len(j.tail) - tailSize; extra > 0 {
+		j.tail = append(j.tail[:0], j.tail[extra:]...)
+	}
+}
+
+// completesMarker says whether a quote written after the stream's tail and
+// before (the program's bytes p up to the quote) would name a checkpoint.
+func (j *Joint) completesMarker(before []byte) bool {
+	var last [tailSize]byte
+	n := copy(last[:], lastBytes(j.tail, before, tailSize))
+	s := last[:n]
+	return bytes.HasSuffix(s, []byte(marker)) || bytes.HasSuffix(s, []byte(marker+`\`))
+}
+
+// lastBytes is the last n bytes of a followed by b.
+func lastBytes(a, b []byte, n int) []byte {
+	if len(b) >= n {
+		return b[len(b)-n:]
+	}
+	keep := n - len(b)
+	if keep > len(a) {
+		keep = len(a)
+	}
+	return append(append(make([]byte, 0, n), a[len(a)-keep:]...), b...)
+}
+
 type relayed struct {
 	j *Joint
 	w io.Writer
 }
 
+// Write writes p, escaping each quote that completes a marker. It returns
+// how many of p's bytes were written, as io.Writer requires.
 func (r relayed) Write(p []byte) (int, error) {
 	r.j.mu.Lock()
 	defer r.j.mu.Unlock()
-	n, err := r.w.Write(p)
+	done, from := 0, 0 // p[:done] is written; p[from:] is still to scan
+	for {
+		i := bytes.IndexByte(p[from:], '"')
+		if i < 0 {
+			break
+		}
+		q := from + i
+		from = q + 1
+		if !r.j.completesMarker(p[done:q]) {
+			continue
+		}
+		n, err := r.write(p[done:q])
+		done += n
+		if err != nil {
+			return done, err
+		}
+		if _, err := r.write([]byte(quoteEscape)); err != nil {
+			return done, err
+		}
+		done++ // the quote, written as its escape
+	}
+	n, err := r.write(p[done:])
+	return done + n, err
+}
+
+// write writes b as it is and keeps the stream's state.
+func (r relayed) write(b []byte) (int, error) {
+	n, err := r.w.Write(b)
 	if n > 0 {
-		r.j.midLine = p[n-1] != '\n'
+		r.j.midLine = b[n-1] != '\n'
+		r.j.remember(b[:n])
 	}
 	return n, err
 }
@@ -57,6 +151,9 @@ func (o own) Write(p []byte) (int, error) {
 			return 0, err
 		}
 		o.j.midLine = false
+		o.j.remember([]byte{'\n'})
 	}
-	return o.w.Write(p)
+	n, err := o.w.Write(p)
+	o.j.remember(p[:n])
+	return n, err
 }

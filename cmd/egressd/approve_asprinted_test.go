@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// pasted runs command as an operator pasting it into a shell would, with
+// the real egressd binary first on PATH, and returns its output and error.
+func pasted(t *testing.T, command string) (string, error) {
+	t.Helper()
+	sh := exec.Command("/bin/sh", "-c", command)
+	sh.Env = append(os.Environ(), "PATH="+filepath.Dir(egressdBinary(t))+":"+os.Getenv("PATH"))
+	out, err := sh.CombinedOutput()
+	return string(out), err
+}
+
+// TestTheIDChangeWarningsApproveCommandApprovesAsPrinted is f13i item 2:
+// a folder's id change waits for the operator, and run's warning told
+// them "egressd approve NEWID VERSION", which approves nothing for an id
+// change (it shows what waits): only --folder PLACE --digest D does, and
+// the run had its own --state. The warning now prints that command, with
+// the state folder; pasted into a shell, it approves, and the next run
+// has the new id's list.
+func TestTheIDChangeWarningsApproveCommandApprovesAsPrinted(t *testing.T) {
+	e := newSandboxEnv(t)
+	curlEvil := `curl -sS -m 10 --cacert ca.pem ` + e.url("evil.example") + ` 2>&1; echo rc=$?`
+	e.runFresh("true") // com.test.sandboxed 1.0.0: the folder's first id
+	e.writeSandboxed("com.test.sandboxed2", "1.0.0", "api.allowed.example", "evil.example")
+	out, errs, _ := e.runFresh(curlEvil)
+	warning := regexp.MustCompile(`changed its id from com\.test\.sandboxed to com\.test\.sandboxed2 1\.0\.0 [^\n]*?\((egressd approve [^)\n]*)\)`).FindStringSubmatch(errs)
+	if !strings.Contains(out, "rc=56") || warning == nil {
+		t.Fatalf("the id change does not wait with a command:\nstdout:\n%s\nstderr:\n%s", out, errs)
+	}
+	if msg, err := pasted(t, warning[1]); err != nil || !strings.Contains(msg, "approved com.test.sandboxed2 1.0.0") {
+		t.Fatalf("the warning's command %q: %v\n%s", warning[1], err, msg)
+	}
+	out, errs, _ = e.runFresh(curlEvil)
+	if !strings.Contains(out, "hello from evil.example") || strings.Contains(errs, "approval") {
+		t.Fatalf("the approved id change is not in force:\nstdout:\n%s\nstderr:\n%s", out, errs)
+	}
+}
+
+// TestStateListCallsAClaimOfAnUnboundIDAClaim: a folder version memory
+// never bound to an id claims one that memory from an earlier egressd
+// binds to no folder. state list said the folder "changes its id to" it,
+// although the folder had no id to change; it says what it is, a claim,
+// and the command it prints approves it as printed.
+func TestStateListCallsAClaimOfAnUnboundIDAClaim(t *testing.T) {
+	state, owner, other := t.TempDir(), t.TempDir(), t.TempDir()
+	erpFolder(t, owner, "com.acme.erp", "1.0.0", "api.acme.example")
+	if _, errs, code := runCLI(t, "approve", "--state", state, "--new-id", "--manifest", owner); code != exitOK {
+		t.Fatalf("approve --new-id: %d %s", code, errs)
+	}
+	toFirstLayout(t, state) // an earlier egressd's memory: the id, bound to no folder
+	loadAsServe(t, state, erpFolder(t, other, "com.acme.erp", "1.0.0", "api.acme.example"))
+	list := stateList(t, state)
+	line := regexp.MustCompile(`(?m)^folder ` + regexp.QuoteMeta(other) + ` claims com\.acme\.erp 1\.0\.0, which version memory binds to no folder; pending, digest \S+: (egressd approve .*)$`).FindStringSubmatch(list)
+	if line == nil || strings.Contains(list, "changes its id") {
+		t.Fatalf("state list does not call the claim a claim:\n%s", list)
+	}
+	if msg, err := pasted(t, strings.Replace(line[1], "egressd approve ", "egressd approve --state "+state+" ", 1)); err != nil || !strings.Contains(msg, "approved com.acme.erp 1.0.0") {
+		t.Fatalf("state list's command %q: %v\n%s", line[1], err, msg)
+	}
+}
