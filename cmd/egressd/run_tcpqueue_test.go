@@ -95,8 +95,25 @@ func TestRunMPTCPSocketsAreRefusedAndGoFallsBackToTCP(t *testing.T) {
 // sandbox first: the probe is killed before its report, and the audit log
 // says why.
 func TestRunConnectionsConntrackStopsCountingStillCannotPinHostTCPMemory(t *testing.T) {
+	conntrackDriftAttack(t, "4")
+}
+
+// TestRunConnectionsQueuedOnAnIPv6ListenerAreCountedToo: the socket watch
+// read only sockstat's TCP line, and the kernel counts AF_INET6 sockets
+// apart (sockstat6), v4-mapped ones included: the same drift attack on a
+// dual-stack listener ([::], the client dialling 127.0.0.1) queued 12,660
+// sockets past a bound of 2,048, about 827 MB of host TCP memory, and the
+// sandbox ran to its end.
+func TestRunConnectionsQueuedOnAnIPv6ListenerAreCountedToo(t *testing.T) {
+	conntrackDriftAttack(t, "6")
+}
+
+// conntrackDriftAttack makes 12,000 connections of 64 KiB, each closed at
+// once, to the probe's own listener of the given family, and checks the
+// sandbox either held no more than its bound or was killed for it.
+func conntrackDriftAttack(t *testing.T, family string) {
 	e := newSandboxEnv(t)
-	out, errs, code := runCmd(t, e.configuredProbe(tcpQueueLimits, "tcpqueue", "12000", "65536", "0"))
+	out, errs, code := runCmd(t, e.configuredProbe(tcpQueueLimits, "tcpqueue", "12000", "65536", "0", family))
 	if strings.Contains(out, "made ") {
 		var made, refused, held int
 		fmt.Sscanf(out[strings.Index(out, "made "):], "made %d refused %d held %d", &made, &refused, &held)

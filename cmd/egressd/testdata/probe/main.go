@@ -32,7 +32,11 @@ func main() {
 	case "tcpqueue":
 		conns, _ := strconv.Atoi(os.Args[2])
 		size, _ := strconv.Atoi(os.Args[3])
-		tcpQueue(conns, size, os.Args[4])
+		family := "4"
+		if len(os.Args) > 5 {
+			family = os.Args[5]
+		}
+		tcpQueue(conns, size, os.Args[4], family)
 	case "walk":
 		walk(os.Args[2], os.Args[3])
 	case "highbits":

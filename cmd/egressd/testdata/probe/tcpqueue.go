@@ -24,18 +24,28 @@ import (
 //
 // With accept "2" it is no attack but a busy program: each connection is
 // accepted, read and closed at both ends, and none must be refused.
-func tcpQueue(conns, size int, accept string) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+//
+// With family "6" the listener is an AF_INET6 socket on [::] (dual stack),
+// so the connections queued on it are AF_INET6 sockets, which the kernel
+// counts apart from AF_INET ones (sockstat6), although the client dials
+// 127.0.0.1.
+func tcpQueue(conns, size int, accept, family string) {
+	network, addr := "tcp4", "127.0.0.1:0"
+	if family == "6" {
+		network, addr = "tcp", "[::]:0"
+	}
+	ln, err := net.Listen(network, addr)
 	if err != nil {
 		fmt.Println("listen:", err)
 		return
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
+	target := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	data := make([]byte, size)
 	var kept []net.Conn // the accepted ends, held unread
 	made, refused := 0, 0
 	for range conns {
-		c, err := net.Dial("tcp4", ln.Addr().String())
+		c, err := net.Dial("tcp4", target)
 		if errors.Is(err, syscall.ECONNREFUSED) {
 			refused++
 			continue
@@ -68,6 +78,15 @@ func tcpQueue(conns, size int, accept string) {
 	ln.Close() // not before: a listener's close resets what it holds
 }
 
+// afterHeader is where the first line of a /proc/net table after its header
+// starts.
+func afterHeader(table []byte) int {
+	if i := strings.IndexByte(string(table), '\n'); i >= 0 {
+		return i + 1
+	}
+	return len(table)
+}
+
 // queuedOn counts the namespace's sockets on local port that are not the
 // listener, and the bytes in their receive queues.
 func queuedOn(port int) (held, bytes int) {
@@ -75,6 +94,9 @@ func queuedOn(port int) (held, bytes int) {
 	if err != nil {
 		fmt.Println("/proc/net/tcp:", err)
 		return -1, -1
+	}
+	if v6, err := os.ReadFile("/proc/net/tcp6"); err == nil {
+		data = append(data, v6[afterHeader(v6):]...) // its header line dropped
 	}
 	for _, line := range strings.Split(string(data), "\n")[1:] {
 		f := strings.Fields(line)
