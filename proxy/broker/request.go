@@ -232,6 +232,7 @@ func (b *broker) every() []policy.Secret {
 func (b *broker) modifyResponse(resp *http.Response) error {
 	st := stateOf(resp.Request.Context())
 	st.status = resp.StatusCode // a 101 is written on the hijacked connection, past countingWriter
+	resp.Status = standardStatus(resp.StatusCode)
 	if partial(resp) {
 		return errPartial
 	}
@@ -257,6 +258,17 @@ func (b *broker) modifyResponse(resp *http.Response) error {
 		}
 	}
 	return nil
+}
+
+// standardStatus is the status line text egressd relays for code: the
+// standard one, never the origin's reason phrase. ReverseProxy writes a
+// 101's status line as the origin sent it (other statuses go through
+// WriteHeader, which writes the standard text), and an origin may echo
+// what it was sent there. Replaced, not scrubbed: a scrubber removes whole
+// values only, and the phrase means nothing to a client; what is lost is
+// what net/http already drops for every other status.
+func standardStatus(code int) string {
+	return strconv.Itoa(code) + " " + http.StatusText(code)
 }
 
 // errPartial is a partial answer modifyResponse refused.
