@@ -156,6 +156,15 @@ func (b *broker) check(r *http.Request) policy.Reason {
 	if !b.sameHost(r.Host) || (r.URL.Host != "" && !b.sameHost(r.URL.Host)) {
 		return policy.HostMismatch
 	}
+	// An HTTP/2 request may carry a host field beside :authority; net/http
+	// leaves it in the header (HTTP/1.1's Host it moves to r.Host). Go's
+	// transports drop it on the way out, but a Host that disagrees is
+	// refused here, not left to that.
+	for _, h := range r.Header.Values("Host") {
+		if !b.sameHost(h) {
+			return policy.HostMismatch
+		}
+	}
 	// The whole request line: the method reaches the origin as the target does.
 	// The declared trailer names too (net/http moves the Trailer header into
 	// r.Trailer's keys): they reach the origin in the head, long before the
