@@ -127,11 +127,13 @@ func wantAbandonedRecorded(t *testing.T, b *brokerEnv, method, path string) {
 // cannot leave the value's trip unrecorded); the outcome follows as a
 // response event with the same conn and req.
 func TestBrokerRequestRecordIsWrittenBeforeTheValueReachesTheOrigin(t *testing.T) {
-	for _, h2 := range []bool{false, true} {
-		t.Run(map[bool]string{false: "client http1.1", true: "client h2"}[h2], func(t *testing.T) {
+	for _, c := range []struct{ clientH2, originH2 bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		h2 := c.clientH2
+		name := map[bool]string{false: "client http1.1", true: "client h2"}[h2] + ", " + map[bool]string{false: "origin http1.1", true: "origin h2"}[c.originH2]
+		t.Run(name, func(t *testing.T) {
 			var b *brokerEnv
 			recordedFirst := make(chan bool, 1)
-			b = newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+			b = newBrokerEnv(t, c.originH2, func(w http.ResponseWriter, r *http.Request) {
 				recordedFirst <- b.log.has(t, map[string]any{"event": "request", "host": "api.allowed.example", "method": "GET"})
 				io.WriteString(w, "ok")
 			})
