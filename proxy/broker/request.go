@@ -66,14 +66,16 @@ func (b *broker) nextSeq() uint64 {
 // the transport calls it (GotConn) once it holds a verified connection and
 // before it writes a byte of the request. Once only: a request the
 // transport retries went out already. A record that cannot be written
-// closes conn, so the request fails before any of it is written.
+// closes conn, and every connection the transport retries the request on,
+// so the request fails before any of it is written.
 func (b *broker) sent(r *http.Request, st *reqState, conn net.Conn) {
-	if st.sent {
-		return
+	if !st.sent {
+		st.sent = true
+		if err := b.c.Record(Request{Seq: st.seq, Method: r.Method, Path: r.URL.Path, Secrets: st.used}); err != nil {
+			st.reason, st.err = policy.AuditUnavailable, "the request's record could not be written; it was not sent"
+		}
 	}
-	st.sent = true
-	if err := b.c.Record(Request{Seq: st.seq, Method: r.Method, Path: r.URL.Path, Secrets: st.used}); err != nil {
-		st.reason, st.err = policy.AuditUnavailable, "the request's record could not be written; it was not sent"
+	if st.reason == policy.AuditUnavailable {
 		conn.Close()
 	}
 }
