@@ -19,6 +19,10 @@ const (
 	// Request is one HTTP request on a brokered connection (issue 15):
 	// the only traffic egressd ever sees decrypted.
 	Request Kind = "request"
+	// Response is the outcome of a brokered request whose request event
+	// was written before it was sent (status, bytes, why it ended early):
+	// the pair is linked by conn and req, like connect and close.
+	Response Kind = "response"
 )
 
 // Event is one audit line. Zero fields are left out of the line. Every
@@ -45,6 +49,7 @@ type Event struct {
 	CNAME              []string // the chain followed, owner first
 	Exemption          string
 	Conn               string // connection id, shared by connect and close
+	Req                uint64 // request and response: the request's number on its connection, from 1
 	Method             string
 	Path               string   // request: the path, never the query (a query can carry a key)
 	Status             int      // request: the status answered to the client

@@ -27,6 +27,7 @@ type Record struct {
 	Addr               string         `json:"addr"`
 	Exemption          string         `json:"exemption"`
 	Conn               string         `json:"conn"`
+	Req                uint64         `json:"req"`
 	Method             string         `json:"method"`
 	Path               string         `json:"path"`
 	Status             int            `json:"status"`

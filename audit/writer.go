@@ -280,6 +280,9 @@ func encode(zl zerolog.Logger, e Event, sc *scratch) {
 	}
 	str("exemption", e.Exemption)
 	str("conn", e.Conn)
+	if e.Req != 0 {
+		ev.Uint64("req", e.Req)
+	}
 	str("method", e.Method)
 	str("path", e.Path)
 	if e.Status != 0 {
@@ -292,7 +295,7 @@ func encode(zl zerolog.Logger, e Event, sc *scratch) {
 		}
 		ev.Strs("secrets", names)
 	}
-	if e.Kind == Request {
+	if e.Kind == Response || e.Kind == Request && e.BytesUp+e.BytesDown != 0 {
 		ev.Int64("bytes_up", e.BytesUp).Int64("bytes_down", e.BytesDown)
 	}
 	if e.Kind == Close {

@@ -154,7 +154,7 @@ func TestBrokerValueWithQuotesAndBackslashesStaysOutOfTheLogEscaped(t *testing.T
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	b.log.waitEvent(t, map[string]any{"event": "request", "host": "api.allowed.example"})
+	b.log.waitEvent(t, map[string]any{"event": "response", "host": "api.allowed.example"})
 	// Whatever the escaping, these pieces of the value would show.
 	for _, piece := range []string{"Q7uoted", "B4ack"} {
 		if strings.Contains(b.log.String(), piece) {

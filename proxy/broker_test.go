@@ -299,7 +299,8 @@ func TestBrokerAddsTheSecretOnlyOnTheWayOutOverHTTP1(t *testing.T) {
 	if reqs[0].URL.RawQuery != "key=q" {
 		t.Errorf("the query was changed: %q", reqs[0].URL.RawQuery)
 	}
-	ev := b.log.waitEvent(t, map[string]any{"event": "request", "host": "api.allowed.example", "status": 200})
+	ev := b.log.waitEvent(t, map[string]any{"event": "request", "host": "api.allowed.example"})
+	b.log.waitEvent(t, map[string]any{"event": "response", "conn": ev["conn"], "req": ev["req"], "host": "api.allowed.example", "status": 200})
 	if ev["method"] != "GET" || ev["path"] != "/v1/items" || ev["decision"] != "allow" {
 		t.Errorf("request event %v: want GET /v1/items (no query), allow", ev)
 	}
@@ -326,7 +327,7 @@ func TestBrokerAddsTheSecretOverHTTP2(t *testing.T) {
 				t.Errorf("origin spoke HTTP/%d, want HTTP/%d", reqs[0].ProtoMajor, want)
 			}
 			wantSubstituted(t, reqs[0])
-			b.log.waitEvent(t, map[string]any{"event": "request", "status": 200})
+			b.log.waitEvent(t, map[string]any{"event": "response", "status": 200})
 			noValueIn(t, "the audit log", b.log.String())
 		})
 	}
@@ -631,7 +632,8 @@ func webSocketThroughBroker(t *testing.T, h2Origin bool) {
 		t.Fatalf("the upgrade request did not carry the secret: %v", reqs)
 	}
 	tc.Close()
-	b.log.waitEvent(t, map[string]any{"event": "request", "status": 101, "path": "/ws"})
+	b.log.waitEvent(t, map[string]any{"event": "request", "path": "/ws"})
+	b.log.waitEvent(t, map[string]any{"event": "response", "status": 101})
 }
 
 // TestBrokerStopsForwardingOnceTheAuditLogFails: a request whose event
@@ -644,7 +646,7 @@ func TestBrokerStopsForwardingOnceTheAuditLogFails(t *testing.T) {
 		t.Fatalf("first: %d", resp.StatusCode)
 	}
 	b.log.fail.Store(true)
-	c.Do(b.credentialRequest(t, "api.allowed.example")) // forwarded; its record fails
+	c.Do(b.credentialRequest(t, "api.allowed.example")) // its record fails before it is sent: it is not
 	for i := 0; i < 3; i++ {
 		resp, err := c.Do(b.credentialRequest(t, "api.allowed.example"))
 		if err == nil {
@@ -654,8 +656,8 @@ func TestBrokerStopsForwardingOnceTheAuditLogFails(t *testing.T) {
 			}
 		}
 	}
-	if n := len(b.origin.requests()); n != 2 {
-		t.Fatalf("the origin received %d requests, want 2 (the last one before the failure was known)", n)
+	if n := len(b.origin.requests()); n != 1 {
+		t.Fatalf("the origin received %d requests, want 1 (a request whose record cannot be written is not sent)", n)
 	}
 }
 
@@ -847,11 +849,12 @@ func TestBrokerPartialAnswerEgressdNeverAskedForIsRefused(t *testing.T) {
 			t.Fatalf("%s: the piece reached the client: %q", path, body)
 		}
 	}
-	// Refused requests fold: the first is a line, the second is counted.
-	b.log.waitEvent(t, map[string]any{"event": "request", "reason": "response_refused", "status": 502})
-	b.srv.opts.Suppress.Flush(true)
-	if lines, folded := requestLines(t, b.log); int64(lines)+folded != 2 {
-		t.Fatalf("%d lines and %d folded, want both refusals audited", lines, folded)
+	// Both requests went out, each recorded before it did; both
+	// outcomes say the answer was refused.
+	b.log.waitEvent(t, map[string]any{"event": "response", "req": 2, "reason": "response_refused", "status": 502})
+	b.log.waitEvent(t, map[string]any{"event": "response", "req": 1, "reason": "response_refused", "status": 502})
+	if lines, folded := requestLines(t, b.log); lines != 2 || folded != 0 {
+		t.Fatalf("%d request lines and %d folded, want both requests a line of their own", lines, folded)
 	}
 	noValueIn(t, "the audit log", b.log.String())
 }
@@ -1049,6 +1052,6 @@ func TestBrokerErrorQuotingASubstitutedHeaderDoesNotPutTheValueInTheLog(t *testi
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	b.log.waitEvent(t, map[string]any{"event": "request", "host": "api.allowed.example"})
+	b.log.waitEvent(t, map[string]any{"event": "response", "host": "api.allowed.example"})
 	noValueIn(t, "the audit log", b.log.String())
 }

@@ -92,7 +92,8 @@ func (s *Server) serveBrokered(p *policy.Policy, t *tunnel, connect audit.Event,
 		Secrets:          func() []policy.Secret { return s.secretsInForce(p) },
 		Upstream:         t.upstream,
 		Redial:           func(ctx context.Context) (net.Conn, error) { return s.redial(ctx, t) },
-		Record:           func(r broker.Request) { s.recordRequest(p, t, connect, r) },
+		Record:           func(r broker.Request) error { return s.recordRequest(p, t, connect, r) },
+		Outcome:          func(r broker.Request) { s.recordOutcome(p, t, connect, r) },
 		Admit:            s.admitBrokered,
 		Sentence:         func(r policy.Reason) string { return brokeredSentence(r, t, p) },
 		HandshakeTimeout: set.timeouts.ClientHello,
@@ -182,29 +183,57 @@ func (s *Server) admitBrokered() policy.Reason {
 	return ""
 }
 
-// recordRequest writes one brokered request's event. The secrets are named,
-// never valued; the path is kept without its query. A refused request is
-// folded like a refused connection (by reason and host), so a flood of
-// them writes bounded lines; an allowed one is always a line of its own,
-// the record of where a secret went, bounded by the request rate.
-func (s *Server) recordRequest(p *policy.Policy, t *tunnel, connect audit.Event, r broker.Request) {
-	ev := s.baseEvent(p)
-	ev.Kind, ev.Conn, ev.Host, ev.Port, ev.Addr = audit.Request, t.conn, connect.Host, connect.Port, connect.Addr
-	ev.Method, ev.Path, ev.Status = audit.Cap(r.Method, 16), r.Path, r.Status
-	ev.BytesUp, ev.BytesDown, ev.Secrets = r.Up, r.Down, r.Secrets
-	ev.Decision = connect.Decision
-	if r.Reason != "" {
-		ev.Decision, ev.Reason = "deny", string(r.Reason)
-	}
-	ev.Err = audit.Cap(r.Err, 200)
+// recordRequest writes one brokered request's event: for a request about
+// to be sent, before it is (no status yet: its outcome follows as a
+// response event with the same conn and req); for one refused before it
+// reached the origin, its only event. The secrets are named, never valued;
+// the path is kept without its query. A refused request is folded like a
+// refused connection (by reason and host), so a flood of them writes
+// bounded lines; an allowed one is always a line of its own, the record of
+// where a secret went, bounded by the request rate. An error means the
+// request must not be sent (the audit log failed and the operator chose to
+// deny then).
+func (s *Server) recordRequest(p *policy.Policy, t *tunnel, connect audit.Event, r broker.Request) error {
+	ev := s.requestEvent(p, t, connect, audit.Request, r)
+	ev.Method, ev.Path, ev.Secrets = audit.Cap(r.Method, 16), r.Path, r.Secrets
 	// Not a connection decision: the decisions metric counts CONNECTs only.
 	write := s.opts.Audit.Write
 	if r.Reason != "" && s.opts.Suppress != nil {
 		write = s.opts.Suppress.Write
 	}
-	if err := write(ev); err != nil && s.settings().onFailure == policy.DenyOnAuditFailure {
-		t.closeWith(policy.AuditUnavailable) // no further request without a record
+	return s.writeRequestEvent(t, write, ev)
+}
+
+// recordOutcome writes the outcome of a request recordRequest recorded as
+// sent: status, bytes, and why it ended early. Always a line of its own:
+// there is one per request sent, bounded by the request rate.
+func (s *Server) recordOutcome(p *policy.Policy, t *tunnel, connect audit.Event, r broker.Request) {
+	s.writeRequestEvent(t, s.opts.Audit.Write, s.requestEvent(p, t, connect, audit.Response, r))
+}
+
+// requestEvent is what a request's and a response's event share.
+func (s *Server) requestEvent(p *policy.Policy, t *tunnel, connect audit.Event, kind audit.Kind, r broker.Request) audit.Event {
+	ev := s.baseEvent(p)
+	ev.Kind, ev.Conn, ev.Req, ev.Host, ev.Port, ev.Addr = kind, t.conn, r.Seq, connect.Host, connect.Port, connect.Addr
+	ev.Status, ev.BytesUp, ev.BytesDown = r.Status, r.Up, r.Down
+	ev.Decision = connect.Decision
+	if r.Reason != "" {
+		ev.Decision, ev.Reason = "deny", string(r.Reason)
 	}
+	ev.Err = audit.Cap(r.Err, 200)
+	return ev
+}
+
+// writeRequestEvent writes ev; when that fails and the operator chose to
+// deny then, it closes the tunnel (no further request without a record)
+// and returns the error.
+func (s *Server) writeRequestEvent(t *tunnel, write func(audit.Event) error, ev audit.Event) error {
+	err := write(ev)
+	if err != nil && s.settings().onFailure == policy.DenyOnAuditFailure {
+		t.closeWith(policy.AuditUnavailable)
+		return err
+	}
+	return nil
 }
 
 // secretsPrint identifies the secrets bound to a host (names, hosts,

@@ -37,9 +37,17 @@ type Conn struct {
 	// other, by the same pinned, checked path; nothing else dials.
 	Upstream net.Conn
 	Redial   func(ctx context.Context) (net.Conn, error)
-	// Record receives one event per request; it must be safe for
-	// concurrent use (HTTP/2 serves streams at once).
-	Record func(Request)
+	// Record receives each request's record: for a request forwarded,
+	// just before its first byte (and the value in it) goes to the origin,
+	// with no outcome yet, so that nothing carries a secret out without a
+	// record; an error then keeps the request from being sent. For a
+	// request refused before it reached the origin, once, with its reason
+	// and the status answered. Outcome receives a forwarded request's
+	// outcome when its exchange ends, however it ends (a client that walks
+	// away mid-answer included). Both must be safe for concurrent use
+	// (HTTP/2 serves streams at once).
+	Record  func(Request) error
+	Outcome func(Request)
 	// Admit, when set, is asked before each request is forwarded: a
 	// reason refuses it (the audit log cannot be written).
 	Admit func() policy.Reason
@@ -57,8 +65,9 @@ type Conn struct {
 	Built *BuiltTokens
 }
 
-// Request is one request's outcome, for the audit log.
+// Request is one request, or its outcome, for the audit log.
 type Request struct {
+	Seq          uint64 // the request's number on its connection, from 1: links a record to its outcome
 	Method, Path string
 	Status       int
 	Up, Down     int64
@@ -211,6 +220,7 @@ type broker struct {
 	idle  []interface{ CloseIdleConnections() }
 
 	mu       sync.Mutex
+	seq      uint64   // requests numbered so far
 	first    net.Conn // the pinned connection, until the transport takes it
 	conns    map[net.Conn]bool
 	closed   bool // the client connection is done: no new request, no new dial

@@ -19,24 +19,71 @@ import (
 )
 
 // ServeHTTP checks one request, forwards it with its placeholders
-// substituted, and records it. Nothing is forwarded before the checks.
+// substituted, and records it. Nothing is forwarded before the checks, and
+// no byte of a forwarded request reaches the origin before its record is
+// written (sent). Its outcome is recorded by a deferred call that runs when
+// ReverseProxy aborts the handler too (it panics with http.ErrAbortHandler
+// when the client goes away mid-answer), and the panic then goes on, so
+// net/http still drops the client's connection or stream.
 func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !b.enter() {
 		return
 	}
 	defer b.handlers.Done()
-	st := &reqState{}
+	st := &reqState{seq: b.nextSeq()}
 	body := &countingReader{ReadCloser: r.Body}
 	r.Body = &trailerCheck{ReadCloser: body, trailer: r, unbound: b.c.Unbound, st: st}
 	cw := &countingWriter{ResponseWriter: w, scrub: func(h http.Header) { scrubHeader(h, b.pairs(st)) }}
+	defer func() {
+		aborted := recover()
+		b.finish(r, st, body, cw, aborted != nil)
+		if aborted != nil {
+			panic(aborted)
+		}
+	}()
 	if reason := b.check(r); reason != "" {
 		st.reason = reason
 		b.refuse(cw, reason)
-	} else {
-		ctx, stop := b.waitBounded(context.WithValue(r.Context(), stateKey{}, st))
-		b.proxy.ServeHTTP(cw, r.WithContext(ctx))
-		stop()
+		return
 	}
+	ctx, stop := b.waitBounded(context.WithValue(r.Context(), stateKey{}, st))
+	defer stop()
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) { b.sent(r, st, info.Conn) },
+	})
+	b.proxy.ServeHTTP(cw, r.WithContext(ctx))
+}
+
+// nextSeq numbers a request on the connection.
+func (b *broker) nextSeq() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.seq++
+	return b.seq
+}
+
+// sent writes the record of a request about to go to the origin on conn:
+// the transport calls it (GotConn) once it holds a verified connection and
+// before it writes a byte of the request. Once only: a request the
+// transport retries went out already. A record that cannot be written
+// closes conn, and every connection the transport retries the request on,
+// so the request fails before any of it is written.
+func (b *broker) sent(r *http.Request, st *reqState, conn net.Conn) {
+	if !st.sent {
+		st.sent = true
+		if err := b.c.Record(Request{Seq: st.seq, Method: r.Method, Path: r.URL.Path, Secrets: st.used}); err != nil {
+			st.reason, st.err = policy.AuditUnavailable, "the request's record could not be written; it was not sent"
+		}
+	}
+	if st.reason == policy.AuditUnavailable {
+		conn.Close()
+	}
+}
+
+// finish records how a request ended: a forwarded one's outcome, or a
+// refused one's record. aborted says the exchange was cut off (the client
+// went away before the answer's end).
+func (b *broker) finish(r *http.Request, st *reqState, body *countingReader, cw *countingWriter, aborted bool) {
 	if st.trailerMisdirected.Load() {
 		st.reason = policy.SecretMisdirected
 	}
@@ -48,10 +95,18 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b.up += body.n
 	b.down += cw.n
 	b.mu.Unlock()
-	b.c.Record(Request{
-		Method: r.Method, Path: r.URL.Path, Status: status, Up: body.n, Down: cw.n,
+	if aborted && st.err == "" {
+		st.err = "the client went away before the end of the answer"
+	}
+	req := Request{
+		Seq: st.seq, Method: r.Method, Path: r.URL.Path, Status: status, Up: body.n, Down: cw.n,
 		Secrets: st.used, Reason: st.reason, Err: st.err,
-	})
+	}
+	if st.sent {
+		b.c.Outcome(req)
+		return
+	}
+	b.c.Record(req)
 }
 
 // errUpstreamBusy cancels a request that waited WaitTimeout for one of
@@ -102,6 +157,15 @@ func (b *broker) check(r *http.Request) policy.Reason {
 	}
 	if !b.sameHost(r.Host) || (r.URL.Host != "" && !b.sameHost(r.URL.Host)) {
 		return policy.HostMismatch
+	}
+	// An HTTP/2 request may carry a host field beside :authority; net/http
+	// leaves it in the header (HTTP/1.1's Host it moves to r.Host). Go's
+	// transports drop it on the way out, but a Host that disagrees is
+	// refused here, not left to that.
+	for _, h := range r.Header.Values("Host") {
+		if !b.sameHost(h) {
+			return policy.HostMismatch
+		}
 	}
 	// The whole request line: the method reaches the origin as the target does.
 	// The declared trailer names too (net/http moves the Trailer header into
@@ -179,6 +243,7 @@ func (b *broker) every() []policy.Secret {
 func (b *broker) modifyResponse(resp *http.Response) error {
 	st := stateOf(resp.Request.Context())
 	st.status = resp.StatusCode // a 101 is written on the hijacked connection, past countingWriter
+	resp.Status = standardStatus(resp.StatusCode)
 	if partial(resp) {
 		return errPartial
 	}
@@ -204,6 +269,17 @@ func (b *broker) modifyResponse(resp *http.Response) error {
 		}
 	}
 	return nil
+}
+
+// standardStatus is the status line text egressd relays for code: the
+// standard one, never the origin's reason phrase. ReverseProxy writes a
+// 101's status line as the origin sent it (other statuses go through
+// WriteHeader, which writes the standard text), and an origin may echo
+// what it was sent there. Replaced, not scrubbed: a scrubber removes whole
+// values only, and the phrase means nothing to a client; what is lost is
+// what net/http already drops for every other status.
+func standardStatus(code int) string {
+	return strconv.Itoa(code) + " " + http.StatusText(code)
 }
 
 // errPartial is a partial answer modifyResponse refused.
@@ -256,6 +332,10 @@ func (b *broker) redact(s string, st *reqState) string {
 // certificate did not verify, response_refused for a partial answer.
 func (b *broker) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	st := stateOf(r.Context())
+	if st.reason == policy.AuditUnavailable { // sent closed the connection: no record, no request
+		b.refuse(w, st.reason)
+		return
+	}
 	st.reason, st.err = policy.DialError, b.redact(err.Error(), st)
 	if errors.Is(context.Cause(r.Context()), errUpstreamBusy) {
 		st.reason = policy.Timeout
@@ -315,6 +395,8 @@ func (b *broker) refuse(w http.ResponseWriter, reason policy.Reason) {
 
 // reqState is what a request's forwarding learns, for its audit event.
 type reqState struct {
+	seq    uint64
+	sent   bool // its record was written and it went to the origin
 	used   []string
 	echoes []pair
 	reason policy.Reason
