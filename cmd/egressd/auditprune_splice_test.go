@@ -165,3 +165,36 @@ func TestPruneRefusesWhenTheKeptRunDoesNotFollowTheLastRunRemoved(t *testing.T) 
 		t.Fatalf("prune without --keep: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestALineAppendedAfterPruneVerifiesIsNotTheReceiptsEnd is issue 13
+// (f13j item 2): prune read the last file again by name after verifying
+// it and took its last line's hash unchecked, so an attacker without the
+// key who appended {"hash":"<run 3's last hash>"} when verify closed the
+// file got a receipt vouching for run 3, whose file could then be deleted.
+// The receipt's end is the hash verify checked.
+func TestALineAppendedAfterPruneVerifiesIsNotTheReceiptsEnd(t *testing.T) {
+	e := newSandboxEnv(t)
+	files, key, _ := keyedRuns(t, e, 4, func(int) string { return "true" })
+	lastHash := func(f string) string {
+		lines := readLines(t, f)
+		return regexp.MustCompile(`"hash":"([0-9a-f]{64})"`).FindStringSubmatch(lines[len(lines)-1])[1]
+	}
+	run2End, run3End := lastHash(files[1]), lastHash(files[2])
+	pruneVerified = func([]string) { appendFile(t, files[1], writeTemp(t, `{"hash":"`+run3End+`"}`+"\n")) }
+	defer func() { pruneVerified = func([]string) {} }()
+	receipt := filepath.Join(t.TempDir(), "receipt.log")
+	out, errs, code := runCLI(t, "audit", "prune", "--key", key, "--receipt", receipt, "--keep", files[2], files[0], files[1])
+	if code != 0 || !strings.Contains(strings.Join(readLines(t, receipt), "\n"), "through="+run2End) {
+		t.Fatalf("prune with a line appended after verify: exit %d, receipt does not end at run 2 (%s):\n%s%s%s", code, run2End, out, errs, strings.Join(readLines(t, receipt), "\n"))
+	}
+	os.Remove(files[2]) // the attacker deletes run 3
+	if out, code := verify(t, "--key", key, receipt, files[3]); code != 1 {
+		t.Fatalf("receipt and run 4 verify with run 3 deleted: exit %d\n%s", code, out)
+	}
+}
+
+func writeTemp(t *testing.T, content string) string {
+	f := filepath.Join(t.TempDir(), "tmp")
+	os.WriteFile(f, []byte(content), 0o600)
+	return f
+}
