@@ -27,7 +27,7 @@ func TestTopLevelHelpListsEveryFlagEachCommandsUsageNames(t *testing.T) {
 		}
 		out, errs, _ := runCLI(t, append(strings.Fields(cmd)[1:], "--help")...)
 		errs = out + errs
-		own := regexp.MustCompile(`(?m)^usage: `+regexp.QuoteMeta(cmd)+`\b(.*)$`).FindStringSubmatch(errs)
+		own := regexp.MustCompile(`(?m)^usage: ` + regexp.QuoteMeta(cmd) + `\b(.*)$`).FindStringSubmatch(errs)
 		if own == nil {
 			t.Errorf("%s --help has no usage line:\n%s", cmd, errs)
 			continue
