@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -197,4 +198,50 @@ func writeTemp(t *testing.T, content string) string {
 	f := filepath.Join(t.TempDir(), "tmp")
 	os.WriteFile(f, []byte(content), 0o600)
 	return f
+}
+
+// TestRunsWithTheSamePIDEachWriteAFileOfTheirOwn: egressd run names its
+// file ID.PID.log, and a PID repeats (egressd run as a container's first
+// process is PID 1 at every start, on the same state volume). The second
+// run appended to the first's file, which now says it holds one run
+// alone; each run writes a new file instead, and the two verify as a
+// sequence.
+func TestRunsWithTheSamePIDEachWriteAFileOfTheirOwn(t *testing.T) {
+	e := newSandboxEnv(t)
+	key := filepath.Join(t.TempDir(), "audit.key")
+	os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef"), 0o600)
+	yaml := "audit:\n  key_file: " + key + "\n  key_id: k1\n"
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("unshare (util-linux) is needed to run egressd as PID 1")
+		}
+		t.Skip("no unshare here")
+	}
+	var files []string
+	for i := 0; i < 2; i++ {
+		cmd := e.configured(yaml, "true")
+		for j, a := range cmd.Args {
+			if a == "--audit-log" {
+				cmd.Args = append(cmd.Args[:j:j], cmd.Args[j+2:]...)
+				break
+			}
+		}
+		// egressd is PID 1 of a new PID namespace each time, as in a container.
+		pid1 := exec.Command(unshare, append([]string{"--pid", "--fork", "--mount-proc"}, cmd.Args...)...)
+		pid1.Env, pid1.Dir = cmd.Env, cmd.Dir
+		cmd = pid1
+		_, errs, code := runCmd(t, cmd)
+		m := regexp.MustCompile(`egressd run: audit log (\S+\.1(?:\.\d+)?\.log)`).FindStringSubmatch(errs)
+		if code != 0 || m == nil {
+			t.Fatalf("run %d as PID 1: exit %d\n%s", i+1, code, errs)
+		}
+		files = append(files, m[1])
+	}
+	if files[0] == files[1] {
+		t.Fatalf("both runs wrote %s", files[0])
+	}
+	if out, code := verify(t, "--key", key, files[0], files[1]); code != 0 {
+		t.Fatalf("two runs as PID 1: exit %d\n%s", code, out)
+	}
 }
