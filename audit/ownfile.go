@@ -23,11 +23,9 @@ const OwnFile = "own"
 // is seen twice (a copy), and a run that claims its file alone shares it
 // with no other, before or after it.
 func (v *verifier) aloneInOwnFile(file string, seq uint64, id string, own bool) bool {
-	for _, c := range v.out.Chains {
-		if c.ID == id {
-			v.fail(file, seq, fmt.Sprintf("chain %s begins again here, after it began in %s: one of them is a copy of the run", id, c.File))
-			return false
-		}
+	if first, seen := v.began[id]; seen {
+		v.fail(file, seq, fmt.Sprintf("chain %s begins again here, after it began in %s: one of them is a copy of the run", id, first))
+		return false
 	}
 	if len(v.out.Chains) == 0 || v.lastChainFile != file {
 		return true
@@ -66,6 +64,10 @@ func (v *verifier) keptAfter(name string) error {
 		return nil
 	}
 	id, keyID, prevRun := msgField(f.Msg, "chain"), msgField(f.Msg, "key_id"), msgField(f.Msg, "prev_run")
+	if len(v.out.Chains) == 0 {
+		v.fail(name, f.Seq, "no run to prune comes before the file to keep")
+		return nil
+	}
 	last := v.out.Chains[len(v.out.Chains)-1]
 	switch {
 	case f.Event != string(Lifecycle) || f.Action != "genesis" || *f.Prev != "" || f.Seq != 1:

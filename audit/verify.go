@@ -129,7 +129,7 @@ func verifyFiles(files []string, opts VerifyOptions, sink lineSink) (Verdict, er
 	if opts.Key != nil && len(opts.Key) < MinKeyLen {
 		return Verdict{}, fmt.Errorf("the key is %d bytes: egressd refuses keys under %d bytes, so no log was keyed with it", len(opts.Key), MinKeyLen)
 	}
-	v := &verifier{opts: opts, checkpoints: map[string]map[uint64]string{}, prunedChains: map[string]uint64{}}
+	v := &verifier{opts: opts, checkpoints: map[string]map[uint64]string{}, prunedChains: map[string]uint64{}, began: map[string]string{}}
 	v.readCheckpoints(opts.Checkpoints)
 	for i, f := range files {
 		fh, err := safefile.OpenRegular(f)
@@ -181,6 +181,8 @@ type verifier struct {
 	lastFile     string
 	// lastChainFile is the file where the last closed chain ended.
 	lastChainFile string
+	// began is the file where each chain's genesis was read.
+	began map[string]string
 	// unlinked counts chains whose genesis names no run before it.
 	unlinked int
 	// crashes are the findings of crashed, in order.
@@ -358,6 +360,7 @@ func (v *verifier) genesis(file string, f lineFields, firstOfAll bool) bool {
 	v.out.Chains = append(v.out.Chains, ChainVerdict{ID: id, Keyed: keyed, KeyID: keyID, First: f.Seq,
 		File: file, OwnFile: msgField(f.Msg, "file") == OwnFile, FirstTime: f.Time})
 	v.cur = &v.out.Chains[len(v.out.Chains)-1]
+	v.began[id] = file
 	v.seq, v.prev = 0, ""
 	if keyed && !v.out.Keyed {
 		v.out.Keyed, v.out.KeyID = true, keyID
