@@ -76,7 +76,10 @@ func (v *verifier) keptAfter(name string) error {
 		v.fail(name, f.Seq, fmt.Sprintf("chain %s, which the file to keep begins, is not keyed: that it follows the runs pruned cannot be proven", id))
 	case !v.lineHashMatches(line[:len(line)-1], f.Hash, true):
 		v.fail(name, f.Seq, fmt.Sprintf("the genesis of chain %s, which the file to keep begins, does not match its hash with this key", id))
-	case v.aloneInOwnFile(name, f.Seq, id, false) && prevRun != last.Hash:
+	case !v.aloneInOwnFile(name, f.Seq, id, false):
+	case !isHexHash(prevRun):
+		v.fail(name, f.Seq, fmt.Sprintf("chain %s, which the file to keep begins, does not name the run before it (prev_run %s): that it follows the runs pruned cannot be proven; keep the file of a later run that does", id, orNone(prevRun)))
+	case prevRun != last.Hash:
 		v.fail(name, f.Seq, fmt.Sprintf("chain %s, which the file to keep begins, follows a run ending in hash %s, but the last run to prune (chain %s) ends in %s: the files to prune are not exactly the runs before it (a run between them is missing, or a file to prune holds a copy)", id, prevRun, last.ID, last.Hash))
 	}
 	return nil

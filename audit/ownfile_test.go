@@ -55,3 +55,38 @@ func TestARunOfItsOwnFileCopiedAfterAnotherRunInAFileIsCaught(t *testing.T) {
 		t.Fatal("CreateFile opened a file that exists")
 	}
 }
+
+// TestAKeptRunThatDoesNotNameTheRunBeforeItIsNotTakenAsFollowingThePrunedOnes:
+// prune's kept file must prove, with the key, that its run follows the
+// last run pruned; a genesis with prev_run=unknown (a run that started
+// while another ran, or after a crash) proves nothing, and is refused.
+func TestAKeptRunThatDoesNotNameTheRunBeforeItIsNotTakenAsFollowingThePrunedOnes(t *testing.T) {
+	dir := t.TempDir()
+	key := []byte("0123456789abcdef0123456789abcdef")
+	link := filepath.Join(dir, "x.lastrun")
+	write := func(name string) string {
+		path := filepath.Join(dir, name)
+		f, err := CreateFile(path, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := New(f, Options{Key: key, KeyID: "k1", RunLink: link})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		f.Close()
+		return path
+	}
+	first := write("1.log")
+	os.WriteFile(link, []byte("garbage\n"), 0o600) // the next run cannot name the run before it
+	kept := write("2.log")
+	v, err := Verify([]string{first}, VerifyOptions{Key: key, Keep: kept})
+	if err != nil || v.Intact || !strings.Contains(v.Problem, "does not name the run before it (prev_run unknown)") {
+		t.Fatalf("kept run with prev_run=unknown: %v %+v", err, v)
+	}
+	third := write("3.log")
+	if v, err := Verify([]string{first, kept}, VerifyOptions{Key: key, Keep: third}); err != nil || !v.Intact {
+		t.Fatalf("kept run that follows: %v %+v", err, v)
+	}
+}
