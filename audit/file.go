@@ -29,11 +29,24 @@ type File struct {
 // an exclusive lock on it. maxSize > 0 makes Full report when the file
 // should be rolled over.
 func OpenFile(path string, maxSize int64) (*File, error) {
+	return openFile(path, maxSize, unix.O_APPEND)
+}
+
+// CreateFile is OpenFile for a file that must be new: it fails with an
+// error matching fs.ErrExist when anything is at path already. A run's
+// file of its own (egressd run's ID.PID.log) is created so: a PID repeats
+// (PID 1 at every start of a container), and appending to an earlier run's
+// file would put a second run in a file whose run claims it alone.
+func CreateFile(path string, maxSize int64) (*File, error) {
+	return openFile(path, maxSize, unix.O_APPEND|unix.O_EXCL)
+}
+
+func openFile(path string, maxSize int64, flags int) (*File, error) {
 	// A named pipe would block the open, a device is no log, and a symlink
 	// or hard link planted in a folder another user owns (a run's audit
 	// folder under the service user's state) would have root append to the
 	// file it points at: OpenPrivate refuses all of them, without blocking.
-	f, err := safefile.OpenPrivate(path, unix.O_APPEND)
+	f, err := safefile.OpenPrivate(path, flags)
 	if err != nil {
 		return nil, fmt.Errorf("audit log %w", err)
 	}

@@ -30,6 +30,10 @@ type VerifyOptions struct {
 	// lines that name a checkpoint but do not parse (CheckpointLines.Unread):
 	// the verdict says they were not cross-checked.
 	UnreadCheckpoints []int
+	// Keep, for egressd audit prune, is the file that stays after the
+	// files verified are removed: its first line must begin the run that
+	// follows the last one in them (see keptAfter). Only that line is read.
+	Keep string
 }
 
 // ChainVerdict is one chain (one writer process's run) found in the files.
@@ -47,6 +51,15 @@ type ChainVerdict struct {
 	End string
 	// Problem says why a crashed chain is not whole.
 	Problem string
+	// File is where its genesis is; OwnFile says the genesis claims that
+	// file for this run alone (egressd run's ID.PID.log).
+	File    string
+	OwnFile bool
+	// Hash is the hash of its last line verified, read in the same pass
+	// as the line was checked.
+	Hash string
+	// FirstTime and LastTime are the times of its first and last lines.
+	FirstTime, LastTime string
 }
 
 // Verdict is what Verify found.
@@ -116,7 +129,7 @@ func verifyFiles(files []string, opts VerifyOptions, sink lineSink) (Verdict, er
 	if opts.Key != nil && len(opts.Key) < MinKeyLen {
 		return Verdict{}, fmt.Errorf("the key is %d bytes: egressd refuses keys under %d bytes, so no log was keyed with it", len(opts.Key), MinKeyLen)
 	}
-	v := &verifier{opts: opts, checkpoints: map[string]map[uint64]string{}, prunedChains: map[string]uint64{}}
+	v := &verifier{opts: opts, checkpoints: map[string]map[uint64]string{}, prunedChains: map[string]uint64{}, began: map[string]string{}}
 	v.readCheckpoints(opts.Checkpoints)
 	for i, f := range files {
 		fh, err := safefile.OpenRegular(f)
@@ -142,6 +155,11 @@ func verifyFiles(files []string, opts VerifyOptions, sink lineSink) (Verdict, er
 			v.fail(v.lastFile, v.seq, fmt.Sprintf("chain %s is truncated after seq %d: no clean-shutdown record and no continuation (or the writer is still running)", c.ID, v.seq))
 		}
 	}
+	if v.out.Problem == "" && len(v.crashes) == 0 && opts.Keep != "" {
+		if err := v.keptAfter(opts.Keep); err != nil {
+			return Verdict{}, err
+		}
+	}
 	if v.out.Problem == "" {
 		v.unmatchedCheckpoints()
 	}
@@ -163,6 +181,8 @@ type verifier struct {
 	lastFile     string
 	// lastChainFile is the file where the last closed chain ended.
 	lastChainFile string
+	// began is the file where each chain's genesis was read.
+	began map[string]string
 	// unlinked counts chains whose genesis names no run before it.
 	unlinked int
 	// crashes are the findings of crashed, in order.
@@ -171,6 +191,7 @@ type verifier struct {
 
 // lineFields are the fields Verify reads from each line.
 type lineFields struct {
+	Time   string  `json:"time"`
 	Event  string  `json:"event"`
 	Action string  `json:"action"`
 	Msg    string  `json:"msg"`
@@ -285,7 +306,7 @@ func (v *verifier) line(file string, line []byte, firstInFile, firstOfAll bool) 
 		}
 	}
 	v.seq, v.prev, v.lastAction = f.Seq, f.Hash, f.Action
-	v.cur.Last = f.Seq
+	v.cur.Last, v.cur.Hash, v.cur.LastTime = f.Seq, f.Hash, f.Time
 	v.cur.Lines++
 	v.out.Lines++
 	v.out.IntactThrough = f.Seq
@@ -328,7 +349,7 @@ func (v *verifier) genesis(file string, f lineFields, firstOfAll bool) bool {
 		v.fail(file, f.Seq, fmt.Sprintf("chain %s begins at seq %d with no earlier file: a chain begins at seq 1, so it was re-chained or its start is missing", id, f.Seq))
 		return false
 	}
-	if !v.followsRun(file, f, id) {
+	if !v.aloneInOwnFile(file, f.Seq, id, msgField(f.Msg, "file") == OwnFile) || !v.followsRun(file, f, id) {
 		return false
 	}
 	keyed := keyID != "none"
@@ -336,8 +357,10 @@ func (v *verifier) genesis(file string, f lineFields, firstOfAll bool) bool {
 		v.fail(file, f.Seq, fmt.Sprintf("a key was given but chain %s is not keyed: an unkeyed chain can be recomputed by whoever edits it", id))
 		return false
 	}
-	v.out.Chains = append(v.out.Chains, ChainVerdict{ID: id, Keyed: keyed, KeyID: keyID, First: f.Seq})
+	v.out.Chains = append(v.out.Chains, ChainVerdict{ID: id, Keyed: keyed, KeyID: keyID, First: f.Seq,
+		File: file, OwnFile: msgField(f.Msg, "file") == OwnFile, FirstTime: f.Time})
 	v.cur = &v.out.Chains[len(v.out.Chains)-1]
+	v.began[id] = file
 	v.seq, v.prev = 0, ""
 	if keyed && !v.out.Keyed {
 		v.out.Keyed, v.out.KeyID = true, keyID
@@ -381,11 +404,16 @@ func (v *verifier) followsRun(file string, f lineFields, id string) bool {
 // keyed and no key was given (then only links are checked, and finish
 // says so).
 func (v *verifier) hashMatches(line []byte, hash string) bool {
-	if v.cur.Keyed && v.opts.Key == nil {
+	return v.lineHashMatches(line, hash, v.cur.Keyed)
+}
+
+// lineHashMatches checks a line's hash, with the key when keyed.
+func (v *verifier) lineHashMatches(line []byte, hash string, keyed bool) bool {
+	if keyed && v.opts.Key == nil {
 		return true
 	}
 	c := chain{}
-	if v.cur.Keyed {
+	if keyed {
 		c.key = v.opts.Key
 	}
 	h := c.hasher()

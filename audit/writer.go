@@ -97,6 +97,7 @@ func New(out io.Writer, opts Options) (*Log, error) {
 		}
 		// A file of its own (egressd run's ID.PID.log) starts empty: the
 		// run before it is the one the link file remembers.
+		ownFile := isFile && prevRun == "none" && opts.RunLink != ""
 		if opts.RunLink != "" && (!isFile || prevRun == "none") {
 			prevRun = readRunLink(opts.RunLink)
 			if err := writeRunLink(opts.RunLink, "open "+l.chainID); err != nil {
@@ -105,6 +106,13 @@ func New(out io.Writer, opts Options) (*Log, error) {
 			l.runLink = opts.RunLink
 		}
 		g.Msg += " prev_run=" + prevRun
+		if ownFile {
+			// The file holds this run alone: verify refuses any other
+			// chain beside it, so a later run appended to this file by
+			// someone without the key cannot ride along when this run's
+			// file is pruned (see OwnFile).
+			g.Msg += " file=" + OwnFile
+		}
 	}
 	return l, l.Write(g)
 }

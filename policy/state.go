@@ -20,6 +20,9 @@ import (
 type Memory struct {
 	dir string
 	mem *State // used when dir is ""
+	// readFrom is the state folder a ReadMemory copy was read from, so
+	// its messages name that file, not "this process only".
+	readFrom string
 	// seen is set once this process has read or written the state file:
 	// from then on a missing file has vanished, and is never empty memory.
 	seen atomic.Bool
@@ -75,7 +78,7 @@ func ReadMemory(dir string) (*Memory, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Memory{mem: &s}, nil
+	return &Memory{mem: &s, readFrom: dir}, nil
 }
 
 // NewWarning says, before anything is loaded, that version memory at m
@@ -111,12 +114,16 @@ func (m *Memory) Path() string {
 	return StatePath(m.dir)
 }
 
-// where names the state file in messages.
+// where names the state file in messages ("version memory: " comes
+// before it).
 func (m *Memory) where() string {
 	if p := m.Path(); p != "" {
 		return p
 	}
-	return "version memory (this process only)"
+	if m.readFrom != "" {
+		return StatePath(m.readFrom) + ", read only"
+	}
+	return "this process only"
 }
 
 // maxStateBytes bounds the state file: thousands of ids fit in a few

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +8,6 @@ import (
 	"os"
 
 	"github.com/egressd/egressd/audit"
-	"github.com/egressd/egressd/internal/safefile"
 	"github.com/egressd/egressd/internal/termsafe"
 )
 
@@ -20,51 +17,62 @@ import (
 // verifies the files, writes a receipt chain (keyed with the log's key)
 // that records where the removed runs ended, and only then removes them.
 // verify, given the receipt in their place, accepts the link.
+//
+// The operator names the first file kept (--keep): the run it begins must
+// follow the last run removed, so the receipt covers exactly the runs
+// before it, never one that rode along in a file being pruned.
 func runAuditPrune(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("audit prune", "usage: egressd audit prune --key FILE --receipt NEWFILE FILE...\n\n"+
+	fs := newFlagSet("audit prune", "usage: egressd audit prune --key FILE --receipt NEWFILE --keep NEXTFILE FILE...\n\n"+
 		"Removes the given audit files, oldest first (whole runs, e.g. egressd run's oldest ID.PID.log files), after verifying them,\n"+
 		"and writes NEWFILE, a receipt verify accepts in their place: give it before the files that follow.\n"+
+		"NEXTFILE is the first file kept: the run it begins must follow the last run removed. Prune prints each run it removes.\n"+
 		"Only a keyed log is pruned, with its key; the receipt is keyed with it. Exit 0 pruned, 1 refused.", stderr)
 	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain (the receipt is keyed with it)")
 	receipt := fs.String("receipt", "", "the receipt file to create (it must not exist)")
-	if err := fs.Parse(args); err != nil || fs.NArg() == 0 || *receipt == "" {
+	keep := fs.String("keep", "", "the first file kept, whose run follows the last run removed (it is not changed)")
+	if err := fs.Parse(args); err != nil || fs.NArg() == 0 || *receipt == "" || *keep == "" {
 		if err == nil {
 			fs.Usage()
 		}
+		if err == nil && *keep == "" {
+			fmt.Fprintln(stderr, "egressd audit prune: --keep is missing: name the first file that stays (the next run's), so the receipt covers exactly the runs before it")
+		}
 		return exitUsage
 	}
-	if err := prune(fs.Args(), *keyFile, *receipt, stdout); err != nil {
+	if err := prune(fs.Args(), *keep, *keyFile, *receipt, stdout); err != nil {
 		fmt.Fprintln(stderr, "egressd audit prune:", termsafe.String(err.Error()))
 		return exitFail
 	}
 	return exitOK
 }
 
-func prune(files []string, keyFile, receipt string, stdout io.Writer) error {
+func prune(files []string, keep, keyFile, receipt string, stdout io.Writer) error {
 	opts, _, err := verifyOptions(keyFile, "")
 	if err != nil {
 		return err
 	}
+	opts.Keep = keep
 	if _, err := os.Lstat(receipt); !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s exists: name a new file for the receipt", receipt)
 	}
 	v, err := audit.Verify(files, opts)
+	pruneVerified(files)
 	switch {
 	case err != nil:
 		return err
-	case !v.Intact:
-		return fmt.Errorf("the files do not verify (%s); nothing removed", v.Problem)
-	case !v.Keyed:
+	case len(v.Chains) > 0 && !v.Keyed:
 		return errors.New("the log is not keyed: whoever can delete its files could write a receipt for them too, so verify takes only a keyed receipt; keep unkeyed logs whole, or key the log (audit.key_file) from now on; nothing removed")
 	case opts.Key == nil:
 		return fmt.Errorf("the log is keyed (key id %s): pass --key, so the receipt is keyed too; nothing removed", v.KeyID)
+	case !v.Intact:
+		return fmt.Errorf("the files do not verify (%s); nothing removed", v.Problem)
 	case len(v.Chains) == 0 || v.Chains[len(v.Chains)-1].End != "shutdown":
 		return errors.New("the last run in the files has not closed cleanly (it may still be running): prune only finished runs; nothing removed")
 	}
-	through, err := lastHash(files[len(files)-1])
-	if err != nil {
-		return err
-	}
+	// The receipt's end is the hash verify checked, from the one read of
+	// each file: reading the last file again by name would take whatever
+	// was appended to it since.
+	through := v.Chains[len(v.Chains)-1].Hash
 	f, err := audit.OpenFile(receipt, 0)
 	if err != nil {
 		return err
@@ -82,6 +90,9 @@ func prune(files []string, keyFile, receipt string, stdout io.Writer) error {
 	if err := log.Close(); err != nil {
 		return err
 	}
+	for _, c := range v.Chains {
+		printLine(stdout, "run %s (%s): %s to %s, %d lines", c.ID, c.File, c.FirstTime, c.LastTime, c.Lines)
+	}
 	for _, name := range files {
 		if err := os.Remove(name); err != nil {
 			return fmt.Errorf("receipt %s written, but %w: remove the rest by hand", receipt, err)
@@ -92,18 +103,7 @@ func prune(files []string, keyFile, receipt string, stdout io.Writer) error {
 	return nil
 }
 
-// lastHash is the hash of the last line of an audit file verify accepted.
-func lastHash(name string) (string, error) {
-	data, err := safefile.ReadRegularNoFollow(name, 1<<30)
-	if err != nil {
-		return "", err
-	}
-	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
-	var last struct {
-		Hash string `json:"hash"`
-	}
-	if err := json.Unmarshal(lines[len(lines)-1], &last); err != nil || last.Hash == "" {
-		return "", fmt.Errorf("%s: its last line has no hash", name)
-	}
-	return last.Hash, nil
-}
+// pruneVerified is called once the files are verified, before the receipt
+// is built: a test appends to a file there, as an attacker racing prune
+// would, to prove the receipt is built from what was verified.
+var pruneVerified = func(files []string) {}

@@ -46,8 +46,9 @@ func TestPruningOldRunsLeavesAReceiptVerifyAcceptsAndADeletionStillFails(t *test
 		t.Fatalf("the oldest run left out without a receipt: exit %d\n%s", code, out)
 	}
 	receipt := filepath.Join(t.TempDir(), "pruned.log")
-	out, errs, code := runCLI(t, "audit", "prune", "--key", key, "--receipt", receipt, files[0])
-	if _, err := os.Stat(files[0]); code != 0 || err == nil || !strings.Contains(out, "removed "+files[0]) {
+	run1 := chainOf(t, files[0])
+	out, errs, code := runCLI(t, "audit", "prune", "--key", key, "--receipt", receipt, "--keep", files[1], files[0])
+	if _, err := os.Stat(files[0]); code != 0 || err == nil || !strings.Contains(out, "removed "+files[0]) || !strings.Contains(out, "run "+run1+" ("+files[0]+"): ") {
 		t.Fatalf("prune: exit %d (file still there: %v)\n%s%s", code, err == nil, out, errs)
 	}
 	if out, code := verify(t, "--key", key, receipt, files[1], files[2]); code != 0 || !strings.Contains(out, "removed with egressd audit prune") {
@@ -62,7 +63,7 @@ func TestPruningOldRunsLeavesAReceiptVerifyAcceptsAndADeletionStillFails(t *test
 	// Pruning again takes the receipt with the next run; the first run's
 	// checkpoints are still accounted for.
 	receipt2 := filepath.Join(t.TempDir(), "pruned2.log")
-	if out, errs, code := runCLI(t, "audit", "prune", "--key", key, "--receipt", receipt2, receipt, files[1]); code != 0 {
+	if out, errs, code := runCLI(t, "audit", "prune", "--key", key, "--receipt", receipt2, "--keep", files[2], receipt, files[1]); code != 0 {
 		t.Fatalf("second prune: exit %d\n%s%s", code, out, errs)
 	}
 	if out, code := verify(t, "--key", key, "--checkpoints", ckpt, receipt2, files[2]); code != 0 || !strings.Contains(out, "a prune receipt says its run was removed") {
@@ -97,7 +98,7 @@ func TestPruningOldRunsLeavesAReceiptVerifyAcceptsAndADeletionStillFails(t *test
 func TestPruneRefusesAnUnkeyedLog(t *testing.T) {
 	files, _ := realLog(t, false)
 	receipt := filepath.Join(t.TempDir(), "pruned.log")
-	_, errs, code := runCLI(t, "audit", "prune", "--receipt", receipt, files[0], files[1])
+	_, errs, code := runCLI(t, "audit", "prune", "--receipt", receipt, "--keep", files[1], files[0], files[1])
 	if _, err := os.Stat(files[0]); code != 1 || err != nil || !strings.Contains(errs, "the log is not keyed") {
 		t.Fatalf("prune of an unkeyed log: exit %d (file removed: %v)\n%s", code, err != nil, errs)
 	}

@@ -84,7 +84,7 @@ func TestExitCodesOfEveryCommandAreTheDocumentedOnes(t *testing.T) {
 		{name: "audit suggest usage", args: args("audit", "suggest"), code: 2},
 		{name: "audit suggest unreadable", args: args("audit", "suggest", unreadable), code: 1},
 		{name: "audit prune usage", args: args("audit", "prune", unreadable), code: 2},
-		{name: "audit prune unreadable", args: args("audit", "prune", "--receipt", filepath.Join(tmp, "receipt.log"), unreadable), code: 1},
+		{name: "audit prune unreadable", args: args("audit", "prune", "--receipt", filepath.Join(tmp, "receipt.log"), "--keep", unreadable, unreadable), code: 1},
 		{name: "check missing file", args: args("check", filepath.Join(tmp, "no-such-manifest")), code: 1},
 	}
 	for _, cmd := range []string{"serve", "check", "explain", "approve", "run", "audit", "audit verify", "audit report", "audit suggest", "audit prune"} {

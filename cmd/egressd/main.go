@@ -28,23 +28,23 @@ usage:
   egressd serve [flags]                      run the proxy (no flags: the embedded example config)
   egressd check [--json] [--config FILE] PATH...
                                              validate manifests and config files
-  egressd explain --manifest PATH [--config FILE] HOST[:PORT]
+  egressd explain --manifest PATH [--config FILE] [--state DIR] HOST[:PORT]
                                              show the decision for one target, without resolving it
   egressd run [--manifest PATH | DIR] [flags] [-- COMMAND ARGS...]
                                              run an integration's program sandboxed: the proxy is its only way out
-  egressd selftest [--json] [--config FILE] [--insecure-env-only]
+  egressd selftest [--json] [--config FILE] [--mode enforce|audit] [--manifest PATH] [--insecure-env-only]
                                              prove on this host what the sandbox holds: the escape battery
-  egressd approve [--state DIR] ID VERSION | --manifest PATH
+  egressd approve [--state DIR] [--folder PLACE] [--digest DIGEST] ID VERSION | --manifest PATH
                                              approve a manifest version that widens its list or changes its id
   egressd state [--state DIR] list | forget ID
                                              show what version memory holds; forget an id
   egressd audit verify [--key FILE] [--checkpoints FILE] FILE...
                                              prove an audit log is intact
-  egressd audit report [--manifest PATH]... [--format text|json|html] FILE...
+  egressd audit report [--manifest PATH]... [--key FILE] [--checkpoints FILE] [--format text|json|html] FILE...
                                              what each integration used, was refused, and does not need
-  egressd audit suggest [--format voiceos|sollar] FILE...
+  egressd audit suggest [--format voiceos|sollar] [--integration ID] [--config FILE] FILE...
                                              the minimal network permission for what was observed
-  egressd audit prune --key FILE --receipt NEWFILE FILE...
+  egressd audit prune --key FILE --receipt NEWFILE --keep NEXTFILE FILE...
                                              remove old runs' files, leaving a receipt verify accepts
   egressd version                            print the version
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -368,34 +369,61 @@ func logName(p *policy.Policy) string {
 }
 
 // openAudit opens the run's audit log: by default a file of its own,
-// STATE/audit/NAME.PID.log (NAME from logName), whose genesis names the
+// STATE/audit/NAME.PID.log (NAME from logName; NAME.PID.N.log when that
+// exists), whose genesis names the
 // previous run of the same name through a link file beside it
 // (audit.Options.RunLink), so that deleting a whole run's file breaks a
 // link verify checks. Checkpoints go to stderr when a config file asks for
 // them (serve's default, since a config file means the same for both);
 // without --config, none.
 func (r *runSetup) openAudit(f runFlags, stateDir, name string) error {
-	path, runLink := f.auditLog, ""
-	open := path
-	if path == "" || path == "-" {
-		// The state folder may be the service user's: a symlink there would
-		// have root create the log and rename NAME.lastrun wherever it points.
-		// The folder is opened without following one, and its files are
-		// reached through that descriptor (/proc/self/fd/N/FILE), so a
-		// symlink swapped in later is never followed either.
-		dir, err := safefile.MakeFolder(filepath.Join(stateDir, "audit"))
+	maxSize := int64(r.cfg.Audit.MaxSizeMB) << 20
+	if f.auditLog != "" && f.auditLog != "-" {
+		file, err := audit.OpenFile(f.auditLog, maxSize)
 		if err != nil {
 			return err
 		}
-		r.auditDir = dir
-		at := "/proc/self/fd/" + strconv.Itoa(int(dir.Fd()))
-		file := name + "." + strconv.Itoa(os.Getpid()) + ".log"
-		path, open, runLink = filepath.Join(dir.Name(), file), filepath.Join(at, file), filepath.Join(at, name+".lastrun")
+		return r.startAudit(f, file, f.auditLog, "")
 	}
-	file, err := audit.OpenFile(open, int64(r.cfg.Audit.MaxSizeMB)<<20)
+	// The state folder may be the service user's: a symlink there would
+	// have root create the log and rename NAME.lastrun wherever it points.
+	// The folder is opened without following one, and its files are
+	// reached through that descriptor (/proc/self/fd/N/FILE), so a
+	// symlink swapped in later is never followed either.
+	dir, err := safefile.MakeFolder(filepath.Join(stateDir, "audit"))
 	if err != nil {
 		return err
 	}
+	r.auditDir = dir
+	at := "/proc/self/fd/" + strconv.Itoa(int(dir.Fd()))
+	file, fileName, err := newRunFile(at, name, maxSize)
+	if err != nil {
+		return err
+	}
+	return r.startAudit(f, file, filepath.Join(dir.Name(), fileName), filepath.Join(at, name+".lastrun"))
+}
+
+// newRunFile creates the run's own file in the folder at: NAME.PID.log, or
+// NAME.PID.N.log when a run with the same PID left its file there (PIDs
+// repeat: PID 1 at each start of a container). The file is always new, so
+// it holds this run alone, as its genesis says (audit.OwnFile).
+func newRunFile(at, name string, maxSize int64) (*audit.File, string, error) {
+	base := name + "." + strconv.Itoa(os.Getpid())
+	for n := 1; ; n++ {
+		file := base + ".log"
+		if n > 1 {
+			file = base + "." + strconv.Itoa(n) + ".log"
+		}
+		f, err := audit.CreateFile(filepath.Join(at, file), maxSize)
+		if !errors.Is(err, fs.ErrExist) || n == 1000 {
+			return f, file, err
+		}
+	}
+}
+
+// startAudit starts the run's chain in file, which path names.
+func (r *runSetup) startAudit(f runFlags, file *audit.File, path, runLink string) error {
+	var err error
 	var key []byte
 	if f.auditKey != "" {
 		if key, err = readAuditKey(os.ExpandEnv(f.auditKey)); err != nil {
