@@ -31,7 +31,17 @@ const (
 // hostUIDs is the record, held under the lock of its folder.
 type hostUIDs struct {
 	dir    *os.File
-	owners map[string]int // key -> uid
+	owners map[string]hostUID // by integration key
+}
+
+// hostUID is what the record keeps for a key: its uid and the state folder
+// it last claimed. An entry whose folder is gone is dropped when the
+// record is read (the state it guarded is gone; the uid's processes, if
+// any still run, keep it from being given again), so folders that tests
+// and retired integrations leave behind do not hold uids for ever.
+type hostUID struct {
+	UID    int    `json:"uid"`
+	Folder string `json:"folder"`
 }
 
 // openHostUIDs makes (root-owned, 0700, never through a symlink) and locks
@@ -41,7 +51,7 @@ func openHostUIDs() (*hostUIDs, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &hostUIDs{dir: dir, owners: map[string]int{}}
+	r := &hostUIDs{dir: dir, owners: map[string]hostUID{}}
 	path := filepath.Join(hostUIDFolder, hostUIDFile)
 	data, err := safefile.ReadRegularAt(dir, hostUIDFile, path, hostUIDMaxSize)
 	if errors.Is(err, os.ErrNotExist) {
@@ -54,26 +64,32 @@ func openHostUIDs() (*hostUIDs, error) {
 		dir.Close()
 		return nil, fmt.Errorf("sandbox uid record %s: %w (egressd cannot tell which uids other integrations hold; fix or remove it: the state folders' owners rebuild it)", path, err)
 	}
+	for key, e := range r.owners {
+		if _, err := os.Lstat(e.Folder); errors.Is(err, os.ErrNotExist) {
+			delete(r.owners, key)
+		}
+	}
 	return r, nil
 }
 
 // heldByOther reports the key other than key that holds uid, if any.
 func (r *hostUIDs) heldByOther(uid int, key string) (string, bool) {
-	for k, u := range r.owners {
-		if u == uid && k != key {
+	for k, e := range r.owners {
+		if e.UID == uid && k != key {
 			return k, true
 		}
 	}
 	return "", false
 }
 
-// save writes the record with key holding uid: a new file renamed over the
-// old, so a crash leaves either record whole.
-func (r *hostUIDs) save(key string, uid int) error {
-	if r.owners[key] == uid {
+// save writes the record with key holding uid for folder: a new file
+// renamed over the old, so a crash leaves either record whole.
+func (r *hostUIDs) save(key string, uid int, folder string) error {
+	e := hostUID{UID: uid, Folder: folder}
+	if r.owners[key] == e {
 		return nil
 	}
-	r.owners[key] = uid
+	r.owners[key] = e
 	data, err := json.Marshal(r.owners)
 	if err != nil {
 		return err
@@ -120,7 +136,7 @@ func pickHostUID(r *hostUIDs, key string, mine int, taken map[int]bool) (int, er
 		return !running[uid], err
 	}
 	inRange := func(uid int) bool { return uid >= stateUIDBase && uid < stateUIDBase+stateUIDSpan }
-	if uid, ok := r.owners[key]; ok && inRange(uid) {
+	if uid := r.owners[key].UID; inRange(uid) {
 		if ok, err := free(uid, false); ok || err != nil {
 			return uid, err // its own runs may be running as it
 		}

@@ -215,3 +215,37 @@ func waitRunningAs(t *testing.T, pid, uid int) {
 		syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 	}
 }
+
+// TestAUIDRecordForgetsAKeyWhoseStateFolderIsGone: the record does not
+// grow for ever with integrations (and tests) whose state was removed; the
+// uid is free again once nothing runs as it.
+func TestAUIDRecordForgetsAKeyWhoseStateFolderIsGone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root")
+		}
+		t.Skip("needs root")
+	}
+	useTempHostUIDRecord(t)
+	gone := StateName("com.acme.retired", "/srv/retired")
+	s1 := t.TempDir()
+	dir, uid, err := ClaimStateFolder(s1, gone, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	next := collidingKey(t, gone)
+	if _, got, err := ClaimStateFolder(t.TempDir(), next, ""); err != nil || got != uid {
+		t.Errorf("after %s was removed, a key deriving its uid got %d, %v; want %d", dir, got, err, uid)
+	}
+	r, err := openHostUIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, ok := r.owners[gone]; ok {
+		t.Errorf("the record still holds %s", gone)
+	}
+}

@@ -74,7 +74,11 @@ func ClaimStateFolder(parent, name, legacy string) (dir string, uid int, err err
 	if uid, err = pickHostUID(record, name, owners[name], taken); err != nil {
 		return "", 0, err
 	}
-	if err := record.save(name, uid); err != nil {
+	abs, err := filepath.Abs(dir) // a later run may start elsewhere
+	if err != nil {
+		return "", 0, err
+	}
+	if err := record.save(name, uid, abs); err != nil {
 		return "", 0, err
 	}
 	if err := unix.Fchownat(at, name, uid, uid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
