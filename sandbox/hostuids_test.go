@@ -249,3 +249,23 @@ func TestAUIDRecordForgetsAKeyWhoseStateFolderIsGone(t *testing.T) {
 		t.Errorf("the record still holds %s", gone)
 	}
 }
+
+// TestADamagedUIDRecordRefusesTheRunWithOneLine: a record egressd cannot
+// read never lets it give a uid blind to the other integrations' claims.
+func TestADamagedUIDRecordRefusesTheRunWithOneLine(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root")
+		}
+		t.Skip("needs root")
+	}
+	useTempHostUIDRecord(t)
+	if err := os.MkdirAll(hostUIDFolder, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(hostUIDFolder, hostUIDFile), []byte(`{"com.x@00":`), 0o600)
+	_, uid, err := ClaimStateFolder(t.TempDir(), StateName("com.acme.victim", "/srv/victim"), "")
+	if err == nil || !strings.Contains(err.Error(), "sandbox uid record "+filepath.Join(hostUIDFolder, hostUIDFile)) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("uid %d, error %v; want one line naming the record", uid, err)
+	}
+}
