@@ -23,6 +23,7 @@ func TestStateNameIsTheFolderAsWellAsTheID(t *testing.T) {
 // caller passes the legacy name; a symlink in their place is never taken.
 func TestClaimStateTakesOverTheIDOnlyNameOnlyWhenTold(t *testing.T) {
 	parent, images := t.TempDir(), t.TempDir()
+	useTempHostUIDRecord(t)
 	os.Mkdir(filepath.Join(parent, "com.acme.erp"), 0o700)
 	os.WriteFile(filepath.Join(parent, "com.acme.erp", "data"), []byte("a's"), 0o600)
 	os.WriteFile(filepath.Join(images, "com.acme.erp.ext4"), []byte("image"), 0o600)

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,16 +26,19 @@ const maxStateDepth = 128
 // (NAME from StateName), and the host uid its sandboxes run as: the
 // caller's own, or, as root, the uid claimed for the integration. That uid
 // is the folder's owner: stable across runs, so files from an earlier run
-// stay writable, and distinct from the owner of every other folder in
-// PARENT, so no integration can write another's state.
+// stay writable, and held by no other integration on the host, whatever
+// state folder it uses: the host-wide record (hostUIDFolder) says which
+// key holds which uid, and a uid is never one another key holds, one
+// another folder in PARENT is owned by, or one a host account or (when new
+// to the key) a running process has.
 //
 // A missing folder takes over PARENT/LEGACY, the folder an earlier egressd
 // named after the id alone, when legacy is not "": the caller passes it
 // only when version memory shows that folder was this integration's. A
-// symlink there is never taken. A new folder, or one
-// whose owner another folder shares (as the per-process uids of earlier
-// versions could), gets a fresh uid, derived from the name and probed for
-// uniqueness under a lock.
+// symlink there is never taken. When the record does not know the key
+// (a new key, or a lost record), the folder's owner claims its uid for the
+// key if nothing above holds it; otherwise the key gets a fresh uid,
+// derived from the name and probed under both locks.
 func ClaimStateFolder(parent, name, legacy string) (dir string, uid int, err error) {
 	lock, err := lockedFolder(parent)
 	if err != nil {
@@ -58,21 +60,26 @@ func ClaimStateFolder(parent, name, legacy string) (dir string, uid int, err err
 	if err != nil {
 		return "", 0, err
 	}
-	mine := owners[name]
-	if mine >= stateUIDBase && mine < stateUIDBase+stateUIDSpan && !sharedOwner(owners, name) {
-		return dir, mine, nil
-	}
 	taken := map[int]bool{}
 	for other, o := range owners {
 		if other != name {
 			taken[o] = true
 		}
 	}
-	h := fnv.New32a()
-	h.Write([]byte(name))
-	uid = stateUIDBase + int(h.Sum32()%stateUIDSpan)
-	for taken[uid] {
-		uid = stateUIDBase + (uid-stateUIDBase+1)%stateUIDSpan
+	record, err := openHostUIDs()
+	if err != nil {
+		return "", 0, err
+	}
+	defer record.Close()
+	if uid, err = pickHostUID(record, name, owners[name], taken); err != nil {
+		return "", 0, err
+	}
+	abs, err := filepath.Abs(dir) // a later run may start elsewhere
+	if err != nil {
+		return "", 0, err
+	}
+	if err := record.save(name, uid, abs); err != nil {
+		return "", 0, err
 	}
 	if err := unix.Fchownat(at, name, uid, uid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return "", 0, &os.PathError{Op: "chown", Path: dir, Err: err}
@@ -119,15 +126,6 @@ func folderOwners(parent *os.File) (map[string]int, error) {
 		owners[name] = int(st.Uid)
 	}
 	return owners, nil
-}
-
-func sharedOwner(owners map[string]int, name string) bool {
-	for other, o := range owners {
-		if other != name && o == owners[name] {
-			return true
-		}
-	}
-	return false
 }
 
 // adoptLegacy renames legacy to name in the open folder at when legacy is

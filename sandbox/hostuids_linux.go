@@ -1,0 +1,219 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/egressd/egressd/internal/safefile"
+	"golang.org/x/sys/unix"
+)
+
+// hostUIDFolder holds the host-wide record of which integration key holds
+// which sandbox uid. It is fixed, not under --state: the uid is a host
+// resource, and two runs with two state folders must still see each
+// other's claims. Tests point it at a temporary folder.
+var hostUIDFolder = "/var/lib/egressd/host-uids"
+
+const (
+	hostUIDFile    = "owners.json"
+	hostUIDMaxSize = 64 << 20
+)
+
+// hostUIDs is the record, held under the lock of its folder.
+type hostUIDs struct {
+	dir    *os.File
+	owners map[string]hostUID // by integration key
+}
+
+// hostUID is what the record keeps for a key: its uid and the state folder
+// it last claimed. An entry whose folder is gone is dropped when the
+// record is read (the state it guarded is gone; the uid's processes, if
+// any still run, keep it from being given again), so folders that tests
+// and retired integrations leave behind do not hold uids for ever.
+type hostUID struct {
+	UID    int    `json:"uid"`
+	Folder string `json:"folder"`
+}
+
+// openHostUIDs makes (root-owned, 0700, never through a symlink) and locks
+// the record's folder and reads the record; a missing record is empty.
+func openHostUIDs() (*hostUIDs, error) {
+	dir, err := lockedFolder(hostUIDFolder)
+	if err != nil {
+		return nil, err
+	}
+	r := &hostUIDs{dir: dir, owners: map[string]hostUID{}}
+	path := filepath.Join(hostUIDFolder, hostUIDFile)
+	data, err := safefile.ReadRegularAt(dir, hostUIDFile, path, hostUIDMaxSize)
+	if errors.Is(err, os.ErrNotExist) {
+		return r, nil
+	}
+	if err == nil {
+		err = json.Unmarshal(data, &r.owners)
+	}
+	if err != nil {
+		dir.Close()
+		return nil, fmt.Errorf("sandbox uid record %s: %w (egressd cannot tell which uids other integrations hold; fix or remove it: the state folders' owners rebuild it)", path, err)
+	}
+	for key, e := range r.owners {
+		if _, err := os.Lstat(e.Folder); errors.Is(err, os.ErrNotExist) {
+			delete(r.owners, key)
+		}
+	}
+	return r, nil
+}
+
+// heldByOther reports the key other than key that holds uid, if any.
+func (r *hostUIDs) heldByOther(uid int, key string) (string, bool) {
+	for k, e := range r.owners {
+		if e.UID == uid && k != key {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// save writes the record with key holding uid for folder: a new file
+// renamed over the old, so a crash leaves either record whole.
+func (r *hostUIDs) save(key string, uid int, folder string) error {
+	e := hostUID{UID: uid, Folder: folder}
+	if r.owners[key] == e {
+		return nil
+	}
+	r.owners[key] = e
+	data, err := json.Marshal(r.owners)
+	if err != nil {
+		return err
+	}
+	at := int(r.dir.Fd())
+	const tmp = hostUIDFile + ".new"
+	unix.Unlinkat(at, tmp, 0)
+	fd, err := unix.Openat(at, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return &os.PathError{Op: "create", Path: filepath.Join(hostUIDFolder, tmp), Err: err}
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	_, err = f.Write(data)
+	err = errors.Join(err, f.Sync(), f.Close())
+	if err == nil {
+		err = unix.Renameat(at, tmp, at, hostUIDFile)
+	}
+	if err != nil {
+		return fmt.Errorf("sandbox uid record %s: %w", hostUIDFolder, err)
+	}
+	return nil
+}
+
+func (r *hostUIDs) Close() error { return r.dir.Close() }
+
+// pickHostUID returns the uid key's sandboxes run as, recorded host-wide:
+// the one the record gives key; else the one key's folder is owned by
+// (mine, the evidence when the record was lost) if no other key holds it;
+// else a fresh one derived from key. A uid is never one another key
+// holds, one another folder in the same state folder is owned by (taken),
+// one a host account has, or, when new to key, one a process runs as.
+func pickHostUID(r *hostUIDs, key string, mine int, taken map[int]bool) (int, error) {
+	free := func(uid int, checkProcs bool) (bool, error) {
+		if _, held := r.heldByOther(uid, key); held || taken[uid] {
+			return false, nil
+		}
+		if acct, err := hostAccount(uid); acct || err != nil {
+			return false, err
+		}
+		if !checkProcs {
+			return true, nil
+		}
+		running, err := processesRunAs()
+		return !running[uid], err
+	}
+	inRange := func(uid int) bool { return uid >= stateUIDBase && uid < stateUIDBase+stateUIDSpan }
+	if uid := r.owners[key].UID; inRange(uid) {
+		if ok, err := free(uid, false); ok || err != nil {
+			return uid, err // its own runs may be running as it
+		}
+	}
+	if inRange(mine) {
+		if ok, err := free(mine, true); ok || err != nil {
+			return mine, err
+		}
+	}
+	running, err := processesRunAs()
+	if err != nil {
+		return 0, err
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	start := int(h.Sum32() % stateUIDSpan)
+	for i := 0; i < stateUIDSpan; i++ {
+		uid := stateUIDBase + (start+i)%stateUIDSpan
+		if _, held := r.heldByOther(uid, key); held || taken[uid] || running[uid] {
+			continue
+		}
+		acct, err := hostAccount(uid)
+		if err != nil {
+			return 0, err
+		}
+		if !acct {
+			return uid, nil
+		}
+	}
+	return 0, fmt.Errorf("no free sandbox uid in [%d, %d): each is held by another integration, a host account or a running process", stateUIDBase, stateUIDBase+stateUIDSpan)
+}
+
+// hostAccount reports whether uid is a host account's (getpwuid through
+// os/user: /etc/passwd, and NSS where egressd is built with cgo).
+func hostAccount(uid int) (bool, error) {
+	_, err := user.LookupId(strconv.Itoa(uid))
+	var unknown user.UnknownUserIdError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &unknown):
+		return false, nil
+	default:
+		return false, fmt.Errorf("look up uid %d: %w", uid, err)
+	}
+}
+
+// processesRunAs returns every uid (real, effective, saved, filesystem)
+// some process on the host runs as, from /proc. A process that exits
+// while it is read is skipped.
+func processesRunAs() (map[int]bool, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	uids := map[int]bool{}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil {
+			continue // gone
+		}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		for sc.Scan() {
+			rest, ok := strings.CutPrefix(sc.Text(), "Uid:")
+			if !ok {
+				continue
+			}
+			for _, f := range strings.Fields(rest) {
+				if n, err := strconv.Atoi(f); err == nil {
+					uids[n] = true
+				}
+			}
+			break
+		}
+	}
+	return uids, nil
+}

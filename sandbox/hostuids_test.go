@@ -1,0 +1,271 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"hash/fnv"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// useTempHostUIDRecord points the host-wide uid record at a folder the
+// test owns, so a test never writes the host's.
+func useTempHostUIDRecord(t *testing.T) {
+	t.Helper()
+	old := hostUIDFolder
+	hostUIDFolder = filepath.Join(t.TempDir(), "host-uids")
+	t.Cleanup(func() { hostUIDFolder = old })
+}
+
+func stateUIDOf(name string) int {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return stateUIDBase + int(h.Sum32()%stateUIDSpan)
+}
+
+// collidingKey finds, as the attacker did, an integration key whose
+// derived uid is victim's. FNV-1a's last step is (h^b)*prime, invertible,
+// so only the key's middle (16 bits' worth) is brute-forced.
+func collidingKey(t *testing.T, victim string) string {
+	const prime, offset = 16777619, 2166136261
+	inv := uint32(1) // prime^-1 mod 2^32 by Newton's iteration
+	for i := 0; i < 5; i++ {
+		inv *= 2 - prime*inv
+	}
+	tail := "@0123456789abcdef"
+	want := uint32(stateUIDOf(victim) - stateUIDBase)
+	for i := len(tail) - 1; i >= 0; i-- { // the state before the tail
+		want = (want * inv) ^ uint32(tail[i])
+	}
+	want = (want * inv) & (stateUIDSpan - 1) // the state before the last id byte, xor that byte
+	for n := 0; n < 1<<24; n++ {
+		prefix := "com.attacker." + strconv.Itoa(n)
+		h := uint32(offset)
+		for i := 0; i < len(prefix); i++ {
+			h = (h ^ uint32(prefix[i])) * prime
+		}
+		b := (h ^ want) & (stateUIDSpan - 1)
+		if b >= 'a' && b <= 'z' {
+			key := prefix + string(rune(b)) + tail
+			if stateUIDOf(key) != stateUIDOf(victim) {
+				t.Fatalf("collision arithmetic wrong for %q", key)
+			}
+			return key
+		}
+	}
+	t.Fatal("no colliding key found")
+	return ""
+}
+
+// TestTwoIntegrationsWhoseIDsHashToOneUIDUnderTwoStateFoldersGetTwoUIDs:
+// the attacker brute-forces an id whose uid is the victim's and runs it
+// under another --state, so the per-folder check never sees the victim's
+// folder. Sharing the host uid would let it take the victim's per-uid
+// kernel quotas (in-flight descriptors) and signal or ptrace it. The
+// host-wide record gives it another uid, the victim keeps its own across
+// runs, and each sandbox really runs as its folder's owner.
+func TestTwoIntegrationsWhoseIDsHashToOneUIDUnderTwoStateFoldersGetTwoUIDs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root: sandbox uids are only chosen for root's runs")
+		}
+		t.Skip("needs root")
+	}
+	useTempHostUIDRecord(t)
+	victim := StateName("com.acme.victim", "/srv/victim")
+	attacker := collidingKey(t, victim)
+	s1, s2 := t.TempDir(), t.TempDir()
+	vdir, vuid, err := ClaimStateFolder(s1, victim, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adir, auid, err := ClaimStateFolder(s2, attacker, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vuid != stateUIDOf(victim) {
+		t.Errorf("victim got uid %d, want its derived %d", vuid, stateUIDOf(victim))
+	}
+	if auid == vuid {
+		t.Fatalf("attacker %q under another state folder shares the victim's uid %d", attacker, vuid)
+	}
+	for dir, want := range map[string]int{vdir: vuid, adir: auid} {
+		if got := ownerOf(t, dir); got != want {
+			t.Errorf("%s owned by %d, want %d", dir, got, want)
+		}
+		if got := runAsOwner(t, dir); got != want {
+			t.Errorf("a program run as %s's owner runs as %d, want %d", dir, got, want)
+		}
+	}
+	// Again, in the other order: each key keeps its uid.
+	if _, again, err := ClaimStateFolder(s2, attacker, ""); err != nil || again != auid {
+		t.Errorf("attacker's second run: uid %d, %v; want %d", again, err, auid)
+	}
+	if _, again, err := ClaimStateFolder(s1, victim, ""); err != nil || again != vuid {
+		t.Errorf("victim's second run: uid %d, %v; want %d", again, err, vuid)
+	}
+}
+
+// TestALostUIDRecordIsRebuiltFromTheStateFoldersOwners: with the record
+// gone, the victim's folder owner is the evidence of its uid; an attacker
+// whose folder an earlier egressd gave the same uid cannot take it while
+// the record says the victim holds it.
+func TestALostUIDRecordIsRebuiltFromTheStateFoldersOwners(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root")
+		}
+		t.Skip("needs root")
+	}
+	useTempHostUIDRecord(t)
+	victim := StateName("com.acme.victim", "/srv/victim")
+	s1, s2 := t.TempDir(), t.TempDir()
+	_, vuid, err := ClaimStateFolder(s1, victim, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	attacker := "com.attacker@0123456789abcdef"
+	os.Mkdir(filepath.Join(s2, attacker), 0o700) // as an earlier egressd left it
+	os.Chown(filepath.Join(s2, attacker), vuid, vuid)
+	if err := os.RemoveAll(hostUIDFolder); err != nil {
+		t.Fatal(err)
+	}
+	if _, again, err := ClaimStateFolder(s1, victim, ""); err != nil || again != vuid {
+		t.Fatalf("victim after the record was lost: uid %d, %v; want %d", again, err, vuid)
+	}
+	adir, auid, err := ClaimStateFolder(s2, attacker, "")
+	if err != nil || auid == vuid {
+		t.Fatalf("attacker with a folder owned by the victim's uid got %d, %v", auid, err)
+	}
+	if got := ownerOf(t, adir); got != auid {
+		t.Errorf("attacker's folder owned by %d, want %d", got, auid)
+	}
+}
+
+// TestASandboxUIDIsNeverAHostAccountsOrARunningProcesss: a uid in the
+// range that a host account has, or a process runs as, is skipped.
+func TestASandboxUIDIsNeverAHostAccountsOrARunningProcesss(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root")
+		}
+		t.Skip("needs root")
+	}
+	useTempHostUIDRecord(t)
+	key := StateName("com.acme.busy", "/srv/busy")
+	busy := stateUIDOf(key)
+	cmd := exec.Command("sleep", "infinity")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(busy), Gid: uint32(busy)}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitRunningAs(t, cmd.Process.Pid, busy)
+	_, uid, err := ClaimStateFolder(t.TempDir(), key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid == busy {
+		t.Errorf("got uid %d, which process %d runs as", uid, cmd.Process.Pid)
+	}
+	if acct, err := hostAccount(0); !acct || err != nil {
+		t.Errorf("hostAccount(0) = %v, %v: root is a host account", acct, err)
+	}
+}
+
+func ownerOf(t *testing.T, path string) int {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return int(st.Uid)
+}
+
+// runAsOwner runs id -u as the folder's owner, as egressd runs a sandbox.
+func runAsOwner(t *testing.T, dir string) int {
+	t.Helper()
+	uid := ownerOf(t, dir)
+	cmd := exec.Command("id", "-u")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	return n
+}
+
+// waitRunningAs waits until /proc shows pid with uid (after exec's setuid).
+func waitRunningAs(t *testing.T, pid, uid int) {
+	t.Helper()
+	for {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "Uid:\t"+strconv.Itoa(uid)+"\t") {
+			return
+		}
+		syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+	}
+}
+
+// TestAUIDRecordForgetsAKeyWhoseStateFolderIsGone: the record does not
+// grow for ever with integrations (and tests) whose state was removed; the
+// uid is free again once nothing runs as it.
+func TestAUIDRecordForgetsAKeyWhoseStateFolderIsGone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root")
+		}
+		t.Skip("needs root")
+	}
+	useTempHostUIDRecord(t)
+	gone := StateName("com.acme.retired", "/srv/retired")
+	s1 := t.TempDir()
+	dir, uid, err := ClaimStateFolder(s1, gone, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	next := collidingKey(t, gone)
+	if _, got, err := ClaimStateFolder(t.TempDir(), next, ""); err != nil || got != uid {
+		t.Errorf("after %s was removed, a key deriving its uid got %d, %v; want %d", dir, got, err, uid)
+	}
+	r, err := openHostUIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, ok := r.owners[gone]; ok {
+		t.Errorf("the record still holds %s", gone)
+	}
+}
+
+// TestADamagedUIDRecordRefusesTheRunWithOneLine: a record egressd cannot
+// read never lets it give a uid blind to the other integrations' claims.
+func TestADamagedUIDRecordRefusesTheRunWithOneLine(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root")
+		}
+		t.Skip("needs root")
+	}
+	useTempHostUIDRecord(t)
+	if err := os.MkdirAll(hostUIDFolder, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(hostUIDFolder, hostUIDFile), []byte(`{"com.x@00":`), 0o600)
+	_, uid, err := ClaimStateFolder(t.TempDir(), StateName("com.acme.victim", "/srv/victim"), "")
+	if err == nil || !strings.Contains(err.Error(), "sandbox uid record "+filepath.Join(hostUIDFolder, hostUIDFile)) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("uid %d, error %v; want one line naming the record", uid, err)
+	}
+}
