@@ -15,13 +15,36 @@ import (
 // before they could: each build folder names the process that made it.
 func TestMain(m *testing.M) {
 	removeOrphanBinDirs()
+	leftByTests := createdByTests(hostUIDRecordFolders...)
 	code := m.Run()
+	for _, dir := range leftByTests {
+		os.RemoveAll(dir)
+	}
 	for _, bin := range []string{releaseBin, hookedBin, probeBin} {
 		if bin != "" {
 			os.RemoveAll(filepath.Dir(bin))
 		}
 	}
 	os.Exit(code)
+}
+
+// hostUIDRecordFolders are what a root "egressd run" creates on the host
+// beside its state: the host-wide record of sandbox uids (sandbox's
+// hostUIDFolder) and the folder that holds it, parent first.
+var hostUIDRecordFolders = []string{"/var/lib/egressd", "/var/lib/egressd/host-uids"}
+
+// createdByTests returns those of dirs that do not exist yet: the run
+// tests will create them, and TestMain removes them afterwards, so the
+// suite leaves the host as it found it. One that existed (egressd in use
+// on this machine) is left alone; its entries for the tests' state
+// folders are dropped when those folders are gone.
+func createdByTests(dirs ...string) []string {
+	for i, d := range dirs {
+		if _, err := os.Lstat(d); os.IsNotExist(err) {
+			return dirs[i : i+1] // removing the first missing one removes those below it
+		}
+	}
+	return nil
 }
 
 // binDirPrefix is the temporary folder pattern for the built binary:
