@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -236,16 +237,21 @@ func (b *broker) every() []policy.Secret {
 }
 
 // modifyResponse puts placeholders back in place of the values in the
-// response's header, identity-encoded body and trailers. A body encoded
-// otherwise (an origin that compressed unasked) passes as it is: a
-// documented residual risk. A partial answer, which egressd never asked
-// for, is refused.
+// response's header, identity-encoded body and trailers. A body egressd
+// cannot read as it is, any Content-Encoding left once the transport took
+// off the gzip it asked for, is refused: it cannot be scrubbed, and the
+// program may well decode it (a plain echo labelled "utf-8", gzip labelled
+// "x-gzip" or "gzip, identity", brotli sent unasked). A partial answer,
+// which egressd never asked for, is refused too.
 func (b *broker) modifyResponse(resp *http.Response) error {
 	st := stateOf(resp.Request.Context())
 	st.status = resp.StatusCode // a 101 is written on the hijacked connection, past countingWriter
 	resp.Status = standardStatus(resp.StatusCode)
 	if partial(resp) {
 		return errPartial
+	}
+	if enc := encoded(resp.Header); enc != "" && resp.StatusCode != http.StatusSwitchingProtocols {
+		return fmt.Errorf("%w (%q)", errEncoded, enc)
 	}
 	resp.Header.Del("Accept-Ranges") // ranges are dropped on the way out: none is on offer
 	pairs := b.pairs(st)
@@ -256,12 +262,8 @@ func (b *broker) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode == http.StatusSwitchingProtocols || resp.Body == nil || resp.Body == http.NoBody {
 		return nil
 	}
-	bodyPairs := pairs
-	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
-		bodyPairs = nil
-	}
-	resp.Body = newScrubReader(resp.Body, bodyPairs, func() { scrubHeader(resp.Trailer, pairs) })
-	for _, p := range bodyPairs {
+	resp.Body = newScrubReader(resp.Body, pairs, func() { scrubHeader(resp.Trailer, pairs) })
+	for _, p := range pairs {
 		if len(p.from) != len(p.to) {
 			resp.ContentLength = -1
 			resp.Header.Del("Content-Length")
@@ -280,6 +282,25 @@ func (b *broker) modifyResponse(resp *http.Response) error {
 // what net/http already drops for every other status.
 func standardStatus(code int) string {
 	return strconv.Itoa(code) + " " + http.StatusText(code)
+}
+
+// errEncoded is a body modifyResponse refused because it cannot read it.
+var errEncoded = errors.New("the origin answered with a body in an encoding egressd cannot read, so cannot scrub")
+
+// encoded is the first Content-Encoding token of h that is not "identity",
+// across every field and comma-separated list, or "" for a body egressd
+// reads as it is. The transport removes the header when it decompresses
+// the gzip it asked for, so any token left is an encoding still on the
+// body.
+func encoded(h http.Header) string {
+	for _, v := range h.Values("Content-Encoding") {
+		for _, tok := range strings.Split(v, ",") {
+			if t := strings.TrimSpace(tok); t != "" && !strings.EqualFold(t, "identity") {
+				return t
+			}
+		}
+	}
+	return ""
 }
 
 // errPartial is a partial answer modifyResponse refused.
@@ -347,7 +368,7 @@ func (b *broker) upstreamError(w http.ResponseWriter, r *http.Request, err error
 		st.reason = policy.SecretMisdirected
 	case unverified(err):
 		st.reason = policy.UpstreamUnverified
-	case errors.Is(err, errPartial):
+	case errors.Is(err, errPartial), errors.Is(err, errEncoded):
 		st.reason, st.status = policy.ResponseRefused, 0
 	}
 	if r.Context().Err() != nil {
