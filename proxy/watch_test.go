@@ -101,6 +101,7 @@ func TestWatchSleepsThroughAuditLinesWrittenBesideTheConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
+	w.follow() // Run's first step: the folders' watches
 	for range 100 {
 		audit.Write([]byte(`{"event":"connect"}` + "\n"))
 	}
