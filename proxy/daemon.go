@@ -418,7 +418,7 @@ func (d *Daemon) Ready() (bool, string) {
 		if d.listeners[in.Manifest] == nil {
 			why = append(why, "integration not serving: "+in.Manifest)
 		} else if d.Registry.Policy(in.Manifest) == nil {
-			why = append(why, "integration not loaded, its listener refuses every connection (manifest_not_loaded): "+d.Registry.NotLoaded(in.Manifest))
+			why = append(why, "integration not loaded, its listener refuses every connection (manifest_not_loaded): "+d.Registry.NotLoadedToClient(in.Manifest)) // /readyz is reachable by the app (a sidecar's loopback)
 		}
 	}
 	onFailure := d.cfg.Audit.OnFailure
