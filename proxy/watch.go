@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -36,7 +37,8 @@ type WatchSet struct {
 	Files []string
 	Roots []string
 
-	resolved []string // paths(), kept by a Watcher between checks
+	resolved []string          // paths(), kept by a Watcher between checks
+	watchKey map[string]string // folder -> its bounded key (watchKeys), with resolved
 }
 
 // WatchSetFor is the watch set of a config loaded from configFile ("" when
@@ -119,6 +121,40 @@ func (w WatchSet) paths(r resolution) []string {
 		out = append(out, r[i].links...)
 	}
 	return out
+}
+
+// watchKeys keys each folder's bounded inotify_add_watch. A folder where
+// a link leads or a walk ends is the integration's choice, so it is keyed
+// by the watched file and its place on the chain, not by its name: links
+// to ever new folders in a mount that does not answer must not each leave
+// a stuck thread behind (one per file and place at most). A folder the
+// operator named (a watched file's own, a root) keeps its own name, and
+// wins when both lead to it, so no integration's stuck call holds up the
+// watch of a folder it shares with others.
+func (w WatchSet) watchKeys(r resolution) map[string]string {
+	keys := map[string]string{}
+	for _, f := range w.Files {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			abs = f
+		}
+		d := filepath.Dir(filepath.Clean(abs))
+		keys[d] = "watch " + d
+	}
+	for _, root := range w.Roots {
+		d := filepath.Clean(root)
+		keys[d] = "watch " + d
+	}
+	for i, f := range w.Files {
+		chosen := append([]string{r[i].final}, r[i].links...)
+		for j, p := range chosen {
+			d := filepath.Dir(p)
+			if _, named := keys[d]; !named {
+				keys[d] = fmt.Sprintf("watch %s (link %d: %s)", f, j, d)
+			}
+		}
+	}
+	return keys
 }
 
 // dirs are the folders to watch. It watches folders, not files: editors
@@ -278,11 +314,11 @@ func (w *Watcher) Run(ctx context.Context, reload func()) {
 	defer timer.Stop()
 	poll := time.NewTicker(w.poll)
 	defer poll.Stop()
-	if w.print == "" {
-		w.check(reload)
-	} else {
-		w.follow()
-	}
+	// The watches first, then a check against NewWatcher's fingerprint:
+	// a change made before a folder's watch was added is seen by the
+	// check, one made after by the watch.
+	w.follow()
+	w.check(reload)
 	for {
 		select {
 		case <-ctx.Done():
@@ -325,6 +361,7 @@ func (w *Watcher) check(reload func()) {
 	}
 	w.set, w.print = next, print
 	w.set.resolved = w.set.paths(r)
+	w.set.watchKey = w.set.watchKeys(r)
 	w.follow()
 }
 
@@ -344,7 +381,11 @@ func (w *Watcher) follow() {
 	for _, d := range dirs {
 		// Added again each time: a no-op for a folder still watched, and
 		// it watches anew a folder removed and made again.
-		err, stuck := bounded.Run(context.Background(), &watchReads, "watch "+d, watchReadTimeout, func() error { return w.fw.Add(d) })
+		key := w.set.watchKey[d]
+		if key == "" {
+			key = "watch " + d
+		}
+		err, stuck := bounded.Run(context.Background(), &watchReads, key, watchReadTimeout, func() error { return w.fw.Add(d) })
 		if stuck == nil && err == nil {
 			watched = append(watched, d) // a missing folder is tried at the next check
 		}
