@@ -150,7 +150,7 @@ func (w WatchSet) watchKeys(r resolution) map[string]string {
 		for j, p := range chosen {
 			d := filepath.Dir(p)
 			if _, named := keys[d]; !named {
-				keys[d] = fmt.Sprintf("watch %s (link %d: %s)", f, j, d)
+				keys[d] = fmt.Sprintf("watch %s (the folder at place %d of its link chain)", f, j) // never d: that is the integration's to vary
 			}
 		}
 	}

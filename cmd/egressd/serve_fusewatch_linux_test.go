@@ -226,7 +226,7 @@ func TestAStuckWatchOfOneIntegrationDoesNotStopAnothersFileReload(t *testing.T) 
 	if got := unixConnectReason(t, f.victimSock, "old.v.example"); got != "not_allowlisted" {
 		t.Fatalf("the neighbour's narrowing by file did not apply while a watch is stuck: %s\n%s", got, sb.stderr.String())
 	}
-	readyzNamesStuckWatch(t, sb.admin, filepath.Join(mnt, "sub"))
+	readyzNamesStuckWatch(t, sb.admin, "watch "+filepath.Join(f.hostile, "manifest.json"))
 
 	if n := threadsWaitingOnFUSE(t, sb.cmd.Process.Pid); n > 5 {
 		t.Fatalf("%d threads wait on the mount", n)
