@@ -11,7 +11,6 @@ import (
 
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/internal/bounded"
-	"github.com/egressd/egressd/internal/termsafe"
 )
 
 // Snapshot is one generation: every integration's policy, keyed by the
@@ -21,8 +20,9 @@ type Snapshot struct {
 	Policies   map[string]*Policy
 	listen     map[string]string // key -> the listener of the entry that serves it
 	// notLoaded says, for each configured key with no policy, why: "path:
-	// message". Its listener refuses every connection with that sentence.
-	notLoaded map[string]string
+	// message", for the operator, and the class its listener's refusals
+	// name to the integration's clients.
+	notLoaded map[string]notLoadedWhy
 }
 
 // Result says what a load did with one integration.
@@ -86,7 +86,14 @@ func (r *Registry) Policy(key string) *Policy { return r.current.Load().Policies
 
 // NotLoaded says why a configured key has no policy ("path: message"), or
 // "" when it has one or is not configured.
-func (r *Registry) NotLoaded(key string) string { return r.current.Load().notLoaded[key] }
+func (r *Registry) NotLoaded(key string) string { return r.current.Load().notLoaded[key].full }
+
+// NotLoadedToClient is what the integration's own clients are told of why
+// key has no policy ("" if it has one): its class and where the operator
+// reads the rest, never the message (see notLoadedFor).
+func (r *Registry) NotLoadedToClient(key string) string {
+	return r.current.Load().notLoaded[key].toClient
+}
 
 // StuckReads are the manifests whose read has outlived its deadline and
 // still not returned: each keeps its last good policy, or none.
@@ -135,7 +142,7 @@ func (r *Registry) LoadContext(ctx context.Context, cfg Config) []Outcome {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	prev := r.current.Load()
-	next := &Snapshot{Generation: prev.Generation + 1, Policies: map[string]*Policy{}, listen: map[string]string{}, notLoaded: map[string]string{}}
+	next := &Snapshot{Generation: prev.Generation + 1, Policies: map[string]*Policy{}, listen: map[string]string{}, notLoaded: map[string]notLoadedWhy{}}
 	var outs []Outcome
 	ids := map[string]string{} // id -> key, to refuse duplicates
 	for id, key := range servedIDs(prev, cfg) {
@@ -157,7 +164,7 @@ func (r *Registry) LoadContext(ctx context.Context, cfg Config) []Outcome {
 		}
 		out := r.loadOne(cfg, in, reads[in.Manifest], prev.Policies[in.Manifest], ids, &before, next.Generation)
 		if out.Result == Failed {
-			next.notLoaded[in.Manifest] = termsafe.OneLine(fmt.Sprintf("%s: %v", in.Manifest, out.Err))
+			next.notLoaded[in.Manifest] = notLoadedFor(in.Manifest, out.Err)
 		}
 		if out.Result != Failed {
 			p := out.policy
@@ -169,7 +176,7 @@ func (r *Registry) LoadContext(ctx context.Context, cfg Config) []Outcome {
 					out = r.refuseDuplicate(cfg, in, prev.Policies[in.Manifest], ids, next.Generation,
 						fmt.Errorf("id %s is in force for %s and already served from %s; %w", id, in.Manifest, other, ErrIDServedTwice))
 					if out.Result == Failed {
-						next.notLoaded[in.Manifest] = termsafe.OneLine(fmt.Sprintf("%s: %v", in.Manifest, out.Err))
+						next.notLoaded[in.Manifest] = notLoadedFor(in.Manifest, out.Err)
 						outs = append(outs, out.Outcome)
 						continue
 					}

@@ -106,8 +106,9 @@ func orAddress(host string) string {
 }
 
 // NotLoadedSentence is the refusal of every connection to an integration
-// whose manifest is not loaded; why is Registry.NotLoaded's "path:
-// message", capped here, since it quotes the manifest.
+// whose manifest is not loaded; why is Registry.NotLoadedToClient's "path:
+// class", never the load error itself (it may quote a file the integration
+// cannot read), capped here, since the path is long at will.
 func NotLoadedSentence(why string) string {
 	if why == "" {
 		why = "its manifest did not load"

@@ -362,9 +362,10 @@ func (s *Server) refuse(client net.Conn, p *policy.Policy, d policy.Decision, ev
 	}
 	sentence := policy.Sentence(d, p)
 	if d.Reason == policy.ManifestNotLoaded {
-		why := s.opts.Registry.NotLoaded(s.opts.Key)
-		ev.Manifest, ev.Err = s.opts.Key, audit.Cap(why, 500)
-		sentence = policy.NotLoadedSentence(why)
+		// The audit log keeps the operator's full message; the client
+		// gets its class only (Registry.NotLoadedToClient).
+		ev.Manifest, ev.Err = s.opts.Key, audit.Cap(s.opts.Registry.NotLoaded(s.opts.Key), 500)
+		sentence = policy.NotLoadedSentence(s.opts.Registry.NotLoadedToClient(s.opts.Key))
 	}
 	s.recordDenial(*ev)
 	if how == captured {

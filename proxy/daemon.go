@@ -409,25 +409,36 @@ func (d *Daemon) Ready() (bool, string) {
 	if !d.ready.Load() {
 		return false, "starting or stopping"
 	}
+	// Every reason is named, not the first only: a hostile integration
+	// whose manifest is not loaded must not hide that its link also
+	// stopped a file watch.
+	var why []string
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	for _, in := range d.cfg.Integrations {
 		if d.listeners[in.Manifest] == nil {
-			return false, "integration not serving: " + in.Manifest
-		}
-		if d.Registry.Policy(in.Manifest) == nil {
-			return false, "integration not loaded, its listener refuses every connection (manifest_not_loaded): " + d.Registry.NotLoaded(in.Manifest)
+			why = append(why, "integration not serving: "+in.Manifest)
+		} else if d.Registry.Policy(in.Manifest) == nil {
+			why = append(why, "integration not loaded, its listener refuses every connection (manifest_not_loaded): "+d.Registry.NotLoadedToClient(in.Manifest)) // /readyz is reachable by the app (a sidecar's loopback)
 		}
 	}
+	onFailure := d.cfg.Audit.OnFailure
+	d.mu.Unlock()
 	if stuck := d.Registry.StuckReads(); len(stuck) > 0 {
 		sort.Strings(stuck)
-		return false, "manifest read not finished (the last good policy stays in force): " + strings.Join(stuck, ", ")
+		why = append(why, "manifest read not finished (the last good policy stays in force): "+strings.Join(stuck, ", "))
 	}
-	if !d.Audit.Healthy() && d.cfg.Audit.OnFailure == policy.DenyOnAuditFailure {
-		return false, "audit log unavailable: new connections are refused"
+	if stuck := StuckWatches(); len(stuck) > 0 {
+		sort.Strings(stuck)
+		why = append(why, "file watch not answering (changes there are not followed until it returns; every other file is): "+strings.Join(stuck, ", "))
+	}
+	if !d.Audit.Healthy() && onFailure == policy.DenyOnAuditFailure {
+		why = append(why, "audit log unavailable: new connections are refused")
 	}
 	if _, err := d.Registry.HostAddrs().Addrs(); err != nil {
-		return false, "the host's own addresses are unknown: every address is refused (" + err.Error() + ")"
+		why = append(why, "the host's own addresses are unknown: every address is refused ("+err.Error()+")")
+	}
+	if len(why) > 0 {
+		return false, strings.Join(why, "; ")
 	}
 	return true, "ok"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -36,7 +37,8 @@ type WatchSet struct {
 	Files []string
 	Roots []string
 
-	resolved []string // paths(), kept by a Watcher between checks
+	resolved []string          // paths(), kept by a Watcher between checks
+	watchKey map[string]string // folder -> its bounded key (watchKeys), with resolved
 }
 
 // WatchSetFor is the watch set of a config loaded from configFile ("" when
@@ -77,6 +79,11 @@ const watchReadTimeout = 2 * time.Second
 // same text every time, so a path that stays stuck is no change.
 const notAnswering = "does not answer"
 
+type listing struct {
+	entries []os.DirEntry
+	err     error
+}
+
 type statResult struct {
 	info os.FileInfo
 	err  error
@@ -114,6 +121,40 @@ func (w WatchSet) paths(r resolution) []string {
 		out = append(out, r[i].links...)
 	}
 	return out
+}
+
+// watchKeys keys each folder's bounded inotify_add_watch. A folder where
+// a link leads or a walk ends is the integration's choice, so it is keyed
+// by the watched file and its place on the chain, not by its name: links
+// to ever new folders in a mount that does not answer must not each leave
+// a stuck thread behind (one per file and place at most). A folder the
+// operator named (a watched file's own, a root) keeps its own name, and
+// wins when both lead to it, so no integration's stuck call holds up the
+// watch of a folder it shares with others.
+func (w WatchSet) watchKeys(r resolution) map[string]string {
+	keys := map[string]string{}
+	for _, f := range w.Files {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			abs = f
+		}
+		d := filepath.Dir(filepath.Clean(abs))
+		keys[d] = "watch " + d
+	}
+	for _, root := range w.Roots {
+		d := filepath.Clean(root)
+		keys[d] = "watch " + d
+	}
+	for i, f := range w.Files {
+		chosen := append([]string{r[i].final}, r[i].links...)
+		for j, p := range chosen {
+			d := filepath.Dir(p)
+			if _, named := keys[d]; !named {
+				keys[d] = fmt.Sprintf("watch %s (the folder at place %d of its link chain)", f, j) // never d: that is the integration's to vary
+			}
+		}
+	}
+	return keys
 }
 
 // dirs are the folders to watch. It watches folders, not files: editors
@@ -177,12 +218,18 @@ func (w WatchSet) fingerprint(r resolution) string {
 		io.WriteString(h, sum+"\x00")
 	}
 	for _, r := range w.Roots {
-		entries, err := safefile.ReadDir(r) // no terminal, no FIFO: only a folder
+		ls, err := bounded.Run(context.Background(), &watchReads, "list "+r, watchReadTimeout, func() listing {
+			entries, err := safefile.ReadDir(r) // no terminal, no FIFO: only a folder
+			return listing{entries, err}
+		})
 		io.WriteString(h, r+"\x00")
-		if err != nil {
+		switch {
+		case err != nil:
+			io.WriteString(h, notAnswering+"\x00")
+		case ls.err != nil:
 			io.WriteString(h, "unreadable\x00")
 		}
-		for _, e := range entries {
+		for _, e := range ls.entries {
 			io.WriteString(h, e.Name()+"\x00")
 		}
 	}
@@ -224,8 +271,14 @@ type Watcher struct {
 // watchPoll is how often the watch set is re-checked without an event.
 const watchPoll = 10 * time.Second
 
-// NewWatcher starts watching the folders of current(). current is asked
-// again after each reload, since a reload can add integrations.
+// NewWatcher takes the first fingerprint of current(); Run adds the
+// folders' watches. current is asked again after each reload, since a
+// reload can add integrations.
+//
+// No watch is added here: inotify_add_watch walks a path the integration
+// chose, which can lead into a file system that never answers, and a
+// caller waiting on it (serve, before its listeners opened) waited
+// forever. Every watch is added by follow, bounded, on Run's goroutine.
 func NewWatcher(current func() WatchSet, settle time.Duration) (*Watcher, error) {
 	fw, err := newFolderWatch()
 	if err != nil {
@@ -235,15 +288,19 @@ func NewWatcher(current func() WatchSet, settle time.Duration) (*Watcher, error)
 	r := w.set.resolve()
 	w.set.resolved = w.set.paths(r)
 	w.print = w.set.fingerprint(r)
-	for _, d := range w.set.dirs() {
-		if err := fw.Add(d); err != nil {
-			fw.Close()
-			return nil, err
-		}
-	}
-	w.watched = w.set.dirs()
 	return w, nil
 }
+
+// AssumeChanged makes Run's first check reload whatever the files hold:
+// for a watcher whose first fingerprint may have been taken after the
+// first load read the files, so that a change made in between is not
+// missed (at worst one reload too many).
+func (w *Watcher) AssumeChanged() { w.print = "" }
+
+// StuckWatches names the watcher's file-system calls (walks, reads,
+// listings, inotify watches) that have not returned within their
+// deadline: the paths whose changes are not followed until they do.
+func StuckWatches() []string { return watchReads.Stuck(watchReadTimeout) }
 
 // Close releases a watch that will not Run.
 func (w *Watcher) Close() { w.fw.Close() }
@@ -257,6 +314,11 @@ func (w *Watcher) Run(ctx context.Context, reload func()) {
 	defer timer.Stop()
 	poll := time.NewTicker(w.poll)
 	defer poll.Stop()
+	// The watches first, then a check against NewWatcher's fingerprint:
+	// a change made before a folder's watch was added is seen by the
+	// check, one made after by the watch.
+	w.follow()
+	w.check(reload)
 	for {
 		select {
 		case <-ctx.Done():
@@ -299,14 +361,34 @@ func (w *Watcher) check(reload func()) {
 	}
 	w.set, w.print = next, print
 	w.set.resolved = w.set.paths(r)
+	w.set.watchKey = w.set.watchKeys(r)
+	w.follow()
+}
+
+// follow watches the folders of the current set and stops watching the
+// others. Each inotify_add_watch is bounded like every other call on a
+// path an integration controls: one that does not return in time leaves
+// that folder unwatched (the poll still sees its changes) and is not
+// tried again until it returns, and the other folders are still watched.
+func (w *Watcher) follow() {
 	dirs := w.set.dirs()
 	for _, d := range w.watched {
 		if !slices.Contains(dirs, d) {
 			w.fw.Remove(d)
 		}
 	}
+	var watched []string
 	for _, d := range dirs {
-		w.fw.Add(d) // a folder already watched is a no-op; a missing one is tried at the next check
+		// Added again each time: a no-op for a folder still watched, and
+		// it watches anew a folder removed and made again.
+		key := w.set.watchKey[d]
+		if key == "" {
+			key = "watch " + d
+		}
+		err, stuck := bounded.Run(context.Background(), &watchReads, key, watchReadTimeout, func() error { return w.fw.Add(d) })
+		if stuck == nil && err == nil {
+			watched = append(watched, d) // a missing folder is tried at the next check
+		}
 	}
-	w.watched = dirs
+	w.watched = watched
 }

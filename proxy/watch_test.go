@@ -101,6 +101,7 @@ func TestWatchSleepsThroughAuditLinesWrittenBesideTheConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
+	w.follow() // Run's first step: the folders' watches
 	for range 100 {
 		audit.Write([]byte(`{"event":"connect"}` + "\n"))
 	}
@@ -143,5 +144,32 @@ func TestAClosedWatcherLetsGoOfItsInotify(t *testing.T) {
 		case <-deadline:
 			t.Fatal("the watcher's reader is still running after Close")
 		}
+	}
+}
+
+// TestLinksToEverNewFoldersShareOneWatchKey: the folder a link leads to
+// is the integration's choice. Keyed by its name, each swap to a new
+// folder in a mount that does not answer left one more stuck
+// inotify_add_watch thread behind; keyed by the watched file and its
+// place on the chain, the stuck call of one place refuses the next at
+// once. A folder the operator named keeps its own key even when a link
+// also leads there.
+func TestLinksToEverNewFoldersShareOneWatchKey(t *testing.T) {
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "evil", "manifest.json")
+	other := filepath.Join(dir, "acme", "manifest.json")
+	set := WatchSet{Files: []string{manifest, other}}
+	keyOf := func(final string) (string, string) {
+		keys := set.watchKeys(resolution{{final: final}, {final: other}})
+		return keys[filepath.Dir(final)], keys[filepath.Dir(other)]
+	}
+	k1, _ := keyOf("/mnt/evil/a1/m.json")
+	k2, _ := keyOf("/mnt/evil/a2/m.json")
+	if k1 == "" || k1 != k2 {
+		t.Fatalf("links to two new folders: keys %q and %q, want one", k1, k2)
+	}
+	shared, own := keyOf(other) // the hostile's link leads into the neighbour's folder
+	if want := "watch " + filepath.Dir(other); shared != want || own != want {
+		t.Fatalf("the neighbour's folder: %q / %q, want %q", shared, own, want)
 	}
 }

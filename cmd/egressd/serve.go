@@ -99,20 +99,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// The watch starts before the first load, so a change made while
-	// egressd starts is a reload, not a miss.
 	var started atomic.Bool
-	w, watchErr := proxy.NewWatcher(func() proxy.WatchSet {
+	watch := startWatch(func() proxy.WatchSet {
 		if !started.Load() {
 			return watchSet(cfg, f.config)
 		}
 		return watchSet(d.Config(), f.config)
-	}, reloadSettle)
+	})
 	hup, err := startDaemon(ctx, cancel, d, sig)
 	if err != nil {
-		if watchErr == nil {
-			w.Close()
-		}
+		go watch.close() // once built: a stuck walk must not hold up the exit
 		if errors.Is(err, errStoppedWhileStarting) {
 			return exitOK
 		}
@@ -134,11 +130,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 	}
 	started.Store(true)
 	reload := reloader(ctx, d, stderr)
-	if watchErr != nil {
-		fmt.Fprintf(stderr, "egressd: warning: manifest changes are not watched (%v); SIGHUP still reloads\n", watchErr)
-	} else {
-		go w.Run(ctx, reload)
-	}
+	go watch.run(ctx, reload, stderr)
 	if hup {
 		reload() // a SIGHUP that came while egressd started
 	}
@@ -169,6 +161,66 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 			d.Shutdown(ctx)
 			return exitFail
 		}
+	}
+}
+
+// watchStart is the file watcher being built beside serve's start, never
+// on its path: building it walks and reads paths integrations chose,
+// each call bounded but a hostile one costing its deadline, and serve
+// waited on it before opening any listener (and, while inotify_add_watch
+// was unbounded, forever).
+type watchStart struct {
+	built chan watchBuilt
+	early bool // built before the first load began: its fingerprint predates the load
+}
+
+type watchBuilt struct {
+	w   *proxy.Watcher
+	err error
+}
+
+// watchStartWait is how long serve waits for the watcher's first
+// fingerprint before it loads: long enough for honest files, so a change
+// made while egressd starts is a reload, not a miss; past it, the watcher
+// reloads once when it is built.
+const watchStartWait = 500 * time.Millisecond
+
+func startWatch(current func() proxy.WatchSet) *watchStart {
+	s := &watchStart{built: make(chan watchBuilt, 1)}
+	go func() {
+		w, err := proxy.NewWatcher(current, reloadSettle)
+		s.built <- watchBuilt{w, err}
+	}()
+	select {
+	case b := <-s.built:
+		s.built <- b
+		s.early = true
+	case <-time.After(watchStartWait):
+	}
+	return s
+}
+
+// run follows the files until ctx ends, once the watcher is built.
+func (s *watchStart) run(ctx context.Context, reload func(), stderr io.Writer) {
+	select {
+	case b := <-s.built:
+		if b.err != nil {
+			fmt.Fprintf(stderr, "egressd: warning: manifest changes are not watched (%v); SIGHUP still reloads\n", b.err)
+			return
+		}
+		if !s.early {
+			b.w.AssumeChanged()
+		}
+		b.w.Run(ctx, reload)
+	case <-ctx.Done():
+		go s.close()
+	}
+}
+
+// close releases a watcher that will not run, once it is built.
+func (s *watchStart) close() {
+	if b := <-s.built; b.err == nil {
+		b.w.Close()
 	}
 }
 
