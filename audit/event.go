@@ -82,9 +82,10 @@ const (
 	maxHostRaw = 253
 	maxField   = 256
 	maxList    = 8
-	// maxEntries bounds a policy event's list in force; a longer list is
-	// not written (a report then reads the manifest instead).
-	maxEntries = 1024
+	// MaxPolicyEntries bounds a policy event's list in force. A manifest
+	// lists no more (allowlist.MaxEntries), so the list is always written;
+	// a longer one (never expected) is not.
+	MaxPolicyEntries = 1024
 )
 
 // Cap bounds s to n bytes and never cuts silently: a cut value ends with

@@ -324,7 +324,7 @@ func encode(zl zerolog.Logger, e Event, sc *scratch) {
 	str("action", e.Action)
 	id("pending", e.Pending)
 	id("manifest", e.Manifest)
-	if e.Kind == Policy && e.Entries != nil && len(e.Entries) <= maxEntries {
+	if e.Kind == Policy && e.Entries != nil && len(e.Entries) <= MaxPolicyEntries {
 		entries := make([]string, len(e.Entries))
 		for i, en := range e.Entries {
 			entries[i] = CapIdentity(en)
