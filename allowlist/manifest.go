@@ -84,6 +84,19 @@ func (m *Manifest) Digest() string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
+// Bounds on what a manifest says, so that the audit log records it whole.
+// No spec states a limit (VoiceOS and Sollar give only the patterns). Each
+// is well under the audit writer's 256-byte field cap: an id is a
+// reverse-DNS name, and 128 bytes is half the longest DNS name, more than
+// any real one; a version of 64 bytes holds a pre-release and a 40-hex
+// commit as build metadata; a pending "ID VERSION" (193 bytes) fits too.
+// MaxEntries is the longest list a policy event records in full.
+const (
+	MaxIDLength      = 128
+	MaxVersionLength = 64
+	MaxEntries       = 1024
+)
+
 // maxEntriesBeforeWarning is where a list starts to read as a liability
 // (VoiceOS: "a short list reads as trustworthy, a long one as a liability").
 const maxEntriesBeforeWarning = 20
@@ -208,14 +221,18 @@ func refuseOtherFormatKeys(name string, top fields, f Format) {
 // parseIdentity checks the id and version every format has.
 func parseIdentity(top fields, m *Manifest) {
 	if id, ok := top.requiredString("id"); ok {
-		if reverseDNS().MatchString(id) {
+		if len(id) > MaxIDLength {
+			top.ps.errorf("id", fmt.Sprintf("%d bytes; an id is at most %d bytes", len(id), MaxIDLength))
+		} else if reverseDNS().MatchString(id) {
 			m.ID = id
 		} else {
 			top.ps.errorf("id", fmt.Sprintf("must be reverse-DNS like \"com.you.coffee-tracker\" (%q)", capString(id, 100)))
 		}
 	}
 	if v, ok := top.requiredString("version"); ok {
-		if strictSemver().MatchString(v) {
+		if len(v) > MaxVersionLength {
+			top.ps.errorf("version", fmt.Sprintf("%d bytes; a version is at most %d bytes", len(v), MaxVersionLength))
+		} else if strictSemver().MatchString(v) {
 			m.Version = v
 		} else {
 			top.ps.errorf("version", fmt.Sprintf("must be a semantic version like \"1.0.0\" (%q)", capString(v, 100)))
@@ -225,6 +242,7 @@ func parseIdentity(top fields, m *Manifest) {
 
 // parseEntries checks one network list and appends its entries to m.
 func parseEntries(list []json.RawMessage, path string, m *Manifest, rules *Rules, ps *Problems) {
+	before := len(m.Entries)
 	seen := make(map[Entry]int, len(m.Entries))
 	for i, e := range m.Entries {
 		seen[e] = i
@@ -251,7 +269,9 @@ func parseEntries(list []json.RawMessage, path string, m *Manifest, rules *Rules
 		seen[e] = len(m.Entries)
 		m.Entries = append(m.Entries, e)
 	}
-	if len(m.Entries) > maxEntriesBeforeWarning {
+	if len(m.Entries) > MaxEntries && before <= MaxEntries {
+		ps.errorf(path, fmt.Sprintf("%d entries; a manifest lists at most %d (the audit log records the whole list in force)", len(m.Entries), MaxEntries))
+	} else if len(m.Entries) > maxEntriesBeforeWarning {
 		ps.warnf(path, fmt.Sprintf("%d entries: a long list reads as a liability; list only the hosts you call", len(m.Entries)))
 	}
 }

@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -85,18 +87,39 @@ const (
 	maxHostRaw = 253
 	maxField   = 256
 	maxList    = 8
-	// maxEntries bounds a policy event's list in force; a longer list is
-	// not written (a report then reads the manifest instead).
-	maxEntries = 1024
+	// MaxPolicyEntries bounds a policy event's list in force. A manifest
+	// lists no more (allowlist.MaxEntries), so the list is always written;
+	// a longer one (never expected) is not.
+	MaxPolicyEntries = 1024
 )
 
-// Cap cuts s to n bytes without splitting a UTF-8 sequence's start from
-// its end in a way that matters: the written value is JSON-escaped anyway.
+// Cap bounds s to n bytes and never cuts silently: a cut value ends with
+// the original length, "head…[400 bytes]", so a reader knows it is not
+// the value as sent. The head ends on a UTF-8 character boundary.
 func Cap(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n]
+	marker := "…[" + strconv.Itoa(len(s)) + " bytes]"
+	if n < len(marker) {
+		return s[:runeStartAtOrBefore(s, n)]
+	}
+	return s[:runeStartAtOrBefore(s, n-len(marker))] + marker
+}
+
+// CapIdentity bounds an identity-bearing value (an integration id, a
+// version, a pending "ID VERSION", a claiming folder) to maxField bytes.
+// Manifests bound ids and versions well below it, so a cut is never
+// expected; should one happen, the marker carries the whole value's
+// SHA-256 (128 bits), so two distinct identities never log the same and a
+// refusal stays attributable to the one that made it.
+func CapIdentity(s string) string {
+	if len(s) <= maxField {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	marker := "…[" + strconv.Itoa(len(s)) + " bytes sha256:" + hex.EncodeToString(sum[:16]) + "]"
+	return s[:runeStartAtOrBefore(s, maxField-len(marker))] + marker
 }
 
 // targetHead is how much of an over-long target's front CapTarget keeps;

@@ -87,6 +87,11 @@ func writeUnused(w io.Writer, ir IntegrationReport) {
 	case ir.Declared == nil:
 		fmt.Fprintln(w, "\nunused entries:\t(manifest not found: pass --manifest)")
 		return
+	}
+	if ir.DeclaredFrom != "" {
+		fmt.Fprintf(w, "\njudged by:\t%s", q(ir.DeclaredFrom))
+	}
+	switch {
 	case len(ir.Unused) == 0:
 		fmt.Fprintln(w, "\nunused entries:\tnone: every declared entry was tried")
 	default:

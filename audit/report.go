@@ -72,7 +72,12 @@ type IntegrationReport struct {
 	// that were asked for but never connected (every attempt failed: DNS, a
 	// refused address, the dial), which is a problem to look into, not a
 	// removal.
-	Declared            []string     `json:"declared,omitempty"`
+	Declared []string `json:"declared,omitempty"`
+	// DeclaredFrom, when set, says Declared was read from a manifest file
+	// at report time, not from the lists in force the log records: a
+	// list that may never have been in force. Empty when the log's policy
+	// events record the lists (every egressd that writes them does).
+	DeclaredFrom        string       `json:"declared_from,omitempty"`
 	Unused              []string     `json:"unused"`
 	TriedNeverConnected []TriedEntry `json:"tried_never_connected"`
 	Refused             []Refusal    `json:"refused"`

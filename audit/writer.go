@@ -256,9 +256,14 @@ func encode(zl zerolog.Logger, e Event, sc *scratch) {
 			ev.Str(k, Cap(v, maxField))
 		}
 	}
-	str("integration", e.Integration)
-	str("integration_version", e.IntegrationVersion)
-	str("claim", e.Claim)
+	id := func(k, v string) {
+		if v != "" {
+			ev.Str(k, CapIdentity(v))
+		}
+	}
+	id("integration", e.Integration)
+	id("integration_version", e.IntegrationVersion)
+	id("claim", e.Claim)
 	if e.Generation != 0 {
 		ev.Uint64("generation", e.Generation)
 	}
@@ -328,12 +333,12 @@ func encode(zl zerolog.Logger, e Event, sc *scratch) {
 	}
 	str("listener", e.Listener)
 	str("action", e.Action)
-	str("pending", e.Pending)
-	str("manifest", e.Manifest)
-	if e.Kind == Policy && e.Entries != nil && len(e.Entries) <= maxEntries {
+	id("pending", e.Pending)
+	id("manifest", e.Manifest)
+	if e.Kind == Policy && e.Entries != nil && len(e.Entries) <= MaxPolicyEntries {
 		entries := make([]string, len(e.Entries))
 		for i, en := range e.Entries {
-			entries[i] = Cap(en, maxField)
+			entries[i] = CapIdentity(en)
 		}
 		ev.Strs("entries", entries)
 	}

@@ -450,6 +450,12 @@ func (d *Daemon) auditOutcomes(outs []policy.Outcome) {
 		ev.Claim = d.Registry.Policy(o.Key).Claim() // the policy in force: a claim kept last good is still the claim
 		// The list in force: what a report judges this period's traffic by.
 		ev.Entries = d.Registry.Policy(o.Key).InForceEntries()
+		if ev.Entries == nil {
+			// Nothing is in force (a manifest that never loaded). An
+			// absent list means a log from an egressd that did not record
+			// lists, which a report judges by the manifest file instead.
+			ev.Entries = []string{}
+		}
 		if o.Err != nil {
 			ev.Err = audit.Cap(o.Err.Error(), 1000)
 		}

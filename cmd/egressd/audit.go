@@ -199,6 +199,7 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	declared := map[string][]string{}
+	from := map[string]string{} // id -> the manifest file its list was read from now
 	if !named {
 		for id, list := range recorded {
 			declared[id] = list
@@ -220,11 +221,17 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 		for _, e := range m.Entries {
 			declared[m.ID] = append(declared[m.ID], e.String())
 		}
+		from[m.ID] = judgedBy(path, named)
 		if declared[m.ID] == nil {
 			declared[m.ID] = []string{}
 		}
 	}
 	rep := audit.BuildReport(recs, declared)
+	for i, ir := range rep.Integrations {
+		if ir.Claim == "" {
+			rep.Integrations[i].DeclaredFrom = from[ir.ID]
+		}
+	}
 	rep.Files = fs.Args()
 	rep.Verification = audit.VerificationOf(verdict)
 	switch *format {
@@ -249,6 +256,15 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// judgedBy says where a list read at report time comes from: a manifest
+// file as it is now, which may not be the list that was in force.
+func judgedBy(path string, named bool) string {
+	if named {
+		return "the manifest file " + path + " as it is now (named by --manifest), not necessarily the list in force then"
+	}
+	return "the manifest file " + path + " as it is now, not the list in force then: this log records none (an egressd before the list was recorded)"
 }
 
 // loadNamedManifest reads a manifest whose path a log may have chosen: only
