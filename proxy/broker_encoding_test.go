@@ -74,3 +74,52 @@ func TestBrokerBodyLabelledWithAnEncodingItCannotReadIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestBrokerDoubleGzipEchoIsNeverHandedBackCompressed: egressd let Go's
+// transport ask for gzip and decompress it; the transport decompresses
+// when the FIRST Content-Encoding field is "gzip", strips one layer, and
+// deletes every field. A bound origin that gzips its echo twice with two
+// fields ("gzip" then "gzip", "br" or "identity") left a gzip layer with
+// no label left to refuse: the program gunzipped the real value (round 12
+// attacker, real serve binary). egressd now asks the origin for identity
+// and decompresses nothing, so any label on the answer is an encoding it
+// cannot read, refused.
+func TestBrokerDoubleGzipEchoIsNeverHandedBackCompressed(t *testing.T) {
+	gz := func(b []byte) []byte {
+		var out strings.Builder
+		zw := gzip.NewWriter(&out)
+		zw.Write(b)
+		zw.Close()
+		return []byte(out.String())
+	}
+	for _, second := range []string{"gzip", "br", "identity", ""} {
+		t.Run("gzip then "+second, func(t *testing.T) {
+			b := newBrokerEnv(t, false, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Add("Content-Encoding", "gzip")
+				if second != "" {
+					w.Header().Add("Content-Encoding", second)
+				}
+				w.Write(gz(gz([]byte("you sent: " + r.Header.Get("Authorization") + "\n"))))
+			})
+			c := b.client(false)
+			c.Transport.(*http.Transport).DisableCompression = true
+			resp, body := do(t, c, b.credentialRequest(t, "api.allowed.example"))
+			plain := body
+			for range 3 { // the program peels every gzip layer it finds
+				zr, err := gzip.NewReader(strings.NewReader(plain))
+				if err != nil {
+					break
+				}
+				b, err := io.ReadAll(zr)
+				if err != nil {
+					break
+				}
+				plain = string(b)
+			}
+			noValueIn(t, "the body the program decoded", plain)
+			if resp.StatusCode != http.StatusBadGateway || resp.Header.Get(ReasonHeader) != string(policy.ResponseRefused) {
+				t.Fatalf("status %d reason %q, want 502 response_refused", resp.StatusCode, resp.Header.Get(ReasonHeader))
+			}
+		})
+	}
+}

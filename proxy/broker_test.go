@@ -664,8 +664,8 @@ func TestBrokerStopsForwardingOnceTheAuditLogFails(t *testing.T) {
 // TestBrokerCurlGetsTheSecretAddedAndAGzippedEchoScrubbed: a real curl,
 // over HTTP/1.1 and HTTP/2, asking for compressed responses from an origin
 // that gzips whenever asked and echoes the credential. egressd asks the
-// origin for gzip itself and decompresses before scrubbing, so even the
-// compressed echo comes back with the placeholder.
+// origin for identity whatever the client asked, so the echo comes back
+// plain, scrubbed, with the placeholder.
 func TestBrokerCurlGetsTheSecretAddedAndAGzippedEchoScrubbed(t *testing.T) {
 	curl, err := exec.LookPath("curl")
 	if err != nil {

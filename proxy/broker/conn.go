@@ -139,6 +139,7 @@ func Serve(ctx context.Context, client net.Conn, c *Conn) (up, down int64) {
 	tr := &http.Transport{
 		DialTLSContext:      b.dialer("h2", "http/1.1"),
 		ForceAttemptHTTP2:   true,
+		DisableCompression:  true, // rewrite asks for identity; nothing is decompressed
 		MaxConnsPerHost:     maxUpstreamConns,
 		MaxIdleConnsPerHost: maxUpstreamConns,
 		IdleConnTimeout:     c.IdleTimeout,
@@ -154,6 +155,7 @@ func Serve(ctx context.Context, client net.Conn, c *Conn) (up, down int64) {
 	// prefers h2 would take it and the upgrade could not be sent.
 	upgrades := &http.Transport{
 		DialTLSContext:      b.dialer("http/1.1"),
+		DisableCompression:  true,
 		MaxConnsPerHost:     maxUpstreamConns,
 		MaxIdleConnsPerHost: maxUpstreamConns,
 		IdleConnTimeout:     c.IdleTimeout,

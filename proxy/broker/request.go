@@ -196,15 +196,18 @@ func (b *broker) sameHost(authority string) bool {
 }
 
 // rewrite sends the request to the origin of this connection only, with
-// placeholders substituted. Accept-Encoding is left to the transport,
-// which then asks for gzip and decompresses it itself, so responses reach
-// the scrubber as identity whenever the origin honours the request. Range
+// placeholders substituted. The origin is asked for identity: egressd
+// scrubs only bytes it reads as they are, and decompresses nothing (Go's
+// transport, left to ask for gzip, decompressed one layer when the first
+// Content-Encoding field said gzip and then dropped every field, so a
+// second layer reached the program with no label to refuse). Any
+// encoding on the answer is refused (modifyResponse). Range
 // and If-Range are dropped: a brokered host always answers whole bodies,
 // since a range of an echo is a piece of a value cut where the
 // integration chose, which no scrubber can recognise.
 func (b *broker) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = "https", b.authority(), b.authority()
-	pr.Out.Header.Del("Accept-Encoding")
+	pr.Out.Header.Set("Accept-Encoding", "identity")
 	pr.Out.Header.Del("Range")
 	pr.Out.Header.Del("If-Range")
 	st := stateOf(pr.Out.Context())
@@ -237,11 +240,11 @@ func (b *broker) every() []policy.Secret {
 }
 
 // modifyResponse puts placeholders back in place of the values in the
-// response's header, identity-encoded body and trailers. A body egressd
-// cannot read as it is, any Content-Encoding left once the transport took
-// off the gzip it asked for, is refused: it cannot be scrubbed, and the
-// program may well decode it (a plain echo labelled "utf-8", gzip labelled
-// "x-gzip" or "gzip, identity", brotli sent unasked). A partial answer,
+// response's header, identity-encoded body and trailers. A body labelled
+// with any encoding but identity, which egressd did not ask for, is
+// refused: it cannot be scrubbed, and the program may well decode it (a
+// plain echo labelled "utf-8", gzip however labelled, brotli sent
+// unasked). A partial answer,
 // which egressd never asked for, is refused too.
 func (b *broker) modifyResponse(resp *http.Response) error {
 	st := stateOf(resp.Request.Context())
@@ -289,9 +292,7 @@ var errEncoded = errors.New("the origin answered with a body in an encoding egre
 
 // encoded is the first Content-Encoding token of h that is not "identity",
 // across every field and comma-separated list, or "" for a body egressd
-// reads as it is. The transport removes the header when it decompresses
-// the gzip it asked for, so any token left is an encoding still on the
-// body.
+// reads as it is.
 func encoded(h http.Header) string {
 	for _, v := range h.Values("Content-Encoding") {
 		for _, tok := range strings.Split(v, ",") {
