@@ -12,8 +12,12 @@ import (
 // field a reviewer groups by, except the target. Only fields egressd or the
 // operator chose are in it (never the method or anything else the client
 // sends), so a client cannot open a new class, and a new line, per request.
+// The manifest path is in it because it is all that names a listener whose
+// manifest never loaded (no integration, claim or generation yet): without
+// it every such listener shared one class, and one integration's refusals
+// were summed under another's manifest.
 func foldClass(e Event) string {
-	return strings.Join([]string{string(e.Kind), e.Integration, e.Claim, strconv.FormatUint(e.Generation, 10), e.Decision, e.Reason, e.Listener}, "|")
+	return strings.Join([]string{string(e.Kind), e.Integration, e.Claim, strconv.FormatUint(e.Generation, 10), e.Decision, e.Reason, e.Listener, e.Manifest}, "|")
 }
 
 // foldTarget is what was asked for: the canonical host (see targetOf), or

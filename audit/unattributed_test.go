@@ -43,3 +43,29 @@ func TestReportShowsRecordsThatNameNoIntegration(t *testing.T) {
 		t.Fatalf("HTML report (%v) has no unattributed section", err)
 	}
 }
+
+// TestReportKeepsTheManifestOfUnattributedRecordsApart: refusals on the
+// listeners of two manifests that never loaded name no integration, only
+// their manifest path; the unattributed section grouped them by event,
+// decision, reason and target, so both merged into rows naming neither
+// (round 11 attacker, issue 18). The manifest is one of the keys, and the
+// text shows it.
+func TestReportKeepsTheManifestOfUnattributedRecordsApart(t *testing.T) {
+	recs := []Record{
+		{Time: at(1), Event: "connect", Manifest: "/srv/victim", Decision: "deny", Reason: "manifest_not_loaded", Host: "x.example", Port: 443},
+		{Time: at(2), Event: "connect", Manifest: "/srv/hostile", Decision: "deny", Reason: "manifest_not_loaded", Host: "x.example", Port: 443},
+	}
+	rep := BuildReport(recs, nil)
+	if len(rep.Unattributed) != 2 || rep.Unattributed[0].Manifest == rep.Unattributed[1].Manifest {
+		t.Fatalf("unattributed = %+v, want one row per manifest", rep.Unattributed)
+	}
+	var text bytes.Buffer
+	if err := WriteText(&text, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"/srv/victim", "/srv/hostile"} {
+		if !strings.Contains(text.String(), m) {
+			t.Fatalf("text report does not name %s:\n%s", m, text.String())
+		}
+	}
+}
