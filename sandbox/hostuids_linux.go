@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io/fs"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -170,8 +171,14 @@ func pickHostUID(r *hostUIDs, key string, mine int, taken map[int]bool) (int, er
 }
 
 // hostAccount reports whether uid is a host account's (getpwuid through
-// os/user: /etc/passwd, and NSS where egressd is built with cgo).
+// os/user: /etc/passwd, and NSS where egressd is built with cgo), or one
+// the admin delegated to a user as a subordinate id (/etc/subuid, and
+// /etc/subgid, since the sandbox's gid is its uid): that user can map it
+// in a user namespace of their own and signal the sandbox as it.
 func hostAccount(uid int) (bool, error) {
+	if sub, err := delegated(uid); sub || err != nil {
+		return sub, err
+	}
 	_, err := user.LookupId(strconv.Itoa(uid))
 	var unknown user.UnknownUserIdError
 	switch {
@@ -182,6 +189,37 @@ func hostAccount(uid int) (bool, error) {
 	default:
 		return false, fmt.Errorf("look up uid %d: %w", uid, err)
 	}
+}
+
+// subordinateFiles are where the admin delegates id ranges to users
+// (shadow-utils' newuidmap and newgidmap read them).
+var subordinateFiles = []string{"/etc/subuid", "/etc/subgid"}
+
+// delegated reports whether id lies in a range subordinateFiles delegate
+// ("name:start:count" lines). A missing file delegates nothing; one that
+// cannot be read fails closed.
+func delegated(id int) (bool, error) {
+	for _, path := range subordinateFiles {
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("read %s: %w", path, err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			f := strings.Split(strings.TrimSpace(line), ":")
+			if len(f) != 3 {
+				continue
+			}
+			start, err1 := strconv.ParseInt(f[1], 10, 64)
+			count, err2 := strconv.ParseInt(f[2], 10, 64)
+			if err1 == nil && err2 == nil && int64(id) >= start && int64(id) < start+count {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // processesRunAs returns every uid (real, effective, saved, filesystem)

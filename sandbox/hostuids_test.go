@@ -269,3 +269,36 @@ func TestADamagedUIDRecordRefusesTheRunWithOneLine(t *testing.T) {
 		t.Fatalf("uid %d, error %v; want one line naming the record", uid, err)
 	}
 }
+
+// TestASandboxUIDIsNeverOneDelegatedToAUserAsSubordinate: a root sandbox's
+// uid was checked against host accounts and running processes only; a uid
+// the admin had delegated to a user in /etc/subuid (or a gid in
+// /etc/subgid) let that user map it in a user namespace of their own and,
+// as that uid, stop and kill the sandboxed program and share its per-uid
+// quotas (round 11 attacker, issue 12). A uid inside any delegated range
+// is never handed out.
+func TestASandboxUIDIsNeverOneDelegatedToAUserAsSubordinate(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root")
+		}
+		t.Skip("needs root")
+	}
+	useTempHostUIDRecord(t)
+	key := StateName("com.acme.delegated", "/srv/delegated")
+	want := stateUIDOf(key)
+	dir := t.TempDir()
+	subuid, subgid := filepath.Join(dir, "subuid"), filepath.Join(dir, "subgid")
+	os.WriteFile(subuid, []byte("# a comment\nalice:100000:65536\nmallory:"+strconv.Itoa(want-10)+":20\n"), 0o644)
+	os.WriteFile(subgid, []byte("bob:"+strconv.Itoa(want+11)+":1\n"), 0o644)
+	old := subordinateFiles
+	subordinateFiles = []string{subuid, subgid}
+	t.Cleanup(func() { subordinateFiles = old })
+	_, uid, err := ClaimStateFolder(t.TempDir(), key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid >= want-10 && uid < want+10 || uid == want+11 {
+		t.Fatalf("got uid %d, inside a range /etc/subuid or /etc/subgid delegates (%d..%d, %d)", uid, want-10, want+9, want+11)
+	}
+}
