@@ -178,6 +178,9 @@ func bringUpLoopback() error {
 			return step("TCP buffer bounds", err)
 		}
 	}
+	if err := writeFile(optMemMax, strconv.Itoa(OptMemBytes)); err != nil {
+		return step("socket option memory bound", err)
+	}
 	for _, f := range []string{"/proc/sys/net/ipv6/conf/all/disable_ipv6", "/proc/sys/net/ipv6/conf/default/disable_ipv6", "/proc/sys/net/ipv6/conf/lo/disable_ipv6"} {
 		if err := writeFile(f, "1"); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return step("disable IPv6", err)
@@ -194,6 +197,15 @@ var tcpBuffers = map[string]string{
 	"/proc/sys/net/ipv4/tcp_rmem": "4096 87380 262144",
 	"/proc/sys/net/ipv4/tcp_wmem": "4096 16384 262144",
 }
+
+// optMemMax is net.core.optmem_max, per network namespace: the most
+// option memory (sock_kmalloc: socket filters, IP options, IPv6 sticky
+// options and routing headers, multicast memberships and source lists,
+// control messages being sent) one socket holds. The kernel charges it to
+// no memory cgroup, and a socket need not be bound or connected to hold
+// it, so no count of connections or sockets in use sees it; the host's
+// 128 KiB let 8 processes take 1.4 GB. OptMemBytes says why 1 KiB.
+const optMemMax = "/proc/sys/net/core/optmem_max"
 
 // openListeners creates, inside the sandbox's network namespace, the
 // listeners the supervisor will serve, and returns them as files.
