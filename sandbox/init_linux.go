@@ -85,6 +85,11 @@ func InitMain() int {
 	if err != nil {
 		return fail(err)
 	}
+	// After egressd's own listeners, which keep the host's backlog: the
+	// kernel clamps a backlog to somaxconn at listen().
+	if err := writeFile(somaxconnPath, strconv.Itoa(Somaxconn)); err != nil {
+		return fail(step("listen backlog bound", err))
+	}
 	egress, err := openEgress()
 	if err != nil {
 		return fail(err)
@@ -206,6 +211,10 @@ var tcpBuffers = map[string]string{
 // it, so no count of connections or sockets in use sees it; the host's
 // 128 KiB let 8 processes take 1.4 GB. OptMemBytes says why 1 KiB.
 const optMemMax = "/proc/sys/net/core/optmem_max"
+
+// somaxconnPath is net.core.somaxconn, per network namespace: the longest
+// accept queue a listener may ask for.
+const somaxconnPath = "/proc/sys/net/core/somaxconn"
 
 // openListeners creates, inside the sandbox's network namespace, the
 // listeners the supervisor will serve, and returns them as files.
