@@ -85,6 +85,11 @@ func InitMain() int {
 	if err != nil {
 		return fail(err)
 	}
+	// After egressd's own listeners, which keep the host's backlog: the
+	// kernel clamps a backlog to somaxconn at listen().
+	if err := writeFile(somaxconnPath, strconv.Itoa(Somaxconn)); err != nil {
+		return fail(step("listen backlog bound", err))
+	}
 	egress, err := openEgress()
 	if err != nil {
 		return fail(err)
@@ -178,6 +183,9 @@ func bringUpLoopback() error {
 			return step("TCP buffer bounds", err)
 		}
 	}
+	if err := writeFile(optMemMax, strconv.Itoa(OptMemBytes)); err != nil {
+		return step("socket option memory bound", err)
+	}
 	for _, f := range []string{"/proc/sys/net/ipv6/conf/all/disable_ipv6", "/proc/sys/net/ipv6/conf/default/disable_ipv6", "/proc/sys/net/ipv6/conf/lo/disable_ipv6"} {
 		if err := writeFile(f, "1"); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return step("disable IPv6", err)
@@ -194,6 +202,19 @@ var tcpBuffers = map[string]string{
 	"/proc/sys/net/ipv4/tcp_rmem": "4096 87380 262144",
 	"/proc/sys/net/ipv4/tcp_wmem": "4096 16384 262144",
 }
+
+// optMemMax is net.core.optmem_max, per network namespace: the most
+// option memory (sock_kmalloc: socket filters, IP options, IPv6 sticky
+// options and routing headers, multicast memberships and source lists,
+// control messages being sent) one socket holds. The kernel charges it to
+// no memory cgroup, and a socket need not be bound or connected to hold
+// it, so no count of connections or sockets in use sees it; the host's
+// 128 KiB let 8 processes take 1.4 GB. OptMemBytes says why 1 KiB.
+const optMemMax = "/proc/sys/net/core/optmem_max"
+
+// somaxconnPath is net.core.somaxconn, per network namespace: the longest
+// accept queue a listener may ask for.
+const somaxconnPath = "/proc/sys/net/core/somaxconn"
 
 // openListeners creates, inside the sandbox's network namespace, the
 // listeners the supervisor will serve, and returns them as files.

@@ -72,6 +72,27 @@ const (
 	// on which the kernel writes no core file and starts no core_pattern
 	// helper either.
 	CoreLimit = 1
+	// OptMemBytes is net.core.optmem_max in the sandbox's namespace
+	// (optMemMax): the most option memory one socket holds, so the
+	// sandbox holds at most Processes x OpenFiles of it, 256 MiB at the
+	// defaults, a quarter of TotalMemoryMB. 1 KiB still takes what
+	// programs set: SCM_RIGHTS of up to 250 descriptors in one message
+	// (16 + 4 a descriptor), a socket filter of about 100 instructions,
+	// 20 IPv4 multicast memberships (the kernel's own default cap, about
+	// 48 bytes each), IP options (40 bytes), an IPv6 routing header of a
+	// few segments. Past it the kernel answers ENOBUFS or ENOMEM, as it
+	// does past the host's own bound. MSG_ZEROCOPY holds one notification
+	// at a time, and falls back to copying.
+	OptMemBytes = 1024
+	// Somaxconn is net.core.somaxconn in the sandbox's namespace, set
+	// after egressd's listeners: the longest accept queue a program's
+	// listener holds (the host's 4,096 let one listener queue 4,096
+	// connections between two of socketWatch's counts). Go and Python ask
+	// for somaxconn, Node for 511, and the kernel clamps each silently; a
+	// burst past it waits for a SYN retransmission, not an error. 64 is
+	// what one program serving itself needs, and 64 connections of 256
+	// KiB, 16 MB, is the most one listener can queue unseen.
+	Somaxconn = 64
 	// TCPBufferBound says what tcpBuffers sets, for the audit log.
 	TCPBufferBound = "256 KiB per socket each way (tcp_rmem, tcp_wmem)"
 )
@@ -108,6 +129,17 @@ func socketLimit(connections int) int { return 2*connections + socketSlack }
 // TCPSockets is the most TCP sockets in use past which the init kills the
 // sandbox (socketWatch).
 func (l Limits) TCPSockets() int { return socketLimit(l.TCPConnections()) }
+
+// SocketOptionMB is the most socket option memory the sandbox holds, in
+// MiB, which the kernel charges to no cgroup: OptMemBytes on each socket
+// every process may open.
+func (l Limits) SocketOptionMB() int { return l.Processes * l.OpenFiles * OptMemBytes >> 20 }
+
+// TCPQueued is the most connections the sandbox's listeners may hold in
+// their accept queues past which the init kills the sandbox
+// (socketWatch): a queued connection is a connection, and socketSlack
+// covers conntrack's drift and egressd's own listeners.
+func (l Limits) TCPQueued() int { return l.TCPConnections() + socketSlack }
 
 // DefaultLimits are the bounds when the operator sets none.
 var DefaultLimits = Limits{Processes: 256, OpenFiles: 1024, MemoryMB: 1024, FileSizeMB: 256, TmpMB: 64, HomeMB: 64, TmpfsInodes: 16384, StateMB: 1024,

@@ -218,6 +218,7 @@ func baselineRules() []rule {
 		rules = append(rules, rule{name: "setsockopt(SOL_SOCKET, buffer size)", nr: unix.SYS_SETSOCKOPT,
 			conds: []cond{{arg: 1, op: equal, value: unix.SOL_SOCKET}, {arg: 2, op: equal, value: opt}}, action: retErrno(0)})
 	}
+	rules = append(rules, tcpKeyRules()...)
 	var personas []cond
 	for _, p := range allowedPersonalities {
 		personas = append(personas, cond{arg: 0, op: notEqual, value: p})
@@ -229,6 +230,27 @@ func baselineRules() []rule {
 	rules = append(rules, pageCacheRules()...)
 	rules = append(rules, socketpairRule())
 	return append(rules, hostPoolRules()...)
+}
+
+// tcpKeyOptions are the TCP socket options that install authentication
+// keys: TCP_MD5SIG, TCP_MD5SIG_EXT, and TCP-AO's (linux/tcp.h, which
+// x/sys/unix does not all name: TCP_AO_ADD_KEY 38, TCP_AO_DEL_KEY 39,
+// TCP_AO_INFO 40, TCP_AO_GET_KEYS 41, TCP_AO_REPAIR 42). Their keys are
+// kernel memory charged to no cgroup (sock_kmalloc), one per peer, on
+// sockets that need not be bound, which no socket count sees: 1,000
+// sockets of TCP_MD5SIG keys held 128 MB per process. Only BGP routers
+// use them; optMemMax bounds them too, this is the second layer.
+var tcpKeyOptions = []uint32{unix.TCP_MD5SIG, unix.TCP_MD5SIG_EXT, 38, 39, 40, 41, 42}
+
+// tcpKeyRules refuse tcpKeyOptions with ENOPROTOOPT, what a kernel built
+// without TCP MD5 or TCP-AO answers.
+func tcpKeyRules() []rule {
+	var rules []rule
+	for _, opt := range tcpKeyOptions {
+		rules = append(rules, rule{name: "setsockopt(IPPROTO_TCP, keys)", nr: unix.SYS_SETSOCKOPT,
+			conds: []cond{{arg: 1, op: equal, value: unix.IPPROTO_TCP}, {arg: 2, op: equal, value: opt}}, action: retErrno(unix.ENOPROTOOPT)})
+	}
+	return rules
 }
 
 // watchCalls return ENOSYS: the folders bound read-only into the sandbox

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -23,9 +24,16 @@ import (
 // namespace's TCP sockets in use (sockstat's "inuse", per namespace) cannot
 // drift so; the init reads it each socketWatchPeriod and, past the bound,
 // kills every process of the sandbox: what was queued is freed with them.
+//
+// A connection its client resets while it waits in the accept queue of the
+// program's own listener leaves both counts (conntrack's entry closes, the
+// kernel unhashes the child) but stays in the queue with its data until
+// accepted: 6,000 held 397 MB under a bound of 248. So the watch also sums
+// the accept queues of the namespace's listeners (queueLimit).
 type socketWatch struct {
-	limit  int
-	breach atomic.Pointer[string] // why the sandbox was killed, once it was
+	limit      int                    // sockets in use
+	queueLimit int                    // connections waiting in accept queues
+	breach     atomic.Pointer[string] // why the sandbox was killed, once it was
 }
 
 // socketWatchPeriod is how often the init counts. Between two counts a
@@ -34,8 +42,12 @@ type socketWatch struct {
 const socketWatchPeriod = 100 * time.Millisecond
 
 func openSocketWatch(connections int) (*socketWatch, error) {
-	w := &socketWatch{limit: socketLimit(connections)} // Limits.TCPSockets
+	// Limits.TCPSockets and Limits.TCPQueued.
+	w := &socketWatch{limit: socketLimit(connections), queueLimit: connections + socketSlack}
 	if _, err := w.inUse(); err != nil {
+		return nil, err
+	}
+	if _, err := w.queued(); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -85,6 +97,64 @@ func sockstatInUse(path, prefix string) (int, error) {
 	return 0, fmt.Errorf("no %q line in %s: %q", prefix, path, buf[:n])
 }
 
+// queued is how many connections the namespace's listeners hold in their
+// accept queues, IPv4 and IPv6. For a LISTEN row of /proc/net/tcp the
+// rx_queue column is the accept queue's length (sk_ack_backlog), reset
+// children included. The kernel lists every listener before any other
+// socket, so the read stops at the first row that is not one: its cost is
+// bounded by the listeners, which the socket count bounds (a listener is
+// a socket in use); more than that many is a breach of its own.
+func (w *socketWatch) queued() (int, error) {
+	sum := 0
+	for _, path := range []string{"/proc/self/net/tcp", "/proc/self/net/tcp6"} {
+		n, err := acceptQueues(path, w.limit)
+		if errors.Is(err, fs.ErrNotExist) && path != "/proc/self/net/tcp" {
+			continue // a kernel without IPv6
+		}
+		if err != nil {
+			return 0, err
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
+// tcpListen is a LISTEN row's st column in /proc/net/tcp.
+const tcpListen = "0A"
+
+// acceptQueues sums the rx_queue column of the LISTEN rows at the head of
+// the /proc/net/tcp table path, reading no more than maxListeners of them.
+func acceptQueues(path string, maxListeners int) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	rows := bufio.NewScanner(f)
+	rows.Scan() // the header
+	sum, listeners := 0, 0
+	for rows.Scan() {
+		// sl local_address rem_address st tx_queue:rx_queue ...
+		fields := strings.Fields(rows.Text())
+		if len(fields) < 5 {
+			return 0, fmt.Errorf("%s: a row of %d fields", path, len(fields))
+		}
+		if fields[3] != tcpListen {
+			return sum, nil
+		}
+		if listeners++; listeners > maxListeners {
+			return 0, fmt.Errorf("%s: more than %d listeners", path, maxListeners)
+		}
+		_, rx, _ := strings.Cut(fields[4], ":")
+		n, err := strconv.ParseUint(rx, 16, 32)
+		if err != nil {
+			return 0, fmt.Errorf("%s: rx_queue %q: %v", path, rx, err)
+		}
+		sum += int(n)
+	}
+	return sum, rows.Err()
+}
+
 // run counts until the sandbox holds more than the bound, or the count
 // cannot be read (nothing fails open); then it records why and kills every
 // process but the init, whose reaper returns the target's status.
@@ -92,20 +162,33 @@ func (w *socketWatch) run() {
 	t := time.NewTicker(socketWatchPeriod)
 	defer t.Stop()
 	for range t.C {
-		n, err := w.inUse()
-		var why string
-		switch {
-		case err != nil:
-			why = "the sandbox's TCP sockets could not be counted (" + err.Error() + "): the sandbox was killed"
-		case n > w.limit:
-			why = fmt.Sprintf("%d TCP sockets in the sandbox, past its bound of %d: the sandbox was killed", n, w.limit)
-		default:
+		why := w.check()
+		if why == "" {
 			continue
 		}
 		w.breach.Store(&why)
 		unix.Kill(-1, unix.SIGKILL)
 		return
 	}
+}
+
+// check counts once and says why the sandbox must be killed, or "".
+func (w *socketWatch) check() string {
+	n, err := w.inUse()
+	if err != nil {
+		return "the sandbox's TCP sockets could not be counted (" + err.Error() + "): the sandbox was killed"
+	}
+	if n > w.limit {
+		return fmt.Sprintf("%d TCP sockets in the sandbox, past its bound of %d: the sandbox was killed", n, w.limit)
+	}
+	q, err := w.queued()
+	if err != nil {
+		return "the sandbox's accept queues could not be counted (" + err.Error() + "): the sandbox was killed"
+	}
+	if q > w.queueLimit {
+		return fmt.Sprintf("%d connections queued on the sandbox's listeners, past its bound of %d: the sandbox was killed", q, w.queueLimit)
+	}
+	return ""
 }
 
 // reason is why run killed the sandbox, or "".

@@ -102,8 +102,9 @@ var kernelLimitsMessage = fmt.Sprintf("pending signals %d, inotify %d instances 
 // networkLimitsMessage states the bounds on the sandbox's TCP connections
 // and sockets, and on its pipes, in a line of its own.
 func networkLimitsMessage(l sandbox.Limits) string {
-	return fmt.Sprintf("TCP connections %d at once (more are refused), TCP sockets %d in use (past it the sandbox is killed), pipes 64 KiB, MPTCP refused",
-		l.TCPConnections(), l.TCPSockets())
+	return fmt.Sprintf("TCP connections %d at once (more are refused), TCP sockets %d in use or %d queued (past either the sandbox is killed), pipes 64 KiB, MPTCP refused, "+
+		"socket options %d KiB a socket, %d MB in all, TCP keys refused",
+		l.TCPConnections(), l.TCPSockets(), l.TCPQueued(), sandbox.OptMemBytes>>10, l.SocketOptionMB())
 }
 
 // processLimitsMessage states the fixed bounds on each process's stack,

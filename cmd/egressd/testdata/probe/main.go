@@ -27,6 +27,9 @@ func main() {
 	switch os.Args[1] {
 	case "pipesz":
 		pipeSizes()
+	case "optmem":
+		socks, _ := strconv.Atoi(os.Args[2])
+		optMem(socks)
 	case "mptcp":
 		mptcp()
 	case "tcpqueue":

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,6 +25,13 @@ import (
 //
 // With accept "2" it is no attack but a busy program: each connection is
 // accepted, read and closed at both ends, and none must be refused.
+//
+// With accept "r" no connection is accepted and each client is closed
+// with a reset (SO_LINGER 0): the queued child leaves conntrack's count
+// and sockstat's, but stays in the accept queue with its data. With "0"
+// and "r" a new listener is opened each somaxconn connections, so none
+// drops a SYN. The report's "backlog" is what the namespace's listeners
+// hold queued.
 //
 // With family "6" the listener is an AF_INET6 socket on [::] (dual stack),
 // so the connections queued on it are AF_INET6 sockets, which the kernel
@@ -44,7 +52,19 @@ func tcpQueue(conns, size int, accept, family string) {
 	data := make([]byte, size)
 	var kept []net.Conn // the accepted ends, held unread
 	made, refused := 0, 0
-	for range conns {
+	perListener := somaxconn()
+	ports := []int{port}
+	for i := range conns {
+		if (accept == "r" || accept == "0") && i > 0 && i%perListener == 0 {
+			more, err := net.Listen(network, addr)
+			if err != nil {
+				fmt.Println("listen:", err)
+				break
+			}
+			defer more.Close()
+			ports = append(ports, more.Addr().(*net.TCPAddr).Port)
+			target = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[len(ports)-1]))
+		}
 		c, err := net.Dial("tcp4", target)
 		if errors.Is(err, syscall.ECONNREFUSED) {
 			refused++
@@ -55,7 +75,9 @@ func tcpQueue(conns, size int, accept, family string) {
 		}
 		made++
 		c.Write(data) // queued before any accept: the kernel charges it at accept, past any limit
-		if accept != "0" {
+		if accept == "r" {
+			c.(*net.TCPConn).SetLinger(0)
+		} else if accept != "0" {
 			a, err := ln.Accept()
 			if err != nil {
 				fmt.Println("accept:", err)
@@ -70,8 +92,8 @@ func tcpQueue(conns, size int, accept, family string) {
 		}
 		c.Close()
 	}
-	held, bytes := queuedOn(port)
-	fmt.Printf("made %d refused %d held %d queued %d accepted %d\n", made, refused, held, bytes, len(kept))
+	held, bytes := queuedOn(ports)
+	fmt.Printf("made %d refused %d held %d queued %d accepted %d backlog %d\n", made, refused, held, bytes, len(kept), backlog())
 	if d, err := time.ParseDuration(os.Getenv("PROBE_HOLD")); err == nil {
 		time.Sleep(d)
 	}
@@ -87,9 +109,9 @@ func afterHeader(table []byte) int {
 	return len(table)
 }
 
-// queuedOn counts the namespace's sockets on local port that are not the
-// listener, and the bytes in their receive queues.
-func queuedOn(port int) (held, bytes int) {
+// queuedOn counts the namespace's sockets on the local ports that are not
+// listeners, and the bytes in their receive queues.
+func queuedOn(ports []int) (held, bytes int) {
 	data, err := os.ReadFile("/proc/net/tcp")
 	if err != nil {
 		fmt.Println("/proc/net/tcp:", err)
@@ -104,7 +126,7 @@ func queuedOn(port int) (held, bytes int) {
 			continue
 		}
 		_, local, _ := strings.Cut(f[1], ":")
-		if p, _ := strconv.ParseInt(local, 16, 32); int(p) != port {
+		if p, _ := strconv.ParseInt(local, 16, 32); !slices.Contains(ports, int(p)) {
 			continue
 		}
 		_, rx, _ := strings.Cut(f[4], ":")
@@ -112,6 +134,34 @@ func queuedOn(port int) (held, bytes int) {
 		held, bytes = held+1, bytes+int(n)
 	}
 	return held, bytes
+}
+
+// somaxconn is the namespace's net.core.somaxconn, the backlog Go's
+// listeners ask for.
+func somaxconn() int {
+	b, _ := os.ReadFile("/proc/sys/net/core/somaxconn")
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n < 1 {
+		return 128
+	}
+	return n
+}
+
+// backlog is how many connections the namespace's listeners hold in their
+// accept queues: a LISTEN row's rx_queue column.
+func backlog() int {
+	sum := 0
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, _ := os.ReadFile(table)
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			if f := strings.Fields(line); len(f) >= 5 && f[3] == "0A" {
+				_, rx, _ := strings.Cut(f[4], ":")
+				n, _ := strconv.ParseInt(rx, 16, 64)
+				sum += int(n)
+			}
+		}
+	}
+	return sum
 }
 
 // mptcp asks for MPTCP sockets directly, IPv4 and IPv6, and through Go's
