@@ -181,6 +181,9 @@ type verifier struct {
 	lastFile     string
 	// lastChainFile is the file where the last closed chain ended.
 	lastChainFile string
+	// curFile is the file of the open chain's last line: where it ends
+	// if it crashed (not the file of the genesis that follows it).
+	curFile string
 	// began is the file where each chain's genesis was read.
 	began map[string]string
 	// unlinked counts chains whose genesis names no run before it.
@@ -308,6 +311,7 @@ func (v *verifier) line(file string, line []byte, firstInFile, firstOfAll bool) 
 	v.seq, v.prev, v.lastAction = f.Seq, f.Hash, f.Action
 	v.cur.Last, v.cur.Hash, v.cur.LastTime = f.Seq, f.Hash, f.Time
 	v.cur.Lines++
+	v.curFile = file
 	v.out.Lines++
 	v.out.IntactThrough = f.Seq
 	if f.Action == "shutdown" && f.Event == string(Lifecycle) {
@@ -446,11 +450,13 @@ func (v *verifier) fail(file string, seq uint64, what string) {
 // verification: every later run is still verified, so one crash does not
 // leave the rest of the file open to edits. The new run's prev_run names
 // the last line the crashed run wrote, so cutting lines off its end
-// still breaks a link.
+// still breaks a link. The chain ended in the file of its last line,
+// which is not the file of the genesis after it when each run has its
+// own file: taking that file would make the next run look appended to it.
 func (v *verifier) crashed(file string, seq uint64) {
 	c := v.cur
 	c.End = "crashed"
 	c.Problem = fmt.Sprintf("%s: seq %d: chain %s ends at seq %d without a clean-shutdown record and a new chain starts here: the run crashed, or the end of it was cut off", file, seq, c.ID, v.seq)
 	v.crashes = append(v.crashes, c.Problem)
-	v.cur, v.lastChainFile = nil, file
+	v.cur, v.lastChainFile = nil, v.curFile
 }
