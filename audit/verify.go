@@ -36,6 +36,13 @@ type VerifyOptions struct {
 	Keep string
 }
 
+// NamesRunBefore reports whether the chain's genesis says which run came
+// before it (none, or the hash of that run's last line): otherwise the run
+// before it is not proven to be the one before it in the files.
+func (c ChainVerdict) NamesRunBefore() bool {
+	return c.PrevRun == "none" || isHexHash(c.PrevRun)
+}
+
 // ChainVerdict is one chain (one writer process's run) found in the files.
 type ChainVerdict struct {
 	ID    string
@@ -55,6 +62,10 @@ type ChainVerdict struct {
 	// file for this run alone (egressd run's ID.PID.log).
 	File    string
 	OwnFile bool
+	// PrevRun is its genesis's prev_run: "none" (no run before it), the
+	// hash of the last line of the run before it, or "unknown" / "" (not
+	// linked: the run before it is not named).
+	PrevRun string
 	// Hash is the hash of its last line verified, read in the same pass
 	// as the line was checked.
 	Hash string
@@ -362,7 +373,7 @@ func (v *verifier) genesis(file string, f lineFields, firstOfAll bool) bool {
 		return false
 	}
 	v.out.Chains = append(v.out.Chains, ChainVerdict{ID: id, Keyed: keyed, KeyID: keyID, First: f.Seq,
-		File: file, OwnFile: msgField(f.Msg, "file") == OwnFile, FirstTime: f.Time})
+		File: file, OwnFile: msgField(f.Msg, "file") == OwnFile, PrevRun: msgField(f.Msg, "prev_run"), FirstTime: f.Time})
 	v.cur = &v.out.Chains[len(v.out.Chains)-1]
 	v.began[id] = file
 	v.seq, v.prev = 0, ""
