@@ -105,9 +105,9 @@ func (p *Policy) ApproveCommand() string {
 	return "egressd approve " + p.Manifest.ID + " " + p.Pending
 }
 
-// withState puts --state DIR in an "egressd approve" command when dir is
-// known: the default folder differs between root and other users, and a
-// load may have been given another.
+// withState puts --state DIR in an "egressd approve" or "egressd state"
+// command when dir is known: the default folder differs between root and
+// other users, and a load may have been given another.
 func withState(cmd, dir string) string {
 	if dir == "" {
 		return cmd
@@ -115,7 +115,23 @@ func withState(cmd, dir string) string {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	return strings.Replace(cmd, "egressd approve ", "egressd approve --state "+shellWord(dir)+" ", 1)
+	for _, sub := range []string{"egressd approve ", "egressd state "} {
+		if strings.HasPrefix(cmd, sub) {
+			return sub + "--state " + ShellWord(dir) + " " + cmd[len(sub):]
+		}
+	}
+	return cmd
+}
+
+// approveManifestCommand approves the manifest at the place this load
+// read, as printed for a claim of an id no folder holds.
+func (p *Policy) approveManifestCommand() string {
+	return withState("egressd approve --manifest "+ShellWord(ManifestPlace(p.ManifestAt)), p.StateDir)
+}
+
+// forgetCommand forgets the id in this load's version memory.
+func (p *Policy) forgetCommand() string {
+	return withState("egressd state forget "+ShellWord(p.Manifest.ID), p.StateDir)
 }
 
 // PendingNotice says what waits for the operator and how to approve it,
