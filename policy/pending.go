@@ -92,9 +92,10 @@ func (p *Policy) pendingMatch(host allowlist.Name) (allowlist.Entry, bool) {
 // "". An id change or a claim waits at the manifest's place, and only a
 // command naming that place and the list's digest approves it (see
 // Memory.ApprovePending): that command, ready to paste, binding the list
-// this load saw. A widening's "egressd approve ID VERSION" approves
-// nothing: it shows the lists waiting and the command that approves each
-// by its digest, since the file may have changed since it loaded.
+// this load saw. A widening's command names the digest of the list this
+// load saw too: "egressd approve ID VERSION" alone approves nothing (it
+// shows the lists waiting), so printed without it, it did not work as
+// printed.
 func (p *Policy) ApproveCommand() string {
 	if p == nil || p.Pending == "" {
 		return ""
@@ -102,7 +103,7 @@ func (p *Policy) ApproveCommand() string {
 	if p.PendingIDFrom != "" || len(p.PendingClaimOf) > 0 {
 		return withState(ApproveCommandFor(ManifestPlace(p.ManifestAt), p.Manifest.Digest(), p.Manifest.ID, p.Pending), p.StateDir)
 	}
-	return "egressd approve " + p.Manifest.ID + " " + p.Pending
+	return withState(ApproveCommandFor("", p.Manifest.Digest(), p.Manifest.ID, p.Pending), p.StateDir)
 }
 
 // withState puts --state DIR in an "egressd approve" or "egressd state"
