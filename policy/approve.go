@@ -479,3 +479,16 @@ func orNothing(entries []string) string {
 	}
 	return strings.Join(entries, " ")
 }
+
+// InForceAfter is the list of a's id in force at the next load when the
+// approval a just made does not put a's list in force: a claim or an id
+// change binds a folder to the id, but while the id's own widening to that
+// list waits, the id's last approved list is what any folder of it runs
+// under. ok is false when a's list is the one in force.
+func (s State) InForceAfter(a Approval) (inForce Approved, ok bool) {
+	r, found := s.IDs[a.ID]
+	if !found || r.Approved.Digest == a.Digest {
+		return Approved{}, false
+	}
+	return r.Approved, true
+}
