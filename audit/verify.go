@@ -36,6 +36,13 @@ type VerifyOptions struct {
 	Keep string
 }
 
+// NamesRunBefore reports whether the chain's genesis says which run came
+// before it (none, or the hash of that run's last line): otherwise the run
+// before it is not proven to be the one before it in the files.
+func (c ChainVerdict) NamesRunBefore() bool {
+	return c.PrevRun == "none" || isHexHash(c.PrevRun)
+}
+
 // ChainVerdict is one chain (one writer process's run) found in the files.
 type ChainVerdict struct {
 	ID    string
@@ -55,6 +62,10 @@ type ChainVerdict struct {
 	// file for this run alone (egressd run's ID.PID.log).
 	File    string
 	OwnFile bool
+	// PrevRun is its genesis's prev_run: "none" (no run before it), the
+	// hash of the last line of the run before it, or "unknown" / "" (not
+	// linked: the run before it is not named).
+	PrevRun string
 	// Hash is the hash of its last line verified, read in the same pass
 	// as the line was checked.
 	Hash string
@@ -181,6 +192,9 @@ type verifier struct {
 	lastFile     string
 	// lastChainFile is the file where the last closed chain ended.
 	lastChainFile string
+	// curFile is the file of the open chain's last line: where it ends
+	// if it crashed (not the file of the genesis that follows it).
+	curFile string
 	// began is the file where each chain's genesis was read.
 	began map[string]string
 	// unlinked counts chains whose genesis names no run before it.
@@ -308,6 +322,7 @@ func (v *verifier) line(file string, line []byte, firstInFile, firstOfAll bool) 
 	v.seq, v.prev, v.lastAction = f.Seq, f.Hash, f.Action
 	v.cur.Last, v.cur.Hash, v.cur.LastTime = f.Seq, f.Hash, f.Time
 	v.cur.Lines++
+	v.curFile = file
 	v.out.Lines++
 	v.out.IntactThrough = f.Seq
 	if f.Action == "shutdown" && f.Event == string(Lifecycle) {
@@ -358,7 +373,7 @@ func (v *verifier) genesis(file string, f lineFields, firstOfAll bool) bool {
 		return false
 	}
 	v.out.Chains = append(v.out.Chains, ChainVerdict{ID: id, Keyed: keyed, KeyID: keyID, First: f.Seq,
-		File: file, OwnFile: msgField(f.Msg, "file") == OwnFile, FirstTime: f.Time})
+		File: file, OwnFile: msgField(f.Msg, "file") == OwnFile, PrevRun: msgField(f.Msg, "prev_run"), FirstTime: f.Time})
 	v.cur = &v.out.Chains[len(v.out.Chains)-1]
 	v.began[id] = file
 	v.seq, v.prev = 0, ""
@@ -446,11 +461,13 @@ func (v *verifier) fail(file string, seq uint64, what string) {
 // verification: every later run is still verified, so one crash does not
 // leave the rest of the file open to edits. The new run's prev_run names
 // the last line the crashed run wrote, so cutting lines off its end
-// still breaks a link.
+// still breaks a link. The chain ended in the file of its last line,
+// which is not the file of the genesis after it when each run has its
+// own file: taking that file would make the next run look appended to it.
 func (v *verifier) crashed(file string, seq uint64) {
 	c := v.cur
 	c.End = "crashed"
 	c.Problem = fmt.Sprintf("%s: seq %d: chain %s ends at seq %d without a clean-shutdown record and a new chain starts here: the run crashed, or the end of it was cut off", file, seq, c.ID, v.seq)
 	v.crashes = append(v.crashes, c.Problem)
-	v.cur, v.lastChainFile = nil, file
+	v.cur, v.lastChainFile = nil, v.curFile
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/egressd/egressd/allowlist"
 )
@@ -181,14 +183,35 @@ func ApproveCommandFor(place, digest, id, version string) string {
 	if place == "" {
 		return fmt.Sprintf("egressd approve --digest %s %s %s", digest, id, version)
 	}
-	return fmt.Sprintf("egressd approve --folder %s --digest %s %s %s", shellWord(place), digest, id, version)
+	return fmt.Sprintf("egressd approve --folder %s --digest %s %s %s", ShellWord(place), digest, id, version)
 }
 
-// shellWord quotes s for a shell when it holds anything but plain path
-// characters: the command is printed to be pasted.
-func shellWord(s string) string {
+// ShellWord quotes s for a shell when it holds anything but plain path
+// characters: every command egressd prints is printed to be pasted, so
+// pasting must give the program s's bytes exactly. A word holding a
+// control character, invalid UTF-8 or a character that does not print is
+// written in ANSI-C quoting ($'…' with \xHH for each such byte), which
+// bash, zsh, ksh93, busybox sh and POSIX.1-2024 sh read (dash before 0.5.13
+// does not): shown as \t inside '…', a TAB would name another file.
+func ShellWord(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-:+@,=") == "" {
 		return s
+	}
+	if !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		var b strings.Builder
+		b.WriteString("$'")
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; {
+			case c == '\\' || c == '\'':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c < 0x20 || c >= 0x7f:
+				fmt.Fprintf(&b, "\\x%02x", c)
+			default:
+				b.WriteByte(c)
+			}
+		}
+		return b.String() + "'"
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
@@ -455,4 +478,17 @@ func orNothing(entries []string) string {
 		return "nothing egressd recorded"
 	}
 	return strings.Join(entries, " ")
+}
+
+// InForceAfter is the list of a's id in force at the next load when the
+// approval a just made does not put a's list in force: a claim or an id
+// change binds a folder to the id, but while the id's own widening to that
+// list waits, the id's last approved list is what any folder of it runs
+// under. ok is false when a's list is the one in force.
+func (s State) InForceAfter(a Approval) (inForce Approved, ok bool) {
+	r, found := s.IDs[a.ID]
+	if !found || r.Approved.Digest == a.Digest {
+		return Approved{}, false
+	}
+	return r.Approved, true
 }

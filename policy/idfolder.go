@@ -128,15 +128,15 @@ func holdClaim(s *State, folder string, m *allowlist.Manifest) {
 
 // claimNotice is PendingNotice for a claim: both folders, and both ways out.
 func claimNotice(p *Policy) string {
-	return fmt.Sprintf("%s claims the id %s %s, which version memory binds to %s; it is not that integration until the operator says so, and nothing is allowed for it until then: %s lets this folder carry the id too, or, if %s is gone, egressd state forget %s makes the next load a first load",
-		p.ManifestAt, p.Manifest.ID, p.Pending, folderList(p.PendingClaimOf), p.ApproveCommand(), folderList(p.PendingClaimOf), p.Manifest.ID)
+	return fmt.Sprintf("%s claims the id %s %s, which version memory binds to %s; it is not that integration until the operator says so, and nothing is allowed for it until then: %s lets this folder carry the id too, or, if %s is gone, %s makes the next load a first load",
+		p.ManifestAt, p.Manifest.ID, p.Pending, folderList(p.PendingClaimOf), p.ApproveCommand(), folderList(p.PendingClaimOf), p.forgetCommand())
 }
 
 // unboundClaimNotice is PendingNotice for a claim of an id that version
 // memory binds to no folder.
 func unboundClaimNotice(p *Policy) string {
-	return fmt.Sprintf("%s claims the id %s %s; version memory from an earlier egressd does not say which folder owns %s, so this folder is not that integration until the operator says so, and nothing is allowed for it until then: if %s is %s's folder, egressd approve --manifest %s binds it, once (it then keeps the version floor and the sandbox state egressd kept for %s)",
-		p.ManifestAt, p.Manifest.ID, p.Pending, p.Manifest.ID, ManifestPlace(p.ManifestAt), p.Manifest.ID, ManifestPlace(p.ManifestAt), p.Manifest.ID)
+	return fmt.Sprintf("%s claims the id %s %s; version memory from an earlier egressd does not say which folder owns %s, so this folder is not that integration until the operator says so, and nothing is allowed for it until then: if %s is %s's folder, %s binds it, once (it then keeps the version floor and the sandbox state egressd kept for %s)",
+		p.ManifestAt, p.Manifest.ID, p.Pending, p.Manifest.ID, ManifestPlace(p.ManifestAt), p.Manifest.ID, p.approveManifestCommand(), p.Manifest.ID)
 }
 
 func folderList(dirs []string) string {

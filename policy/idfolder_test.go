@@ -41,7 +41,7 @@ func TestIDClaimedFromAnotherFolderWaitsAndKeepsNothing(t *testing.T) {
 		r := f.registry()
 		out := loadOne(t, r, cfgB, Pending)
 		for _, want := range []string{filepath.Join(b, "manifest.json") + " claims the id com.acme.erp 9.0.0", "binds to folder " + ManifestPlace(filepath.Join(f.dir, "manifest.json")),
-			"egressd approve --state " + f.state + " --folder " + b + " --digest sha256:", " com.acme.erp 9.0.0 lets this folder", "egressd state forget com.acme.erp"} {
+			"egressd approve --state " + f.state + " --folder " + b + " --digest sha256:", " com.acme.erp 9.0.0 lets this folder", "egressd state --state " + f.state + " forget com.acme.erp"} {
 			if !strings.Contains(out.Notice, want) {
 				t.Fatalf("notice lacks %q: %s", want, out.Notice)
 			}

@@ -39,14 +39,14 @@ func TestLegacyIDIsNotHandedToTheFirstFolderThatLoadsIt(t *testing.T) {
 		r := f.registry()
 		out := loadOne(t, r, cfgB, Pending)
 		for _, want := range []string{"version memory from an earlier egressd does not say which folder owns com.acme.erp",
-			"egressd approve --manifest " + ManifestPlace(filepath.Join(b, "manifest.json"))} {
+			"egressd approve --state " + f.state + " --manifest " + ManifestPlace(filepath.Join(b, "manifest.json"))} {
 			if !strings.Contains(out.Notice, want) {
 				t.Fatalf("notice lacks %q: %s", want, out.Notice)
 			}
 		}
 		p := r.Policy(b)
 		if d := p.Decide("erp.acme.example", 443); d.Verdict.Permits() || d.Reason != PendingApproval ||
-			!strings.Contains(Sentence(d, p), "egressd approve --manifest "+ManifestPlace(filepath.Join(b, "manifest.json"))) {
+			!strings.Contains(Sentence(d, p), "egressd approve --state "+f.state+" --manifest "+ManifestPlace(filepath.Join(b, "manifest.json"))) {
 			t.Fatalf("a claim of an unbound id allows its list: %+v %s", d, Sentence(d, p))
 		}
 	}

@@ -92,9 +92,10 @@ func (p *Policy) pendingMatch(host allowlist.Name) (allowlist.Entry, bool) {
 // "". An id change or a claim waits at the manifest's place, and only a
 // command naming that place and the list's digest approves it (see
 // Memory.ApprovePending): that command, ready to paste, binding the list
-// this load saw. A widening's "egressd approve ID VERSION" approves
-// nothing: it shows the lists waiting and the command that approves each
-// by its digest, since the file may have changed since it loaded.
+// this load saw. A widening's command names the digest of the list this
+// load saw too: "egressd approve ID VERSION" alone approves nothing (it
+// shows the lists waiting), so printed without it, it did not work as
+// printed.
 func (p *Policy) ApproveCommand() string {
 	if p == nil || p.Pending == "" {
 		return ""
@@ -102,12 +103,12 @@ func (p *Policy) ApproveCommand() string {
 	if p.PendingIDFrom != "" || len(p.PendingClaimOf) > 0 {
 		return withState(ApproveCommandFor(ManifestPlace(p.ManifestAt), p.Manifest.Digest(), p.Manifest.ID, p.Pending), p.StateDir)
 	}
-	return "egressd approve " + p.Manifest.ID + " " + p.Pending
+	return withState(ApproveCommandFor("", p.Manifest.Digest(), p.Manifest.ID, p.Pending), p.StateDir)
 }
 
-// withState puts --state DIR in an "egressd approve" command when dir is
-// known: the default folder differs between root and other users, and a
-// load may have been given another.
+// withState puts --state DIR in an "egressd approve" or "egressd state"
+// command when dir is known: the default folder differs between root and
+// other users, and a load may have been given another.
 func withState(cmd, dir string) string {
 	if dir == "" {
 		return cmd
@@ -115,7 +116,23 @@ func withState(cmd, dir string) string {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	return strings.Replace(cmd, "egressd approve ", "egressd approve --state "+shellWord(dir)+" ", 1)
+	for _, sub := range []string{"egressd approve ", "egressd state "} {
+		if strings.HasPrefix(cmd, sub) {
+			return sub + "--state " + ShellWord(dir) + " " + cmd[len(sub):]
+		}
+	}
+	return cmd
+}
+
+// approveManifestCommand approves the manifest at the place this load
+// read, as printed for a claim of an id no folder holds.
+func (p *Policy) approveManifestCommand() string {
+	return withState("egressd approve --manifest "+ShellWord(ManifestPlace(p.ManifestAt)), p.StateDir)
+}
+
+// forgetCommand forgets the id in this load's version memory.
+func (p *Policy) forgetCommand() string {
+	return withState("egressd state forget "+ShellWord(p.Manifest.ID), p.StateDir)
 }
 
 // PendingNotice says what waits for the operator and how to approve it,

@@ -47,6 +47,10 @@ type Daemon struct {
 	reloadMu  sync.Mutex
 	announced map[exemptionKey]bool // in force, as last announced; under reloadMu
 	writable  writableNotices       // under reloadMu
+	// noticed is the pending notice last warned of, by integration key,
+	// under reloadMu: a reload that finds the same widening still waiting
+	// (the watcher's, then the operator's SIGHUP) does not repeat it.
+	noticed map[string]string
 	// writableReads bounds warnWritableManifests' walks as
 	// policy.Registry bounds manifest reads.
 	writableReads bounded.Reads
@@ -469,10 +473,14 @@ func (d *Daemon) auditOutcomes(outs []policy.Outcome) {
 		}
 		if o.Notice != "" { // a widening or id change waits for the operator, or widen: auto let it in
 			ev.Msg = audit.Cap(strings.Join(append(o.Warnings, o.Notice), "; "), 1000)
-			if d.Warn != nil {
+			if d.Warn != nil && d.noticed[o.Key] != o.Notice {
 				d.Warn(o.Notice)
 			}
 		}
+		if d.noticed == nil {
+			d.noticed = map[string]string{}
+		}
+		d.noticed[o.Key] = o.Notice
 		d.Audit.Write(ev)
 		d.Metrics.Reloads.WithLabelValues(o.ID, string(o.Result)).Inc()
 	}

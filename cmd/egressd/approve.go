@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/egressd/egressd/allowlist"
@@ -71,6 +72,7 @@ binding made is printed. A running
 		printLines(stderr, "egressd approve: "+err.Error())
 		return exitFail
 	}
+	after, _ := mem.Read()
 	for _, a := range made {
 		fmt.Fprintf(stdout, "approved %s %s, list digest %s (%s) in %s\n", a.ID, a.Version, a.Digest, a.What, mem.Path())
 		if a.Entries != nil {
@@ -78,6 +80,10 @@ binding made is printed. A running
 			if a.Over != "" {
 				printLine(stdout, "  adds over %s: %s", a.Over, orNone(strings.Join(a.Adds, " ")))
 			}
+		}
+		if was, waits := after.InForceAfter(a); waits {
+			printLine(stdout, "  in force at the next load: %s %s (%s); %s %s still waits for approval (egressd approve --state %s %s %s shows it)",
+				a.ID, was.Version, orNone(strings.Join(was.Entries, " ")), a.ID, a.Version, policy.ShellWord(filepath.Dir(mem.Path())), a.ID, a.Version)
 		}
 	}
 	fmt.Fprintln(stdout, "reload egressd serve to apply it: systemctl reload egressd, or kill -HUP the serve process (not pidof egressd: every egressd run passes SIGHUP to its program)")

@@ -28,7 +28,7 @@ func TestRunApprovingAnIDsWideningDoesNotHandTheIDToAFolderThatCopiedIt(t *testi
 	c.writeSandboxed("com.test.b", "2.0.0", "api.allowed.example", "evil.example")
 	curlEvil := `curl -sS -m 10 --cacert ca.pem ` + b.url("evil.example") + ` 2>&1; echo rc=$?`
 	for e, command := range map[*sandboxEnv]string{
-		b: "egressd approve com.test.b 2.0.0", // the widening: shows what waits, with each list's command
+		b: "egressd approve --state " + b.state + " --digest " + digestOf(t, b.dir) + " com.test.b 2.0.0", // the widening, by the digest of the list loaded
 		c: "egressd approve --state " + c.state + " --folder " + c.dir + " --digest " + digestOf(t, c.dir) + " com.test.b 2.0.0",
 	} {
 		if out, errs, _ := e.run(curlEvil); !strings.Contains(out, "rc=56") || !strings.Contains(errs, command) {

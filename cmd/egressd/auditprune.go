@@ -68,6 +68,12 @@ func prune(files []string, keep, keyFile, receipt string, stdout io.Writer) erro
 		return fmt.Errorf("the files do not verify (%s); nothing removed", v.Problem)
 	case len(v.Chains) == 0 || v.Chains[len(v.Chains)-1].End != "shutdown":
 		return errors.New("the last run in the files has not closed cleanly (it may still be running): prune only finished runs; nothing removed")
+	case !v.Chains[0].NamesRunBefore():
+		// The receipt starts prev_run=none: pruning this run alone would
+		// turn "the run before it is not proven" into a proven first run,
+		// and the run before it could then be deleted without a trace.
+		c := v.Chains[0]
+		return fmt.Errorf("run %s (%s) does not name the run before it (prev_run %s: it started while another run ran, or after a crash): prune it together with the file of the run before it; nothing removed", c.ID, c.File, orNone(c.PrevRun))
 	}
 	// The receipt's end is the hash verify checked, from the one read of
 	// each file: reading the last file again by name would take whatever

@@ -40,7 +40,7 @@ func TestRunSecondFolderClaimingAnotherIDDoesNotGetItsState(t *testing.T) {
 			t.Fatalf("the second folder read the first one's state:\n%s", out)
 		}
 		if code != 0 || !strings.Contains(errs, b.dir) || !strings.Contains(errs, a.dir) ||
-			!strings.Contains(errs, "egressd approve --state "+b.state+" --folder "+b.dir+" --digest "+digestOf(t, b.dir)+" com.test.sandboxed 1.0.0") || !strings.Contains(errs, "egressd state forget com.test.sandboxed") {
+			!strings.Contains(errs, "egressd approve --state "+b.state+" --folder "+b.dir+" --digest "+digestOf(t, b.dir)+" com.test.sandboxed 1.0.0") || !strings.Contains(errs, "egressd state --state "+b.state+" forget com.test.sandboxed") {
 			t.Fatalf("the claim is not stated with both folders and the way out: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 		}
 	}
@@ -185,12 +185,12 @@ func TestRunLegacyIDIsNotHandedToTheFirstFolderThatClaimsIt(t *testing.T) {
 		out, errs, code := b.run(steal)
 		if strings.Contains(out, "victim-secret") || code == 0 ||
 			!strings.Contains(errs, "version memory from an earlier egressd does not say which folder owns com.test.sandboxed") ||
-			!strings.Contains(errs, "egressd approve --manifest "+b.dir) {
+			!strings.Contains(errs, "egressd approve --state "+b.state+" --manifest "+b.dir) {
 			t.Fatalf("the hostile folder's claim of an unbound id: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 		}
 	}
 	a.writeSandboxed("com.test.sandboxed", "1.1.0", "api.allowed.example")
-	if _, errs, code := a.run(`true`); code == 0 || !strings.Contains(errs, "egressd approve --manifest "+a.dir) {
+	if _, errs, code := a.run(`true`); code == 0 || !strings.Contains(errs, "egressd approve --state "+a.state+" --manifest "+a.dir) {
 		t.Fatalf("the victim's folder ran before the operator named it: exit %d\n%s", code, errs)
 	}
 	if out, err := exec.Command(egressdBinary(t), "approve", "--state", a.state, "--manifest", a.dir).CombinedOutput(); err != nil {

@@ -60,7 +60,7 @@ func TestRunIDChangeAfterARestartIsNotAFreshStart(t *testing.T) {
 
 	e.writeSandboxed("com.test.sandboxed", "1.1.0", "api.allowed.example", "evil.example")
 	out, errs, log := e.runFresh(curlEvil)
-	if !strings.Contains(out, "rc=56") || !strings.Contains(errs, "com.test.sandboxed 1.1.0 adds evil.example to its network list (list digest "+digestOf(t, e.dir)+"); it waits for the operator's approval (egressd approve com.test.sandboxed 1.1.0)") {
+	if !strings.Contains(out, "rc=56") || !strings.Contains(errs, "com.test.sandboxed 1.1.0 adds evil.example to its network list (list digest "+digestOf(t, e.dir)+"); it waits for the operator's approval (egressd approve --state "+e.state+" --digest "+digestOf(t, e.dir)+" com.test.sandboxed 1.1.0)") {
 		t.Fatalf("widening:\nstdout:\n%s\nstderr:\n%s", out, errs)
 	}
 	if !strings.Contains(log, `"event":"policy","integration":"com.test.sandboxed","integration_version":"1.1.0"`) || !strings.Contains(log, `"action":"pending","pending":"1.1.0"`) ||

@@ -133,7 +133,7 @@ func TestApproveAsRootKeepsTheServiceUsersVersionMemory(t *testing.T) {
 	if r := connectReason(t, sv.listen, "new.weather.example"); r != "pending_approval" {
 		t.Fatalf("pending widening: %s", r)
 	}
-	waitFor(t, &sv.stderr, `warning: com.test.weather 1.1.0 adds new.weather.example to its network list \(list digest `+digestOf(t, filepath.Dir(manifest))+`\); it waits for the operator's approval \(egressd approve com.test.weather 1.1.0\)`)
+	waitFor(t, &sv.stderr, `warning: com.test.weather 1.1.0 adds new.weather.example to its network list \(list digest `+digestOf(t, filepath.Dir(manifest))+`\); it waits for the operator's approval \(egressd approve --state `+regexp.QuoteMeta(state)+` --digest `+digestOf(t, filepath.Dir(manifest))+` com.test.weather 1.1.0\)`)
 
 	out, err := exec.Command(bin, "approve", "--state", state, "--digest", digestOf(t, filepath.Dir(manifest)), "com.test.weather", "1.1.0").CombinedOutput()
 	if err != nil {

@@ -86,8 +86,8 @@ func TestPendingWideningIsVisible(t *testing.T) {
 
 	out, errs, code := runCLI(t, "explain", "--manifest", dir, "--state", state, "new.acme.example")
 	want := "deny pending_approval new.acme.example:443\nrule: new.acme.example\n" +
-		"egressd: new.acme.example is in the list of com.acme.erp 1.1.0, which waits for the operator's approval: egressd approve com.acme.erp 1.1.0; until then the last approved list applies\n" +
-		"pending: com.acme.erp 1.1.0 adds new.acme.example to its network list (list digest " + digestOf(t, dir) + "); it waits for the operator's approval (egressd approve com.acme.erp 1.1.0), and the last approved list stays in force until then\n"
+		"egressd: new.acme.example is in the list of com.acme.erp 1.1.0, which waits for the operator's approval: egressd approve --state " + state + " --digest " + digestOf(t, dir) + " com.acme.erp 1.1.0; until then the last approved list applies\n" +
+		"pending: com.acme.erp 1.1.0 adds new.acme.example to its network list (list digest " + digestOf(t, dir) + "); it waits for the operator's approval (egressd approve --state " + state + " --digest " + digestOf(t, dir) + " com.acme.erp 1.1.0), and the last approved list stays in force until then\n"
 	if code != exitFail || out != want {
 		t.Fatalf("exit %d\n got: %q\nwant: %q\n%s", code, out, want, errs)
 	}
