@@ -5,6 +5,37 @@ import (
 	"strings"
 )
 
+// WithoutSecrets returns launcher without the bound secrets' variables
+// (names) and without every other variable whose value holds one of their
+// values (values, NAME -> value): a manifest that also declares
+// ACME_TOKEN or ACME_URL would otherwise receive the operator's copies of
+// the same key (ACME_TOKEN=V, ACME_URL=https://u:V@host/) as they are.
+// carriers names each such variable and the secret whose value it holds,
+// never the value.
+func WithoutSecrets(launcher []string, values map[string]string) (out, carriers []string) {
+	names := make([]string, 0, len(values))
+	for n := range values {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, kv := range WithoutNames(launcher, names) {
+		k, v, _ := strings.Cut(kv, "=")
+		held := ""
+		for _, n := range names {
+			if values[n] != "" && strings.Contains(v, values[n]) {
+				held = n
+				break
+			}
+		}
+		if held != "" {
+			carriers = append(carriers, k+" holds the value of the bound secret "+held)
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out, carriers
+}
+
 // caVariables name a CA bundle file to the clients that read one: OpenSSL
 // and Go (SSL_CERT_FILE), Node (NODE_EXTRA_CA_CERTS, added to its own
 // roots), Python requests and curl.

@@ -260,8 +260,9 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 	}
 	passthrough := append(append([]string{}, cfg.EnvPassthrough...), f.envPassthrough...)
 	secretNames, placeholders := placeholderEnv(p.Secrets())
-	launcher := sandbox.WithoutNames(os.Environ(), secretNames)                             // the values stay in egressd
+	launcher, carriers := sandbox.WithoutSecrets(os.Environ(), secretValues(p.Secrets()))   // the values stay in egressd
 	r.env = newEnvReport(launcher, p.Manifest.EnvKeys, append(passthrough, secretNames...)) // a bound key is the operator's choice
+	r.env.carriers = carriers
 	env := sandbox.BuildEnv(launcher, p.Manifest.EnvKeys, passthrough)
 	var brokerOpts *proxy.BrokerOptions
 	var bundle string

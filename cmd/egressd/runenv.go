@@ -18,6 +18,7 @@ const maxHeldBackLines = 32
 // that crossed. Never a value.
 type envReport struct {
 	heldBack []string // "NAME: why"
+	carriers []string // "NAME holds the value of the bound secret S": never passed
 	crossed  []string
 }
 
@@ -49,6 +50,11 @@ func (r envReport) report(stderr io.Writer, log *audit.Log, p *policy.Policy) {
 	for _, h := range held {
 		name, _, _ := strings.Cut(h, ":")
 		msg := fmt.Sprintf("the manifest declares %s; not passed (pass --env %s or list it in env_passthrough to allow it)", h, name)
+		fmt.Fprintln(stderr, "egressd: warning:", msg)
+		log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "env_held_back", Msg: msg}))
+	}
+	for _, c := range r.carriers {
+		msg := c + ": not passed into the sandbox, whatever the manifest declares"
 		fmt.Fprintln(stderr, "egressd: warning:", msg)
 		log.Write(p.Identify(audit.Event{Kind: audit.Lifecycle, Action: "env_held_back", Msg: msg}))
 	}

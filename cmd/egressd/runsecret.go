@@ -113,6 +113,16 @@ func placeholderEnv(secrets []policy.Secret) (names, env []string) {
 	return names, env
 }
 
+// secretValues maps each bound secret's NAME to its value, for
+// sandbox.WithoutSecrets; it never leaves egressd.
+func secretValues(secrets []policy.Secret) map[string]string {
+	m := map[string]string{}
+	for _, s := range secrets {
+		m[s.Name] = string(s.Value)
+	}
+	return m
+}
+
 // announceSecrets records each binding at start, by NAME and hosts: the
 // value is never written anywhere, the placeholder only in the sandbox.
 func announceSecrets(log *audit.Log, p *policy.Policy) {
