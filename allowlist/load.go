@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/egressd/egressd/internal/safefile"
 	"golang.org/x/sys/unix"
@@ -18,6 +19,9 @@ const maxManifestBytes = 1 << 20
 // Locate returns the manifest file for path: path itself if it is a file, or
 // the one manifest file inside it if it is a folder (see pickManifest).
 func Locate(path string) (string, error) {
+	if err := utf8Path(path); err != nil {
+		return "", err
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return "", err
@@ -122,6 +126,9 @@ func readCapped(file string) ([]byte, error) { return safefile.ReadRegular(file,
 // so a deploy link flipped after it was opened changes nothing, and the
 // manifest file itself must not be a symlink.
 func LoadIn(folder *os.File, path string, rules *Rules) (m *Manifest, file string, ps Problems, err error) {
+	if err := utf8Path(path); err != nil {
+		return nil, "", nil, err
+	}
 	if path != folder.Name() {
 		file = path // a manifest file in the folder
 		if standardName(file) {
@@ -153,4 +160,20 @@ func locateIn(folder *os.File, path string) (string, error) {
 		return "", err
 	}
 	return pickManifest(path, names)
+}
+
+// utf8Path refuses a manifest whose path (made absolute) is not valid
+// UTF-8. Version memory names the places it binds ids to as JSON text,
+// which holds only UTF-8: a folder "app\xff" was written as "app\uFFFD",
+// the name of another folder, which then ran as the first one's id with
+// no claim notice while the real one was refused as a claim.
+func utf8Path(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	if !utf8.ValidString(abs) {
+		return fmt.Errorf("%q: the path is not valid UTF-8; egressd names the places it binds ids to as UTF-8 text, where two such paths could share one name: rename the folder", abs)
+	}
+	return nil
 }
