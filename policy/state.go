@@ -26,6 +26,10 @@ type Memory struct {
 	// seen is set once this process has read or written the state file:
 	// from then on a missing file has vanished, and is never empty memory.
 	seen atomic.Bool
+	// remembered is set once this process read or wrote a state file that
+	// held an id: from then on one that holds none was replaced or
+	// emptied (a template, a reprovisioned file), never the truth.
+	remembered atomic.Bool
 }
 
 // stateFile and lockFile live in the state directory.
@@ -163,6 +167,12 @@ func (m *Memory) read(wroteHere bool) (State, error) {
 		return State{}, fmt.Errorf("policy: state file %s is corrupt (%v); restore it, or remove it deliberately (every integration's next load is then a first load)", m.Path(), err)
 	}
 	m.seen.Store(true)
+	if len(s.IDs) == 0 && m.remembered.Load() {
+		return State{}, fmt.Errorf("policy: state file %s remembers no integration, but it held some when this process read it: it was replaced or emptied; the last good policy stays in force: restore it (after a deliberate \"egressd state forget\" of the last id, restart this process)", m.Path())
+	}
+	if len(s.IDs) > 0 {
+		m.remembered.Store(true)
+	}
 	return s, nil
 }
 
@@ -221,7 +231,13 @@ func (m *Memory) update(fn func(s *State) error) error {
 	if string(before) == string(after) {
 		return nil // nothing changed: skip the write and its fsync
 	}
-	return m.write(after)
+	if err := m.write(after); err != nil {
+		return err
+	}
+	if len(s.IDs) > 0 {
+		m.remembered.Store(true)
+	}
+	return nil
 }
 
 // owner is who the state must stay readable by: the state file's owner and

@@ -96,3 +96,38 @@ func TestServeKeepsTheLastGoodPolicyWhenVersionMemoryVanishes(t *testing.T) {
 		t.Fatalf("run without the state file: exit %d\n%s", code, errs)
 	}
 }
+
+// TestServeKeepsTheLastGoodPolicyWhenVersionMemoryIsReplacedByAnEmptyOne:
+// a missing versions.json was refused, but one replaced by a valid empty
+// memory ({"egressd_state":2,"ids":{},"folders":{}}, a template or a
+// reprovisioned file) read as "nothing seen": the next reload loaded the
+// pending widening as a first load, with no warning (round 12 trust-chain
+// attacker). A running serve that read ids from its version memory never
+// takes a memory holding none as the truth: the reload keeps the last good
+// policy and says why.
+func TestServeKeepsTheLastGoodPolicyWhenVersionMemoryIsReplacedByAnEmptyOne(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	integ := filepath.Join(dir, "weather")
+	os.Mkdir(integ, 0o755)
+	manifest := filepath.Join(integ, "manifest.json")
+	os.WriteFile(manifest, weatherManifest("1.0.0", `"api.weather.example"`), 0o644)
+	auditFile := filepath.Join(dir, "audit.log")
+	sv := startServe(t, "--manifest", integ, "--listen", "127.0.0.1:0", "--state", state, "--resolver", "127.0.0.1:9", "--audit-log", auditFile)
+	os.WriteFile(manifest, weatherManifest("1.0.1", `"api.weather.example","evil.example"`), 0o644)
+	sv.sig <- syscall.SIGHUP
+	waitFor(t, &lockedFile{path: auditFile}, `"action":"pending","pending":"1.0.1"`)
+
+	stateFile := filepath.Join(state, "versions.json")
+	empty := filepath.Join(state, "versions.json.new")
+	os.WriteFile(empty, []byte(`{"egressd_state":2,"ids":{},"folders":{}}`+"\n"), 0o600)
+	if err := os.Rename(empty, stateFile); err != nil {
+		t.Fatal(err)
+	}
+	sv.sig <- syscall.SIGHUP
+	waitFor(t, &lockedFile{path: auditFile}, `"action":"kept_last_good"`)
+	waitFor(t, &sv.stderr, `egressd: warning: reload: .*`+regexp.QuoteMeta(stateFile)+` .*remembers no integration`)
+	if r := connectReason(t, sv.listen, "evil.example"); r != "pending_approval" {
+		t.Errorf("evil.example: %s, want pending_approval", r)
+	}
+	sv.stop(t)
+}
