@@ -179,7 +179,17 @@ func hostAccount(uid int) (bool, error) {
 	if sub, err := delegated(uid); sub || err != nil {
 		return sub, err
 	}
-	_, err := user.LookupId(strconv.Itoa(uid))
+	// The sandbox's gid is its uid: a host group with that gid would give
+	// the program that group's files.
+	_, err := user.LookupGroupId(strconv.Itoa(uid))
+	var unknownGroup user.UnknownGroupIdError
+	switch {
+	case err == nil:
+		return true, nil
+	case !errors.As(err, &unknownGroup):
+		return false, fmt.Errorf("look up gid %d: %w", uid, err)
+	}
+	_, err = user.LookupId(strconv.Itoa(uid))
 	var unknown user.UnknownUserIdError
 	switch {
 	case err == nil:
@@ -189,6 +199,27 @@ func hostAccount(uid int) (bool, error) {
 	default:
 		return false, fmt.Errorf("look up uid %d: %w", uid, err)
 	}
+}
+
+// parseULong reads a number as shadow-utils' newuidmap does (strtoul with
+// base 0, the whole field): leading blanks, "0x" hex, a leading 0 for
+// octal, else decimal. A parser stricter than newuidmap's would miss a
+// delegation newuidmap honours ("a12u:0x7805af25:1").
+func parseULong(field string) (uint64, bool) {
+	f := strings.TrimLeft(field, " \t\n\v\f\r")
+	f = strings.TrimPrefix(f, "+")
+	base := 10
+	switch {
+	case len(f) > 2 && (f[:2] == "0x" || f[:2] == "0X"):
+		f, base = f[2:], 16
+	case len(f) > 1 && f[0] == '0':
+		f, base = f[1:], 8
+	}
+	if f == "" || strings.ContainsAny(f, "_+-") {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(f, base, 64)
+	return n, err == nil
 }
 
 // subordinateFiles are where the admin delegates id ranges to users
@@ -212,9 +243,9 @@ func delegated(id int) (bool, error) {
 			if len(f) != 3 {
 				continue
 			}
-			start, err1 := strconv.ParseInt(f[1], 10, 64)
-			count, err2 := strconv.ParseInt(f[2], 10, 64)
-			if err1 == nil && err2 == nil && int64(id) >= start && int64(id) < start+count {
+			start, ok1 := parseULong(f[1])
+			count, ok2 := parseULong(f[2])
+			if ok1 && ok2 && uint64(id) >= start && uint64(id)-start < count {
 				return true, nil
 			}
 		}
@@ -222,8 +253,8 @@ func delegated(id int) (bool, error) {
 	return false, nil
 }
 
-// processesRunAs returns every uid (real, effective, saved, filesystem)
-// some process on the host runs as, from /proc. A process that exits
+// processesRunAs returns every uid and gid (real, effective, saved,
+// filesystem) some process on the host runs as, from /proc. A process that exits
 // while it is read is skipped.
 func processesRunAs() (map[int]bool, error) {
 	entries, err := os.ReadDir("/proc")
@@ -243,6 +274,9 @@ func processesRunAs() (map[int]bool, error) {
 		for sc.Scan() {
 			rest, ok := strings.CutPrefix(sc.Text(), "Uid:")
 			if !ok {
+				rest, ok = strings.CutPrefix(sc.Text(), "Gid:") // the sandbox's gid is its uid
+			}
+			if !ok {
 				continue
 			}
 			for _, f := range strings.Fields(rest) {
@@ -250,7 +284,6 @@ func processesRunAs() (map[int]bool, error) {
 					uids[n] = true
 				}
 			}
-			break
 		}
 	}
 	return uids, nil

@@ -302,3 +302,64 @@ func TestASandboxUIDIsNeverOneDelegatedToAUserAsSubordinate(t *testing.T) {
 		t.Fatalf("got uid %d, inside a range /etc/subuid or /etc/subgid delegates (%d..%d, %d)", uid, want-10, want+9, want+11)
 	}
 }
+
+// TestSubordinateRangesAreReadAsNewuidmapReadsThem: delegated parsed the
+// ranges as decimal only, while newuidmap reads them with strtoul base 0;
+// "a12u:0x7805af25:1" delegated a sandbox's uid that egressd did not see
+// as delegated, and that user killed the sandbox (round 12 attacker).
+func TestSubordinateRangesAreReadAsNewuidmapReadsThem(t *testing.T) {
+	for in, want := range map[string]uint64{"2013638437": 2013638437, "0x7805af25": 0x7805af25, "0X10": 16, "017": 15, " 42": 42, "0": 0} {
+		if got, ok := parseULong(in); !ok || got != want {
+			t.Errorf("parseULong(%q) = %d, %v; want %d", in, got, ok, want)
+		}
+	}
+	for _, bad := range []string{"", "0x", "12a", "1_000", "-1", "09"} {
+		if _, ok := parseULong(bad); ok {
+			t.Errorf("parseULong(%q) accepted", bad)
+		}
+	}
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "subuid")
+	os.WriteFile(sub, []byte("a12u:0x7805af25:1\n"), 0o644)
+	old := subordinateFiles
+	subordinateFiles = []string{sub}
+	t.Cleanup(func() { subordinateFiles = old })
+	if d, err := delegated(0x7805af25); !d || err != nil {
+		t.Fatalf("delegated(0x7805af25) = %v, %v with a hex delegation", d, err)
+	}
+}
+
+// TestASandboxUIDIsNeverAHostGroupsGID: the sandbox's gid is its uid, and
+// only users were checked; a host group with that gid gave the program
+// its files (a 0640 root:group file in a bound folder read from inside;
+// round 12 attacker).
+func TestASandboxUIDIsNeverAHostGroupsGID(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root")
+		}
+		t.Skip("needs root")
+	}
+	groupadd, err := exec.LookPath("groupadd")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("groupadd is required in CI")
+		}
+		t.Skip("no groupadd")
+	}
+	useTempHostUIDRecord(t)
+	key := StateName("com.acme.grouped", "/srv/grouped")
+	gid := stateUIDOf(key)
+	name := "egt" + strconv.Itoa(gid%100000)
+	if out, err := exec.Command(groupadd, "-g", strconv.Itoa(gid), name).CombinedOutput(); err != nil {
+		t.Skipf("groupadd: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("groupdel", name).Run() })
+	_, uid, err := ClaimStateFolder(t.TempDir(), key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid == gid {
+		t.Fatalf("got uid %d, the gid of host group %s", uid, name)
+	}
+}
