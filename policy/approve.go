@@ -484,10 +484,11 @@ func orNothing(entries []string) string {
 // approval a just made does not put a's list in force: a claim or an id
 // change binds a folder to the id, but while the id's own widening to that
 // list waits, the id's last approved list is what any folder of it runs
-// under. ok is false when a's list is the one in force.
+// under. ok is false when a's list is the one in force, and for a's own
+// widening or first list, which the next load puts in force.
 func (s State) InForceAfter(a Approval) (inForce Approved, ok bool) {
 	r, found := s.IDs[a.ID]
-	if !found || r.Approved.Digest == a.Digest {
+	if !found || r.Approved.Digest == a.Digest || a.What == "a widening" || a.What == "the first list" {
 		return Approved{}, false
 	}
 	return r.Approved, true

@@ -27,8 +27,14 @@ func TestTheWideningWarningsApproveCommandApprovesAsPrinted(t *testing.T) {
 	}
 	sh := exec.Command("/bin/sh", "-c", cmd[1])
 	sh.Env = append(os.Environ(), "PATH="+filepath.Dir(egressdBinary(t))+":"+os.Getenv("PATH"))
-	if msg, err := sh.CombinedOutput(); err != nil || !strings.Contains(string(msg), "approved com.acme.erp 1.1.0") {
+	msg, err := sh.CombinedOutput()
+	if err != nil || !strings.Contains(string(msg), "approved com.acme.erp 1.1.0") {
 		t.Fatalf("the printed command %q: %v\n%s", cmd[1], err, msg)
+	}
+	// approve said the widening it had just approved "still waits" and
+	// that the old list would be in force (round 12 trust-chain attacker).
+	if strings.Contains(string(msg), "still waits") {
+		t.Fatalf("approve says the widening it approved still waits:\n%s", msg)
 	}
 	if next := loadAsServe(t, state, dir); next.Result != policy.Loaded || next.Version != "1.1.0" {
 		t.Fatalf("the approved widening is not in force at the next load: %+v", next)
