@@ -101,15 +101,15 @@ func (p *Policy) ApproveCommand() string {
 		return ""
 	}
 	if p.PendingIDFrom != "" || len(p.PendingClaimOf) > 0 {
-		return withState(ApproveCommandFor(ManifestPlace(p.ManifestAt), p.Manifest.Digest(), p.Manifest.ID, p.Pending), p.StateDir)
+		return WithState(ApproveCommandFor(ManifestPlace(p.ManifestAt), p.Manifest.Digest(), p.Manifest.ID, p.Pending), p.StateDir)
 	}
-	return withState(ApproveCommandFor("", p.Manifest.Digest(), p.Manifest.ID, p.Pending), p.StateDir)
+	return WithState(ApproveCommandFor("", p.Manifest.Digest(), p.Manifest.ID, p.Pending), p.StateDir)
 }
 
-// withState puts --state DIR in an "egressd approve" or "egressd state"
+// WithState puts --state DIR in an "egressd approve" or "egressd state"
 // command when dir is known: the default folder differs between root and
 // other users, and a load may have been given another.
-func withState(cmd, dir string) string {
+func WithState(cmd, dir string) string {
 	if dir == "" {
 		return cmd
 	}
@@ -127,12 +127,12 @@ func withState(cmd, dir string) string {
 // approveManifestCommand approves the manifest at the place this load
 // read, as printed for a claim of an id no folder holds.
 func (p *Policy) approveManifestCommand() string {
-	return withState("egressd approve --manifest "+ShellWord(ManifestPlace(p.ManifestAt)), p.StateDir)
+	return WithState("egressd approve --manifest "+ShellWord(ManifestPlace(p.ManifestAt)), p.StateDir)
 }
 
 // forgetCommand forgets the id in this load's version memory.
 func (p *Policy) forgetCommand() string {
-	return withState("egressd state forget "+ShellWord(p.Manifest.ID), p.StateDir)
+	return WithState("egressd state forget "+ShellWord(p.Manifest.ID), p.StateDir)
 }
 
 // PendingNotice says what waits for the operator and how to approve it,

@@ -39,8 +39,8 @@ func TestRunApprovingAnIDsWideningDoesNotHandTheIDToAFolderThatCopiedIt(t *testi
 	digest := digestOf(t, b.dir)
 	list := stateList(t, b.state)
 	cLine := "folder " + c.dir + " (was com.test.c) claims com.test.b 2.0.0, bound to folder " + b.dir + "; pending, digest " + digest +
-		": egressd approve --folder " + c.dir + " --digest " + digest + " com.test.b 2.0.0\n"
-	if !strings.Contains(list, cLine) || !strings.Contains(list, "adds evil.example: egressd approve --digest "+digest+" com.test.b 2.0.0\n") {
+		": egressd approve --state " + b.state + " --folder " + c.dir + " --digest " + digest + " com.test.b 2.0.0\n"
+	if !strings.Contains(list, cLine) || !strings.Contains(list, "adds evil.example: egressd approve --state "+b.state+" --digest "+digest+" com.test.b 2.0.0\n") {
 		t.Fatalf("state list does not show C's id change as its own line:\n%s", list)
 	}
 

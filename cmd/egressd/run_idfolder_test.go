@@ -78,7 +78,7 @@ func TestRunSecondFolderClaimingAnotherIDCannotRaiseItsVersionFloor(t *testing.T
 		t.Fatalf("the first folder's own version no longer runs: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 	list, _ := exec.Command(egressdBinary(t), "state", "--state", a.state, "list").CombinedOutput()
-	if !regexp.MustCompile(`folder \S+ claims com.test.sandboxed 9.0.0, bound to folder \S+; pending, digest sha256:[0-9a-f]+: egressd approve --folder \S+ --digest sha256:[0-9a-f]+ com.test.sandboxed 9.0.0\n`).Match(list) {
+	if !regexp.MustCompile(`folder \S+ claims com.test.sandboxed 9.0.0, bound to folder \S+; pending, digest sha256:[0-9a-f]+: egressd approve --state \S+ --folder \S+ --digest sha256:[0-9a-f]+ com.test.sandboxed 9.0.0\n`).Match(list) {
 		t.Fatalf("state list:\n%s", list)
 	}
 }

@@ -78,7 +78,7 @@ func TestRunIDChangeAfterARestartIsNotAFreshStart(t *testing.T) {
 	}
 
 	list, err := exec.Command(egressdBinary(t), "state", "--state", e.state, "list").CombinedOutput()
-	if err != nil || !regexp.MustCompile(`folder \S+ \(was com.test.sandboxed\) changes its id to com.test.sandboxed2 1.0.0; pending, digest `+digestOf(t, e.dir)+`: egressd approve --folder \S+ --digest `+digestOf(t, e.dir)+` com.test.sandboxed2 1.0.0\n`).Match(list) {
+	if err != nil || !regexp.MustCompile(`folder \S+ \(was com.test.sandboxed\) changes its id to com.test.sandboxed2 1.0.0; pending, digest `+digestOf(t, e.dir)+`: egressd approve --state \S+ --folder \S+ --digest `+digestOf(t, e.dir)+` com.test.sandboxed2 1.0.0\n`).Match(list) {
 		t.Fatalf("state list: %v\n%s", err, list)
 	}
 	approve := exec.Command(egressdBinary(t), "approve", "--state", e.state, "--folder", e.dir, "--digest", digestOf(t, e.dir), "com.test.sandboxed2", "1.0.0")

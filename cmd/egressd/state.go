@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -68,7 +69,8 @@ func printState(w io.Writer, file string, s policy.State) {
 			line += "; bound to " + folders(dirs)
 		}
 		if r.Approved.Digest != r.Digest {
-			line += fmt.Sprintf("; %s pending, digest %s, adds %s: egressd approve --digest %s %s %s", r.Version, r.Digest, printable(strings.Join(r.Adds(), " ")), r.Digest, id, r.Version)
+			line += fmt.Sprintf("; %s pending, digest %s, adds %s: %s", r.Version, r.Digest, printable(strings.Join(r.Adds(), " ")),
+				policy.WithState(fmt.Sprintf("egressd approve --digest %s %s %s", r.Digest, id, r.Version), filepath.Dir(file)))
 		}
 		for _, v := range sortedStrings(r.Approvals) {
 			line += fmt.Sprintf("; approved %s for digest %s", v, r.Approvals[v])
@@ -83,7 +85,7 @@ func printState(w io.Writer, file string, s policy.State) {
 		}
 		line := fmt.Sprintf("%s: %s", place, f.ID)
 		if p := f.Pending; p != nil {
-			verb := "pending, digest " + p.Digest + ": " + printable(policy.ApproveCommandFor(dir, p.Digest, p.ID, p.Version))
+			verb := "pending, digest " + p.Digest + ": " + printable(policy.WithState(policy.ApproveCommandFor(dir, p.Digest, p.ID, p.Version), filepath.Dir(file)))
 			if p.Approved {
 				verb = "approved, applies at the next load"
 			}

@@ -98,7 +98,7 @@ func TestPendingWideningIsVisible(t *testing.T) {
 	out, _, code = runCLI(t, "state", "--state", state, "list")
 	if code != exitOK || !strings.HasPrefix(out, "version memory: "+stateFile) ||
 		!strings.Contains(out, "com.acme.erp 1.0.0 in force (1 entries); bound to folder "+dir+"; 1.1.0 pending, digest sha256:") ||
-		!strings.Contains(out, ": egressd approve --digest "+digestOf(t, dir)+" com.acme.erp 1.1.0") {
+		!strings.Contains(out, ": egressd approve --state "+state+" --digest "+digestOf(t, dir)+" com.acme.erp 1.1.0") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 
