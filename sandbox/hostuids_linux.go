@@ -207,7 +207,8 @@ func hostAccount(uid int) (bool, error) {
 // delegation newuidmap honours ("a12u:0x7805af25:1").
 func parseULong(field string) (uint64, bool) {
 	f := strings.TrimLeft(field, " \t\n\v\f\r")
-	f = strings.TrimPrefix(f, "+")
+	neg := strings.HasPrefix(f, "-") // strtoul negates in unsigned arithmetic: "-N" is 2^64-N
+	f = strings.TrimPrefix(strings.TrimPrefix(f, "+"), "-")
 	base := 10
 	switch {
 	case len(f) > 2 && (f[:2] == "0x" || f[:2] == "0X"):
@@ -219,6 +220,9 @@ func parseULong(field string) (uint64, bool) {
 		return 0, false
 	}
 	n, err := strconv.ParseUint(f, base, 64)
+	if neg {
+		n = -n
+	}
 	return n, err == nil
 }
 
@@ -240,7 +244,7 @@ func delegated(id int) (bool, error) {
 		}
 		for _, line := range strings.Split(string(data), "\n") {
 			f := strings.Split(strings.TrimSpace(line), ":")
-			if len(f) != 3 {
+			if len(f) < 3 { // shadow reads the first three fields and ignores the rest
 				continue
 			}
 			start, ok1 := parseULong(f[1])
@@ -275,6 +279,9 @@ func processesRunAs() (map[int]bool, error) {
 			rest, ok := strings.CutPrefix(sc.Text(), "Uid:")
 			if !ok {
 				rest, ok = strings.CutPrefix(sc.Text(), "Gid:") // the sandbox's gid is its uid
+			}
+			if !ok {
+				rest, ok = strings.CutPrefix(sc.Text(), "Groups:") // supplementary groups too
 			}
 			if !ok {
 				continue

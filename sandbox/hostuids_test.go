@@ -308,24 +308,28 @@ func TestASandboxUIDIsNeverOneDelegatedToAUserAsSubordinate(t *testing.T) {
 // "a12u:0x7805af25:1" delegated a sandbox's uid that egressd did not see
 // as delegated, and that user killed the sandbox (round 12 attacker).
 func TestSubordinateRangesAreReadAsNewuidmapReadsThem(t *testing.T) {
-	for in, want := range map[string]uint64{"2013638437": 2013638437, "0x7805af25": 0x7805af25, "0X10": 16, "017": 15, " 42": 42, "0": 0} {
+	for in, want := range map[string]uint64{"2013638437": 2013638437, "0x7805af25": 0x7805af25, "0X10": 16, "017": 15, " 42": 42, "0": 0,
+		"-18446744071704038382": 2005513234} { // strtoul's wrap of a negative (round 13 attacker)
 		if got, ok := parseULong(in); !ok || got != want {
 			t.Errorf("parseULong(%q) = %d, %v; want %d", in, got, ok, want)
 		}
 	}
-	for _, bad := range []string{"", "0x", "12a", "1_000", "-1", "09"} {
+	for _, bad := range []string{"", "0x", "12a", "1_000", "09", "--1"} {
 		if _, ok := parseULong(bad); ok {
 			t.Errorf("parseULong(%q) accepted", bad)
 		}
 	}
 	dir := t.TempDir()
 	sub := filepath.Join(dir, "subuid")
-	os.WriteFile(sub, []byte("a12u:0x7805af25:1\n"), 0o644)
+	os.WriteFile(sub, []byte("a12u:0x7805af25:1\na12v:2005513234:1:junk\n"), 0o644) // shadow ignores fields past the third
 	old := subordinateFiles
 	subordinateFiles = []string{sub}
 	t.Cleanup(func() { subordinateFiles = old })
 	if d, err := delegated(0x7805af25); !d || err != nil {
 		t.Fatalf("delegated(0x7805af25) = %v, %v with a hex delegation", d, err)
+	}
+	if d, err := delegated(2005513234); !d || err != nil {
+		t.Fatalf("delegated(2005513234) = %v, %v with a fourth field on its line", d, err)
 	}
 }
 

@@ -94,6 +94,7 @@ func TestServePinnedIntegrationRenamedToAnothersIDWaitsAndLeavesTheVictimAlone(t
 	stderr, stop = k.serve(t)
 	defer stop()
 	waitFor(t, stderr, `changed its id from com\.t\.a to com\.t\.victim 5\.0\.0 .*waits for the operator's approval`)
+	waitFor(t, stderr, `serving com\.t\.a on unix:`) // the listener is up: the notice comes before it
 	if got := k.reason(t, "api.a.example"); got != "dns_error" {
 		t.Fatalf("A's approved list is not in force: %s", got)
 	}
@@ -134,6 +135,7 @@ func TestServeEventsOfAWaitingIDChangeAreFiledUnderTheIDInForce(t *testing.T) {
 	k.config(t, k.pinOf(t), false)
 	stderr, stop = k.serve(t)
 	waitFor(t, stderr, `changed its id from com\.t\.a to com\.t\.victim 5\.0\.0`)
+	waitFor(t, stderr, `serving com\.t\.a on unix:`) // the listener is up: the notice comes before it
 	log := &lockedFile{path: k.auditFile}
 	waitFor(t, log, `"event":"policy","integration":"com\.t\.a","integration_version":"1\.0\.0",[^\n]*"action":"pending","pending":"com\.t\.victim 5\.0\.0"`)
 	if got := k.reason(t, "elsewhere.example"); got != "not_allowlisted" {
