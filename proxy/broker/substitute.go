@@ -223,7 +223,11 @@ func substituteHeaders(h http.Header, bound []policy.Secret) (used []string, ech
 					seen[sec.Name] = true
 				}
 			}
-			if decoded, prefix, ok := basicCredential(out); ok && len(echoes) < maxBasicPerRequest {
+			// Decoded from what the integration wrote, not from out: a raw
+			// placeholder after a token's end, substituted first, made the
+			// lenient decode and standard re-encode carry the value rebased
+			// ('-' as '+'), a form no scrub pattern covers.
+			if decoded, prefix, ok := basicCredential(v); ok && len(echoes) < maxBasicPerRequest {
 				replaced := decoded
 				for _, sec := range bound {
 					if sec.Placeholder != "" && strings.Contains(replaced, sec.Placeholder) {

@@ -1,0 +1,37 @@
+package broker
+
+import (
+	"encoding/base64"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/egressd/egressd/policy"
+)
+
+// TestABasicTokenWithThePlaceholderAlsoRawAfterItDoesNotCarryTheValueRebased:
+// the raw placeholder was substituted first, then the whole token, now
+// "U"+value, decoded leniently (URL alphabet, no padding) and re-encoded
+// in the standard one: the origin received the value with every '-' as
+// '+' (and '_' as '/'), a form no scrubber pattern covered once the built
+// token was forgotten, and got it back to the program whole (round 15
+// broker attacker). A Basic credential is decoded from what the
+// integration wrote, so the value enters it only through the encoding.
+func TestABasicTokenWithThePlaceholderAlsoRawAfterItDoesNotCarryTheValueRebased(t *testing.T) {
+	const value = "sk-live-DISTINCT-9f3c2a7e51-abcd_fg" // as long as the placeholder, as egressd makes them
+	a := secret(t, "A", "a.example", phA, value)
+	prefix := "u:" + phA
+	for len(prefix)%3 != 0 {
+		prefix += "x"
+	}
+	u := base64.RawURLEncoding.EncodeToString([]byte(prefix))
+	h := http.Header{"Authorization": {"Basic " + u + phA}}
+	substituteHeaders(h, []policy.Secret{a})
+	got := h.Get("Authorization")
+	rebased := strings.NewReplacer("-", "+", "_", "/").Replace(value)
+	for _, form := range []string{value, rebased} {
+		if strings.Contains(got, form) {
+			t.Fatalf("the header sent to the origin holds the value as %q: %q", form, got)
+		}
+	}
+}
