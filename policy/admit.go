@@ -27,7 +27,10 @@ type admission struct {
 // Conversely an id is bound to its folders (idfolder.go): a claim of it
 // from another folder is pending too, with nothing in force. Nothing
 // pending changes the id's record.
-func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration) (admission, error) {
+//
+// stateDir names version memory's folder in the commands a refusal prints
+// ("" for memory that lives in the process).
+func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration, stateDir string) (admission, error) {
 	var changed []string
 	for _, place := range places {
 		if f := s.Folders[place]; f.ID != "" && f.ID != m.ID && !idChangePasses(f, m, in) {
@@ -63,7 +66,7 @@ func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration) (
 		}
 	}
 	r, known := s.IDs[m.ID]
-	adm, err := admit(&r, known, m, in)
+	adm, err := admit(&r, known, m, in, stateDir)
 	if err == nil {
 		s.IDs[m.ID] = r
 	}
@@ -99,7 +102,7 @@ func boundTo(s *State, places []string, id string) bool {
 //   - a higher version that adds entries applies once the operator's gate
 //     passes (widen: auto, a pinned digest, or "egressd approve"); until then
 //     the last approved list stays in force and the version is pending.
-func admit(r *Record, known bool, m *allowlist.Manifest, in Integration) (admission, error) {
+func admit(r *Record, known bool, m *allowlist.Manifest, in Integration, stateDir string) (admission, error) {
 	digest := m.Digest()
 	if !known {
 		*r = Record{Version: m.Version, Digest: digest, Approved: approvedOf(m, digest)}
@@ -107,7 +110,7 @@ func admit(r *Record, known bool, m *allowlist.Manifest, in Integration) (admiss
 	}
 	switch c := allowlist.CompareVersions(m.Version, r.Version); {
 	case c < 0:
-		return admission{}, fmt.Errorf("version %s is lower than %s, seen before; versions only go up: give a version above %s, or, if %s %s must come back, forget the id deliberately (egressd state forget %s)", m.Version, r.Version, r.Version, m.ID, m.Version, m.ID)
+		return admission{}, fmt.Errorf("version %s is lower than %s, seen before; versions only go up: give a version above %s, or, if %s %s must come back, forget the id deliberately (%s)", m.Version, r.Version, r.Version, m.ID, m.Version, WithState("egressd state forget "+ShellWord(m.ID), stateDir))
 	case c == 0 && digest != r.Digest:
 		return admission{}, fmt.Errorf("network list changed but version %s did not; a new list needs a version above %s", m.Version, r.Version)
 	case c > 0:

@@ -355,7 +355,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, read manifestRead, last *
 	var adm admission
 	err = r.memory.update(func(s *State) error {
 		var err error
-		adm, err = admitAt(s, Places(file, in.Listen), m, in)
+		adm, err = admitAt(s, Places(file, in.Listen), m, in, r.memory.dir)
 		if err == nil && dupOf != "" && adm.pending == "" {
 			err = fmt.Errorf("id %s is already served from %s; %w", m.ID, dupOf, ErrIDServedTwice)
 		}

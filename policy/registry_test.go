@@ -121,7 +121,7 @@ func TestLowerVersionIsRefusedAcrossRestart(t *testing.T) {
 	f.write("com.acme.erp", "1.9.9", "erp.acme.example", "evil.example")
 	out := f.load(f.registry(), Failed)
 	// The message names the state file and the way out (issue 13.3).
-	want := "version 1.9.9 is lower than 2.0.0, seen before; versions only go up: give a version above 2.0.0, or, if com.acme.erp 1.9.9 must come back, forget the id deliberately (egressd state forget com.acme.erp) (version memory: " + filepath.Join(f.state, "versions.json") + ")"
+	want := "version 1.9.9 is lower than 2.0.0, seen before; versions only go up: give a version above 2.0.0, or, if com.acme.erp 1.9.9 must come back, forget the id deliberately (egressd state --state " + f.state + " forget com.acme.erp) (version memory: " + filepath.Join(f.state, "versions.json") + ")"
 	if out.Err.Error() != want {
 		t.Fatalf("err = %v", out.Err)
 	}
