@@ -14,7 +14,7 @@ import (
 // list digest, and why it needed approving.
 type Approval struct {
 	ID, Version, Digest string
-	What                string // "a widening", "the id change of FOLDER from OLD", "the claim of FOLDER to ID", "the first list"
+	What                string // WhatWidening, "the id change of FOLDER from OLD", "the claim of FOLDER to ID", WhatFirstList
 	// Entries and Adds, for an approval of a manifest file, are the list
 	// it binds and what that list adds over the list in force it is
 	// compared with (Over, "ID VERSION"): the operator sees what was bound
@@ -22,6 +22,13 @@ type Approval struct {
 	Entries, Adds []string
 	Over          string
 }
+
+// What an approval of an id's own list is: its widening, or the first list
+// an approval binds. InForceAfter tells these from claims and id changes.
+const (
+	WhatWidening  = "a widening"
+	WhatFirstList = "the first list"
+)
 
 // showing fills a's Entries and Adds: the entries of man against the list
 // approved for id in s ("" Over when s holds none).
@@ -236,7 +243,7 @@ func (c pendingRecord) over() string {
 }
 
 func (c pendingRecord) String() string {
-	what := "a widening"
+	what := WhatWidening
 	if c.Place != "" {
 		what = c.what()
 	}
@@ -296,7 +303,7 @@ func (c pendingRecord) approve(s *State) Approval {
 	}
 	r.Approvals[c.Version] = c.Digest
 	s.IDs[c.ID] = r
-	a.What = "a widening"
+	a.What = WhatWidening
 	if c.Entries != nil {
 		a = a.binding(s, c.Entries, c.ID)
 	}
@@ -360,7 +367,7 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 		case !known:
 			s.IDs[man.ID] = Record{Version: man.Version, Digest: digest, Approved: approvedOf(man, digest)}
 			s.Folders[folder] = Folder{ID: man.ID}
-			a.What = "the first list"
+			a.What = WhatFirstList
 			made = append(made, a.showing(s, man, ""))
 			return nil
 		case allowlist.CompareVersions(man.Version, r.Version) < 0:
@@ -375,7 +382,7 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 		}
 		r.Approvals[man.Version] = digest
 		s.IDs[man.ID] = r
-		a.What = "a widening"
+		a.What = WhatWidening
 		made = append(made, a.showing(s, man, man.ID))
 		return nil
 	})
@@ -488,7 +495,7 @@ func orNothing(entries []string) string {
 // widening or first list, which the next load puts in force.
 func (s State) InForceAfter(a Approval) (inForce Approved, ok bool) {
 	r, found := s.IDs[a.ID]
-	if !found || r.Approved.Digest == a.Digest || a.What == "a widening" || a.What == "the first list" {
+	if !found || r.Approved.Digest == a.Digest || a.What == WhatWidening || a.What == WhatFirstList {
 		return Approved{}, false
 	}
 	return r.Approved, true

@@ -106,7 +106,7 @@ func showPending(mem *policy.Memory, id, version string, stderr io.Writer) bool 
 	}
 	fmt.Fprintf(stderr, "egressd approve: nothing approved; %s %s waits for approval with the list egressd loaded, which may not be the file as it is now:\n", id, version)
 	for _, l := range lists {
-		what := "a widening"
+		what := policy.WhatWidening
 		switch {
 		case l.Place != "" && l.From == "":
 			what = "the claim of " + l.Place + " to " + id
