@@ -39,7 +39,11 @@ const (
 	// carrying the placeholder of a secret bound to another host; a request
 	// whose Host or :authority is not the connection's host; an origin whose
 	// certificate egressd could not verify; a secret bound with no broker.
-	SecretMisdirected  Reason = "secret_misdirected"
+	SecretMisdirected Reason = "secret_misdirected"
+	// SecretMisplaced is a bound placeholder written raw inside a Basic
+	// credential, where the origin decodes it as base64: the value would
+	// reach the origin as bytes it can echo and no scrubber recognises.
+	SecretMisplaced    Reason = "secret_misplaced"
 	HostMismatch       Reason = "host_mismatch"
 	UpstreamUnverified Reason = "upstream_unverified"
 	BrokerUnavailable  Reason = "broker_unavailable"

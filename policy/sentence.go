@@ -86,6 +86,8 @@ func Sentence(d Decision, p *Policy) string {
 		return fmt.Sprintf("egressd: %s is no longer allowed for %s after a policy reload", host, who)
 	case SecretMisdirected:
 		return fmt.Sprintf("egressd: this request to %s carries the placeholder of a secret the operator bound to other hosts; send it only to the hosts it is bound to", host)
+	case SecretMisplaced:
+		return fmt.Sprintf("egressd: this request to %s carries a placeholder as plain text inside a Basic credential, where %s would decode it as base64; put it in user:password and base64-encode that, and egressd adds the secret inside", host, host)
 	case HostMismatch:
 		return fmt.Sprintf("egressd: the request's Host (or :authority) must be %s, the host this connection was opened to", host)
 	case UpstreamUnverified:

@@ -35,3 +35,15 @@ func TestABasicTokenWithThePlaceholderAlsoRawAfterItDoesNotCarryTheValueRebased(
 		}
 	}
 }
+
+// TestAnotherHostsPlaceholderInABasicTokenAfterATabIsMisdirected: Python's
+// split() takes "Basic\t<token>" as a Basic credential; the misdirection
+// check read only a space after the scheme, so another host's placeholder
+// encoded there was forwarded unaudited.
+func TestAnotherHostsPlaceholderInABasicTokenAfterATabIsMisdirected(t *testing.T) {
+	other := secret(t, "B", "b.example", phA, "sk-live-other-0123456789-abcdefghij")
+	h := http.Header{"Authorization": {"Basic\t" + base64.StdEncoding.EncodeToString([]byte("u:"+phA))}}
+	if !misdirected("GET /", h, []policy.Secret{other}) {
+		t.Fatal("another host's placeholder in a Basic token after a tab was not misdirected")
+	}
+}

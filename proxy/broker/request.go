@@ -144,7 +144,9 @@ func (b *broker) enter() bool {
 // log fails (deny mode); a tunnel inside the connection; a request for
 // another host than the connection's (the leaf was issued for one name; a
 // shared front end must not be asked for another through it); one that
-// carries another host's placeholder (in its declared trailer names too); one whose substitution would grow
+// carries another host's placeholder (in its declared trailer names too);
+// one with a bound placeholder raw in a Basic credential; one whose
+// substitution would grow
 // its header past maxHeaderGrowth, or make a value or a Basic token longer
 // than egressd will build (and then search every response for).
 func (b *broker) check(r *http.Request) policy.Reason {
@@ -174,6 +176,9 @@ func (b *broker) check(r *http.Request) policy.Reason {
 	// body's end, where trailerCheck reads the trailer's values.
 	if misdirected(r.Method+" "+r.RequestURI, r.Header, b.c.Unbound) || misdirectedTrailer(r.Trailer, b.c.Unbound) {
 		return policy.SecretMisdirected
+	}
+	if rawInBasic(r.Header, b.c.Bound) {
+		return policy.SecretMisplaced
 	}
 	if headerGrowth(r.Header, b.c.Bound) > maxHeaderGrowth || oversized(r.Header, b.c.Bound) ||
 		basicCarrying(r.Header, b.c.Bound) > maxBasicPerRequest {
@@ -399,6 +404,8 @@ func (b *broker) refuse(w http.ResponseWriter, reason policy.Reason) {
 		code = http.StatusBadGateway
 	case policy.MethodNotAllowed:
 		code = http.StatusMethodNotAllowed
+	case policy.SecretMisplaced:
+		code = http.StatusBadRequest
 	case policy.BadRequest:
 		code = http.StatusRequestHeaderFieldsTooLarge // the only bad request refused here
 	case policy.AuditUnavailable:

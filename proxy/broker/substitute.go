@@ -188,6 +188,29 @@ func ownBytes(v string, bound []policy.Secret) (n int, carries bool) {
 	return max(n, 0), carries
 }
 
+// rawInBasic reports a header value holding a bound placeholder as it is
+// beside the word Basic (in any case, after a space, a tab or a comma, as
+// lenient parsers split a list of credentials). The origin decodes a Basic
+// token as base64: the value substituted there as plain text would reach
+// it as bytes it names back ("unknown user ...") and no scrub pattern
+// recognises, which the program re-encodes into the value (round 16). The
+// value enters a Basic credential only inside the token egressd encodes.
+func rawInBasic(h http.Header, bound []policy.Secret) bool {
+	for _, values := range h {
+		for _, v := range values {
+			if _, carries := ownBytes(v, bound); !carries {
+				continue
+			}
+			for _, word := range strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == '\t' || r == ',' }) {
+				if strings.EqualFold(word, "Basic") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // basicCarrying counts the Basic credentials in h that carry a bound
 // placeholder: each is a token egressd would build.
 func basicCarrying(h http.Header, bound []policy.Secret) int {
@@ -284,10 +307,11 @@ func basicCredential(v string) (decoded, prefix string, ok bool) {
 // are skipped, padding is optional, either alphabet. It serves only the
 // misdirection check, which must see whatever some origin would.
 func lenientBasic(v string) (string, bool) {
-	scheme, token, found := strings.Cut(v, " ")
-	if !found || !strings.EqualFold(scheme, "Basic") {
+	i := strings.IndexAny(v, " \t") // Python's str.split() takes a tab too
+	if i < 0 || !strings.EqualFold(v[:i], "Basic") {
 		return "", false
 	}
+	token := v[i+1:]
 	var clean strings.Builder
 	for i := 0; i < len(token); i++ {
 		switch c := token[i]; {
