@@ -136,13 +136,13 @@ func (m *Memory) ApprovePending(id, version, digest, place string) ([]Approval, 
 		picked := pickPending(cands, place)
 		switch {
 		case len(cands) == 0 && len(all) > 0:
-			return fmt.Errorf("no pending record of %s %s has list digest %s; pending:\n%s", id, version, digest, listPending(all))
+			return fmt.Errorf("no pending record of %s %s has list digest %s; pending:\n%s", id, version, digest, listPending(all, m.dir))
 		case len(cands) == 0:
 			return m.notPending(s, id, version)
 		case len(picked) == 0 && place == "":
-			return fmt.Errorf("%s %s waits for approval only as an id change or a claim of another place, and approving %s approves only what waits for the folders bound to it; approve a place's change by naming it; pending:\n%s", id, version, id, listPending(cands))
+			return fmt.Errorf("%s %s waits for approval only as an id change or a claim of another place, and approving %s approves only what waits for the folders bound to it; approve a place's change by naming it; pending:\n%s", id, version, id, listPending(cands, m.dir))
 		case len(picked) == 0:
-			return fmt.Errorf("nothing of %s %s waits for approval at %s; pending:\n%s", id, version, place, listPending(cands))
+			return fmt.Errorf("nothing of %s %s waits for approval at %s; pending:\n%s", id, version, place, listPending(cands, m.dir))
 		}
 		for _, c := range picked {
 			made = append(made, c.approve(s))
@@ -242,12 +242,14 @@ func (c pendingRecord) over() string {
 	return c.ID
 }
 
-func (c pendingRecord) String() string {
+// line shows c with the command that approves it in the version memory
+// at stateDir.
+func (c pendingRecord) line(stateDir string) string {
 	what := WhatWidening
 	if c.Place != "" {
 		what = c.what()
 	}
-	return fmt.Sprintf("  %s, list digest %s: %s", what, c.Digest, ApproveCommandFor(c.Place, c.Digest, c.ID, c.Version))
+	return fmt.Sprintf("  %s, list digest %s: %s", what, c.Digest, WithState(ApproveCommandFor(c.Place, c.Digest, c.ID, c.Version), stateDir))
 }
 
 // what names an id change or a claim.
@@ -258,10 +260,10 @@ func (c pendingRecord) what() string {
 	return fmt.Sprintf("the id change of %s from %s", c.Place, c.From)
 }
 
-func listPending(cs []pendingRecord) string {
+func listPending(cs []pendingRecord, stateDir string) string {
 	lines := make([]string, len(cs))
 	for i, c := range cs {
-		lines[i] = c.String()
+		lines[i] = c.line(stateDir)
 	}
 	return strings.Join(lines, "\n")
 }
@@ -415,7 +417,7 @@ func (m *Memory) Forget(id string) (Record, []string, error) {
 				// by then, and the approval covers nothing.
 				return fmt.Errorf("%s, bound to %s, holds an approved id change to %s %s that has not loaded yet; forgetting %s now would let %s load as a first load, with any list. Let egressd load it first (a reload of serve, or the next run), then forget %s (%s)", place, id, p.ID, p.Version, id, p.ID, id, m.where())
 			}
-			return fmt.Errorf("%s, bound to %s, holds an id change to %s %s that waits for approval; forgetting %s would let %s load as a first load, with any list. Approve the change first (%s), or restore the manifest's id, then forget %s (%s)", place, id, p.ID, p.Version, id, p.ID, ApproveCommandFor(place, p.Digest, p.ID, p.Version), id, m.where())
+			return fmt.Errorf("%s, bound to %s, holds an id change to %s %s that waits for approval; forgetting %s would let %s load as a first load, with any list. Approve the change first (%s), or restore the manifest's id, then forget %s (%s)", place, id, p.ID, p.Version, id, p.ID, WithState(ApproveCommandFor(place, p.Digest, p.ID, p.Version), m.dir), id, m.where())
 		}
 		delete(s.IDs, id)
 		for _, place := range sortedKeys(s.Folders) {
@@ -464,10 +466,11 @@ type PendingList struct {
 // PendingLists lists what waits for approval of id at version, so that
 // "egressd approve" can show the operator what a digest approves before
 // binding it: the manifest file may have been swapped since it loaded.
-func (s *State) PendingLists(id, version string) []PendingList {
+// Each Command names stateDir, the version memory s was read from.
+func (s *State) PendingLists(id, version, stateDir string) []PendingList {
 	var out []PendingList
 	for _, c := range pendingOf(s, id, version) {
-		l := PendingList{ID: id, Version: version, Digest: c.Digest, Place: c.Place, From: c.From, Entries: c.Entries, Command: ApproveCommandFor(c.Place, c.Digest, id, version)}
+		l := PendingList{ID: id, Version: version, Digest: c.Digest, Place: c.Place, From: c.From, Entries: c.Entries, Command: WithState(ApproveCommandFor(c.Place, c.Digest, id, version), stateDir)}
 		if r, known := s.IDs[c.over()]; known && c.Entries != nil {
 			l.Over = c.over() + " " + r.Approved.Version
 			l.Adds = addsOver(c.Entries, r.Approved.Entries)

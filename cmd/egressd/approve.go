@@ -59,7 +59,7 @@ binding made is printed. A running
 			return exitFail
 		}
 		made, err = mem.ApproveManifest(m, policy.ManifestPlace(file), *newID)
-	} else if *digest == "" && showPending(mem, pos[0], pos[1], stderr) {
+	} else if *digest == "" && showPending(mem, *state, pos[0], pos[1], stderr) {
 		return exitFail
 	} else {
 		place := ""
@@ -95,12 +95,12 @@ binding made is printed. A running
 // digest, and reports whether anything waits. ID VERSION alone binds
 // nothing: the manifest file may have been swapped since egressd loaded
 // it, so the operator approves the list shown here, by its digest.
-func showPending(mem *policy.Memory, id, version string, stderr io.Writer) bool {
+func showPending(mem *policy.Memory, stateDir, id, version string, stderr io.Writer) bool {
 	s, err := mem.Read()
 	if err != nil {
 		return false // ApprovePending reports it
 	}
-	lists := s.PendingLists(id, version)
+	lists := s.PendingLists(id, version, stateDir)
 	if len(lists) == 0 {
 		return false
 	}
@@ -121,7 +121,7 @@ func showPending(mem *policy.Memory, id, version string, stderr io.Writer) bool 
 			printLines(stderr, strings.Join(pendingListLines(l), "\n"))
 		}
 	}
-	fmt.Fprintln(stderr, "approve the one you reviewed by its digest (egressd check PATH prints a manifest's digest), or approve the manifest you reviewed: egressd approve --manifest PATH")
+	fmt.Fprintln(stderr, "approve the one you reviewed by its digest (egressd check PATH prints a manifest's digest), or approve the manifest you reviewed: "+policy.WithState("egressd approve --manifest PATH", stateDir))
 	return true
 }
 

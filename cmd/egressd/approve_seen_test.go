@@ -31,7 +31,7 @@ func TestApproveByIDAndVersionShowsThePendingListAndNeedsItsDigest(t *testing.T)
 		t.Fatalf("state list: exit %d\n%s", code, out)
 	}
 	out, errs, code := runCLI(t, "approve", "--state", state, "com.acme.erp", "2.0.0")
-	if code != exitFail || !strings.Contains(errs, "adds exfil.attacker.example") || !strings.Contains(errs, "egressd approve --digest "+evil+" com.acme.erp 2.0.0") {
+	if code != exitFail || !strings.Contains(errs, "adds exfil.attacker.example") || !strings.Contains(errs, "egressd approve --state "+state+" --digest "+evil+" com.acme.erp 2.0.0") {
 		t.Fatalf("approve without --digest: exit %d\n%s%s", code, out, errs)
 	}
 	_, errs, code = runCLI(t, "approve", "--state", state, "--manifest", dir)

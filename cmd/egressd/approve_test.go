@@ -83,3 +83,27 @@ func TestApproveAndStateTakeFlagsAfterTheirArguments(t *testing.T) {
 		t.Fatalf("state forget --state ID: exit %d\n%s", code, errs)
 	}
 }
+
+// TestEveryApproveCommandApprovePrintsNamesItsState: "approve ID VERSION"
+// without --digest (and a digest that names nothing) printed approve
+// commands without --state; pasted as root for a staging state folder they
+// approved in /var/lib/egressd, the production memory (round 16 trust-chain
+// attacker, LOW). Every command egressd prints names the memory it read.
+func TestEveryApproveCommandApprovePrintsNamesItsState(t *testing.T) {
+	state, dir := t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "1.0.0", "erp.acme.example"))
+	erpFolder(t, dir, "com.acme.erp", "1.1.0", "erp.acme.example", "new.acme.example")
+	loadAsServe(t, state, dir)
+	for _, args := range [][]string{
+		{"approve", "--state", state, "com.acme.erp", "1.1.0"},
+		{"approve", "--state", state, "--digest", "sha256:0000", "com.acme.erp", "1.1.0"},
+	} {
+		_, errs, code := runCLI(t, args...)
+		if code == exitOK || !strings.Contains(errs, "egressd approve --state "+state+" --digest "+digestOf(t, dir)+" com.acme.erp 1.1.0") {
+			t.Fatalf("%v: exit %d; every printed approve command must name --state %s:\n%s", args, code, state, errs)
+		}
+		if strings.Count(errs, "egressd approve --") != strings.Count(errs, "egressd approve --state "+state) {
+			t.Fatalf("%v: an approve command without --state:\n%s", args, errs)
+		}
+	}
+}

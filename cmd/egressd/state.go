@@ -70,7 +70,7 @@ func printState(w io.Writer, file string, s policy.State) {
 		}
 		if r.Approved.Digest != r.Digest {
 			line += fmt.Sprintf("; %s pending, digest %s, adds %s: %s", r.Version, r.Digest, printable(strings.Join(r.Adds(), " ")),
-				policy.WithState(fmt.Sprintf("egressd approve --digest %s %s %s", r.Digest, id, r.Version), filepath.Dir(file)))
+				policy.WithState(policy.ApproveCommandFor("", r.Digest, id, r.Version), filepath.Dir(file)))
 		}
 		for _, v := range sortedStrings(r.Approvals) {
 			line += fmt.Sprintf("; approved %s for digest %s", v, r.Approvals[v])
@@ -103,7 +103,7 @@ func printState(w io.Writer, file string, s policy.State) {
 			}
 			line = fmt.Sprintf("%s%s %s; %s", place, was, claim, verb)
 			if !p.Approved {
-				for _, l := range s.PendingLists(p.ID, p.Version) {
+				for _, l := range s.PendingLists(p.ID, p.Version, filepath.Dir(file)) {
 					if l.Place == dir {
 						line += "\n" + strings.Join(pendingListLines(l), "\n")
 					}
