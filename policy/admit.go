@@ -39,6 +39,15 @@ func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration, s
 	}
 	claimOf := claimWaits(s, places, m, in)
 	unbound := claimOf == nil && unboundClaimWaits(s, places, m, in)
+	// A change or claim to an id version memory knows is held only where a
+	// load could apply it once approved: below the id's version (or at it
+	// with another list) every load refuses it, so the approval would bind
+	// nothing and say it had.
+	if r, known := s.IDs[m.ID]; known && (len(changed) > 0 || claimOf != nil || unbound) {
+		if err := versionFloor(r, m.ID, m.Version, m.Digest(), stateDir); err != nil {
+			return admission{}, err
+		}
+	}
 	if len(changed) > 0 {
 		p := changeTo(m)
 		for _, place := range changed {
@@ -108,12 +117,10 @@ func admit(r *Record, known bool, m *allowlist.Manifest, in Integration, stateDi
 		*r = Record{Version: m.Version, Digest: digest, Approved: approvedOf(m, digest)}
 		return admission{inForce: m.Entries}, nil
 	}
-	switch c := allowlist.CompareVersions(m.Version, r.Version); {
-	case c < 0:
-		return admission{}, fmt.Errorf("version %s is lower than %s, seen before; versions only go up: give a version above %s, or, if %s %s must come back, forget the id deliberately (%s)", m.Version, r.Version, r.Version, m.ID, m.Version, WithState("egressd state forget "+ShellWord(m.ID), stateDir))
-	case c == 0 && digest != r.Digest:
-		return admission{}, fmt.Errorf("network list changed but version %s did not; a new list needs a version above %s", m.Version, r.Version)
-	case c > 0:
+	if err := versionFloor(*r, m.ID, m.Version, digest, stateDir); err != nil {
+		return admission{}, err
+	}
+	if allowlist.CompareVersions(m.Version, r.Version) > 0 {
 		r.Version, r.Digest = m.Version, digest
 	}
 	approved, err := parseApproved(r.Approved.Entries)
@@ -130,6 +137,18 @@ func admit(r *Record, known bool, m *allowlist.Manifest, in Integration, stateDi
 	}
 	r.Pending = approvedOf(m, digest).Entries
 	return admission{inForce: approved, pending: m.Version}, nil
+}
+
+// versionFloor refuses m below its id's record r: a lower version than
+// one seen, or the version seen with another list.
+func versionFloor(r Record, id, version, digest, stateDir string) error {
+	switch c := allowlist.CompareVersions(version, r.Version); {
+	case c < 0:
+		return fmt.Errorf("version %s is lower than %s, seen before; versions only go up: give a version above %s, or, if %s %s must come back, forget the id deliberately (%s)", version, r.Version, r.Version, id, version, WithState("egressd state forget "+ShellWord(id), stateDir))
+	case c == 0 && digest != r.Digest:
+		return fmt.Errorf("network list changed but version %s did not; a new list needs a version above %s", version, r.Version)
+	}
+	return nil
 }
 
 func gatePasses(r *Record, m *allowlist.Manifest, digest string, in Integration) bool {

@@ -145,6 +145,13 @@ func (m *Memory) ApprovePending(id, version, digest, place string) ([]Approval, 
 			return fmt.Errorf("nothing of %s %s waits for approval at %s; pending:\n%s", id, version, place, listPending(cands, m.dir))
 		}
 		for _, c := range picked {
+			// The id's record may have moved past a change or claim held
+			// earlier: every load would refuse it, so no approval binds it.
+			if r, known := s.IDs[c.ID]; known && c.Place != "" {
+				if err := versionFloor(r, c.ID, c.Version, c.Digest, m.dir); err != nil {
+					return fmt.Errorf("%s of %s %s cannot apply, so it is not approved: %w", c.what(), c.ID, c.Version, err)
+				}
+			}
 			made = append(made, c.approve(s))
 		}
 		return nil
@@ -347,6 +354,11 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 		_, known := s.IDs[man.ID]
 		unbound := known && !s.placed(man.ID) // an earlier egressd's memory: the operator names the folder here
 		if (f.ID != "" && f.ID != man.ID) || (f.ID == "" && (len(owners) > 0 || unbound)) {
+			if r, known := s.IDs[man.ID]; known {
+				if err := versionFloor(r, man.ID, man.Version, digest, m.dir); err != nil {
+					return fmt.Errorf("%s of %s %s cannot apply, so it is not approved: %w", pendingRecord{ID: man.ID, Place: folder, From: f.ID}.what(), man.ID, man.Version, err)
+				}
+			}
 			p := changeTo(man)
 			p.Approved = true
 			f.Pending = &p

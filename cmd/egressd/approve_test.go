@@ -107,3 +107,34 @@ func TestEveryApproveCommandApprovePrintsNamesItsState(t *testing.T) {
 		}
 	}
 }
+
+// TestAClaimBelowTheIDsVersionIsRefusedNotHeldForAnApprovalNoLoadApplies:
+// a folder claimed com.acme.erp at a version below the one version memory
+// had seen for it; the claim was held pending, "approve" bound it and
+// said so, and every load then refused it as a lower version (round 16
+// trust-chain attacker, LOW: approve, state list and load disagreed). The
+// claim is refused at load like any lower version, and an approval of a
+// claim the id's record has since passed is refused too.
+func TestAClaimBelowTheIDsVersionIsRefusedNotHeldForAnApprovalNoLoadApplies(t *testing.T) {
+	state, a, b := t.TempDir(), t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, a, "com.acme.erp", "2.0.0", "erp.acme.example"))
+	out := loadAsServe(t, state, erpFolder(t, b, "com.acme.erp", "1.0.0", "erp.acme.example"))
+	if out.Err == nil || !strings.Contains(out.Err.Error(), "version 1.0.0 is lower than 2.0.0") {
+		t.Fatalf("a claim below the id's version: %+v", out)
+	}
+	if list, _, _ := runCLI(t, "state", "--state", state, "list"); strings.Contains(list, b) {
+		t.Fatalf("the refused claim was recorded:\n%s", list)
+	}
+
+	// A claim at the id's version waits; then the id moves on from its own folder.
+	loadAsServe(t, state, erpFolder(t, b, "com.acme.erp", "2.0.0", "erp.acme.example"))
+	loadAsServe(t, state, erpFolder(t, a, "com.acme.erp", "3.0.0", "erp.acme.example"))
+	_, errs, code := runCLI(t, "approve", "--state", state, "--folder", b, "--digest", digestOf(t, b), "com.acme.erp", "2.0.0")
+	if code != exitFail || !strings.Contains(errs, "lower than 3.0.0") {
+		t.Fatalf("approving a claim below the id's version: exit %d\n%s", code, errs)
+	}
+	_, errs, code = runCLI(t, "approve", "--state", state, "--manifest", b)
+	if code != exitFail || !strings.Contains(errs, "lower than 3.0.0") {
+		t.Fatalf("approve --manifest of a claim below the id's version: exit %d\n%s", code, errs)
+	}
+}

@@ -14,7 +14,7 @@ import (
 )
 
 // String returns s with every C0 control, DEL, C1 control, Unicode line
-// or paragraph separator, bidi mark/override/isolate character, invisible
+// or paragraph separator, space other than U+0020, bidi mark/override/isolate character, invisible
 // character (Unicode format, Cf, and default-ignorable code points) and
 // invalid UTF-8 byte replaced by a visible escape: \xNN for a byte below
 // 0x80 or an invalid byte, \uNNNN for a rune, \UNNNNNNNN past U+FFFF. Printable Unicode is kept as it is. Clean text is returned
@@ -68,6 +68,8 @@ func unsafeRune(r rune) bool {
 		return true // line and paragraph separators: a line break to many viewers
 	case r < 0x80:
 		return false
+	case unicode.Is(unicode.Zs, r):
+		return true // no-break and other spaces: "a\u00a0b" would read as "a b"
 	}
 	// Characters a reader cannot see: format characters (zero-width space
 	// and joiners, soft hyphen, byte order mark, tags) and the other

@@ -121,3 +121,20 @@ func TestUnicodeLineAndParagraphSeparatorsAreEscaped(t *testing.T) {
 		t.Fatalf("Lines wrote %q", b.String())
 	}
 }
+
+// TestSpacesOtherThanTheSpaceAreEscaped: a folder named with a no-break
+// space read, in "approved ... in /srv/a<NBSP>b", as the folder with a
+// plain space (round 16 trust-chain attacker, LOW): a reviewer cannot
+// tell them apart, so every space but U+0020 is shown escaped.
+func TestSpacesOtherThanTheSpaceAreEscaped(t *testing.T) {
+	for in, want := range map[string]string{
+		"/srv/a\u00a0b":  `/srv/a\u00a0b`,
+		"a\u2007b":       `a\u2007b`,
+		"a\u202fb\u3000": `a\u202fb\u3000`,
+		"a b":            "a b",
+	} {
+		if got := String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
