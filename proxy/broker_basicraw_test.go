@@ -59,11 +59,14 @@ func TestBrokerRawPlaceholderWrittenAsTheBasicTokenIsRefused(t *testing.T) {
 		"tab after the scheme":      "Basic\t" + tokenPH,
 		"after a well-formed token": "Basic " + base64.StdEncoding.EncodeToString([]byte("u:p")) + tokenPH,
 		"in a second credential":    "Bearer x, Basic " + tokenPH,
+		"on a second line":          "Basic dTpw\n" + tokenPH, // two Authorization fields, which servers fold into one
 	} {
 		for _, h2 := range []bool{false, true} {
 			b := newBrokerEnv(t, h2, echoUser)
 			req, _ := http.NewRequest("GET", b.url("api.allowed.example", "/v1/me"), nil)
-			req.Header.Set("Authorization", value)
+			for _, line := range strings.Split(value, "\n") {
+				req.Header.Add("Authorization", line)
+			}
 			resp, body := do(t, b.client(h2), req)
 			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(ReasonHeader) != string(policy.SecretMisplaced) {
 				t.Fatalf("%s (h2=%v): %d %q %q, want 400 secret_misplaced", name, h2, resp.StatusCode, resp.Header.Get(ReasonHeader), body)

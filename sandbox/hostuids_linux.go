@@ -3,16 +3,19 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io/fs"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/egressd/egressd/internal/safefile"
 	"golang.org/x/sys/unix"
@@ -170,8 +173,10 @@ func pickHostUID(r *hostUIDs, key string, mine int, taken map[int]bool) (int, er
 	return 0, fmt.Errorf("no free sandbox uid in [%d, %d): each is held by another integration, a host account or a running process", stateUIDBase, stateUIDBase+stateUIDSpan)
 }
 
-// hostAccount reports whether uid is a host account's (getpwuid through
-// os/user: /etc/passwd, and NSS where egressd is built with cgo), or one
+// hostAccount reports whether uid is a host account's or a host group's
+// (os/user: /etc/passwd and /etc/group; and NSS through getent, which the
+// release build, without cgo, sees only that way: LDAP, SSSD,
+// systemd-homed accounts), or one
 // the admin delegated to a user as a subordinate id (/etc/subuid, and
 // /etc/subgid, since the sandbox's gid is its uid): that user can map it
 // in a user namespace of their own and signal the sandbox as it.
@@ -194,11 +199,49 @@ func hostAccount(uid int) (bool, error) {
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.As(err, &unknown):
-		return false, nil
-	default:
+	case !errors.As(err, &unknown):
 		return false, fmt.Errorf("look up uid %d: %w", uid, err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), getentTimeout)
+	defer cancel()
+	for _, db := range []string{"passwd", "group"} {
+		if known, err := nssKnows(ctx, db, uid); known || err != nil {
+			return known, err
+		}
+	}
+	return false, nil
+}
+
+// getentPaths are where getent is looked for: the C library's, which asks
+// every NSS source the host configures. A host without it has only the
+// files os/user reads.
+var getentPaths = []string{"/usr/bin/getent", "/bin/getent"}
+
+// getentTimeout bounds the NSS lookups of one uid: a directory server that
+// does not answer fails the pick rather than hanging the run.
+const getentTimeout = 10 * time.Second
+
+// nssKnows reports whether getent finds id in db (passwd or group). Exit 2
+// is "not found"; any other failure fails closed.
+func nssKnows(ctx context.Context, db string, id int) (bool, error) {
+	for _, path := range getentPaths {
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		cmd := exec.CommandContext(ctx, path, db, strconv.Itoa(id))
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "LC_ALL=C"}
+		err := cmd.Run()
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.As(err, &exit) && exit.ExitCode() == 2:
+			return false, nil
+		default:
+			return false, fmt.Errorf("getent %s %d (is it an account NSS serves?): %w", db, id, err)
+		}
+	}
+	return false, nil
 }
 
 // parseULong reads a number as shadow-utils' newuidmap does (strtoul with

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"context"
 	"hash/fnv"
 	"os"
 	"os/exec"
@@ -365,5 +366,52 @@ func TestASandboxUIDIsNeverAHostGroupsGID(t *testing.T) {
 	}
 	if uid == gid {
 		t.Fatalf("got uid %d, the gid of host group %s", uid, name)
+	}
+}
+
+// TestASandboxUIDIsNeverAnAccountOnlyNSSKnows: the release build has no
+// cgo, so os/user reads /etc/passwd and /etc/group only; an account that
+// LDAP, SSSD or systemd-homed serves through NSS was invisible, and a
+// sandbox could run as its uid (round 13 residual). getent asks NSS; the
+// uid it names (as a user or a group) is skipped, and a getent that fails
+// otherwise fails the pick closed. Here getent is a script standing for
+// an NSS source; the real one must know root.
+func TestASandboxUIDIsNeverAnAccountOnlyNSSKnows(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root")
+		}
+		t.Skip("needs root")
+	}
+	if _, err := os.Stat("/usr/bin/getent"); err == nil {
+		if known, err := nssKnows(context.Background(), "passwd", 0); !known || err != nil {
+			t.Fatalf("the system's getent does not know uid 0: %v, %v", known, err)
+		}
+	}
+	useTempHostUIDRecord(t)
+	key := StateName("com.acme.ldap", "/srv/ldap")
+	want := stateUIDOf(key)
+	dir := t.TempDir()
+	getent := filepath.Join(dir, "getent")
+	for db, script := range map[string]string{
+		"passwd": "#!/bin/sh\n[ \"$1\" = passwd ] && [ \"$2\" = " + strconv.Itoa(want) + " ] && exit 0\nexit 2\n",
+		"group":  "#!/bin/sh\n[ \"$1\" = group ] && [ \"$2\" = " + strconv.Itoa(want) + " ] && exit 0\nexit 2\n",
+	} {
+		os.WriteFile(getent, []byte(script), 0o755)
+		old := getentPaths
+		getentPaths = []string{getent}
+		_, uid, err := ClaimStateFolder(t.TempDir(), key, "")
+		getentPaths = old
+		if err != nil || uid == want {
+			t.Fatalf("%s: got uid %d, %v; %d is an account NSS knows", db, uid, err, want)
+		}
+		useTempHostUIDRecord(t)
+	}
+	os.WriteFile(getent, []byte("#!/bin/sh\nexit 1\n"), 0o755)
+	old := getentPaths
+	getentPaths = []string{getent}
+	t.Cleanup(func() { getentPaths = old })
+	if _, _, err := ClaimStateFolder(t.TempDir(), key, ""); err == nil {
+		t.Fatal("a getent that failed did not fail the pick")
 	}
 }

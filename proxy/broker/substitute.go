@@ -41,7 +41,9 @@ func misdirected(target string, h http.Header, unbound []policy.Secret) bool {
 		if carries(name) || carriesFolded(name, unbound) {
 			return true
 		}
-		for _, v := range values {
+		// Each line, and the lines joined as servers that fold repeated
+		// fields read them.
+		for _, v := range append(values[:len(values):len(values)], strings.Join(values, ", ")) {
 			if carries(v) {
 				return true
 			}
@@ -195,16 +197,19 @@ func ownBytes(v string, bound []policy.Secret) (n int, carries bool) {
 // it as bytes it names back ("unknown user ...") and no scrub pattern
 // recognises, which the program re-encodes into the value (round 16). The
 // value enters a Basic credential only inside the token egressd encodes.
+//
+// A field's lines are read joined, as servers that fold repeated fields
+// into one value (", ") read them: "Basic dTpw" on one Authorization line
+// and the placeholder on the next reach werkzeug as one credential.
 func rawInBasic(h http.Header, bound []policy.Secret) bool {
 	for _, values := range h {
-		for _, v := range values {
-			if _, carries := ownBytes(v, bound); !carries {
-				continue
-			}
-			for _, word := range strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == '\t' || r == ',' }) {
-				if strings.EqualFold(word, "Basic") {
-					return true
-				}
+		joined := strings.Join(values, ", ")
+		if _, carries := ownBytes(joined, bound); !carries {
+			continue
+		}
+		for _, word := range strings.FieldsFunc(joined, func(r rune) bool { return r == ' ' || r == '\t' || r == ',' }) {
+			if strings.EqualFold(word, "Basic") {
+				return true
 			}
 		}
 	}
