@@ -45,7 +45,7 @@ func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration, s
 	// nothing and say it had.
 	if r, known := s.IDs[m.ID]; known && (len(changed) > 0 || claimOf != nil || unbound) {
 		if err := versionFloor(r, m.ID, m.Version, m.Digest(), stateDir); err != nil {
-			return admission{}, err
+			return admission{}, fmt.Errorf("the manifest takes the id %s, which version memory knows from another folder or id: %w", m.ID, err)
 		}
 	}
 	if len(changed) > 0 {

@@ -39,9 +39,9 @@ func TestManifestPlaceIsTheFolderOnlyForAStandardName(t *testing.T) {
 // is still an id change of that file.
 func TestSecondManifestFileInAFolderClaimingTheFirstsIDWaits(t *testing.T) {
 	f := newFixture(t)
-	write := func(name, id, host string) string {
+	write := func(name, id, version, host string) string {
 		file := filepath.Join(f.dir, name)
-		doc := `{"manifest_version":1,"id":"` + id + `","version":"1.0.0","network":{"connect":["` + host + `"]}}`
+		doc := `{"manifest_version":1,"id":"` + id + `","version":"` + version + `","network":{"connect":["` + host + `"]}}`
 		if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -52,9 +52,9 @@ func TestSecondManifestFileInAFolderClaimingTheFirstsIDWaits(t *testing.T) {
 		cfg.Integrations = []Integration{{Manifest: file, Listen: "127.0.0.1:0"}}
 		return cfg
 	}
-	a := write("a.json", "com.acme.a", "a.example")
+	a := write("a.json", "com.acme.a", "1.0.0", "a.example")
 	loadOne(t, f.registry(), cfgOf(a), Loaded)
-	b := write("b.json", "com.acme.a", "evil.example")
+	b := write("b.json", "com.acme.a", "1.1.0", "evil.example") // at 1.0.0 with another list no approval could apply it: refused
 	for range 2 {
 		r := f.registry()
 		out := loadOne(t, r, cfgOf(b), Pending)
@@ -68,7 +68,7 @@ func TestSecondManifestFileInAFolderClaimingTheFirstsIDWaits(t *testing.T) {
 	if r := loadOne(t, f.registry(), cfgOf(a), Loaded); r.ID != "com.acme.a" {
 		t.Fatalf("the first file: %+v", r)
 	}
-	write("a.json", "com.acme.a2", "a.example")
+	write("a.json", "com.acme.a2", "1.0.0", "a.example")
 	if out := loadOne(t, f.registry(), cfgOf(a), Pending); !strings.Contains(out.Notice, "changed its id from com.acme.a") {
 		t.Fatalf("the first file's id change: %s", out.Notice)
 	}

@@ -60,6 +60,14 @@ func TestBrokerRawPlaceholderWrittenAsTheBasicTokenIsRefused(t *testing.T) {
 		"after a well-formed token": "Basic " + base64.StdEncoding.EncodeToString([]byte("u:p")) + tokenPH,
 		"in a second credential":    "Bearer x, Basic " + tokenPH,
 		"on a second line":          "Basic dTpw\n" + tokenPH, // two Authorization fields, which servers fold into one
+		// Round 17: origins take the token after no separator (Node's
+		// /^basic/i and a slice), a no-break space or NEL (Python's split,
+		// Java's trim).
+		"no separator":       "Basic" + tokenPH,
+		"NBSP byte":          "Basic\xa0" + tokenPH,
+		"NEL byte":           "Basic\x85" + tokenPH,
+		"UTF-8 NBSP":         "Basic\u00a0" + tokenPH,
+		"upper case, inside": "XBASICX" + tokenPH,
 	} {
 		for _, h2 := range []bool{false, true} {
 			b := newBrokerEnv(t, h2, echoUser)

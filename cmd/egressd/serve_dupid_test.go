@@ -17,12 +17,12 @@ import (
 // pending claim with nothing allowed, stated in one warning line.
 func TestServeRestartAfterOneIntegrationTookAnothersIDServesTheOthers(t *testing.T) {
 	dir := t.TempDir()
-	write := func(folder, id, hosts string) {
+	write := func(folder, id, version, hosts string) {
 		os.MkdirAll(filepath.Join(dir, folder), 0o755)
-		erpFolder(t, filepath.Join(dir, folder), id, "1.0.0", strings.Split(hosts, ",")...)
+		erpFolder(t, filepath.Join(dir, folder), id, version, strings.Split(hosts, ",")...)
 	}
-	write("b", "com.test.b", "b.example")
-	write("c", "com.test.c", "c.example")
+	write("b", "com.test.b", "1.0.0", "b.example")
+	write("c", "com.test.c", "1.0.0", "c.example")
 	sockets := t.TempDir()
 	sock := func(n string) string { return filepath.Join(sockets, n+".sock") }
 	cfg, auditFile := filepath.Join(dir, "egressd.yaml"), filepath.Join(dir, "audit.log")
@@ -47,7 +47,10 @@ func TestServeRestartAfterOneIntegrationTookAnothersIDServesTheOthers(t *testing
 	waitFor(t, stderr, `serving com.test.c on unix:`)
 	stop()
 
-	write("c", "com.test.b", "b.example,c.example")
+	// Above B's version: at B's own version with another list no approval
+	// could ever apply it, and the load refuses it outright
+	// (TestAClaimBelowTheIDsVersionIsRefusedNotHeldForAnApprovalNoLoadApplies).
+	write("c", "com.test.b", "1.1.0", "b.example,c.example")
 	stderr, stop = start()
 	defer stop()
 	waitFor(t, stderr, `serving com.test.b on unix:`)

@@ -47,3 +47,18 @@ func TestAnotherHostsPlaceholderInABasicTokenAfterATabIsMisdirected(t *testing.T
 		t.Fatal("another host's placeholder in a Basic token after a tab was not misdirected")
 	}
 }
+
+// TestAnotherHostsPlaceholderInABasicTokenAnyOriginFindsIsMisdirected:
+// the check decoded a token only after "Basic" and a space or a tab;
+// "Basic<token>", "Basic\xa0<token>", "Basic,<token>" and a token later in
+// a list of credentials reached the origin, which a lenient parser decodes
+// (round 17 broker attacker, LOW).
+func TestAnotherHostsPlaceholderInABasicTokenAnyOriginFindsIsMisdirected(t *testing.T) {
+	other := secret(t, "B", "b.example", phA, "sk-live-other-0123456789-abcdefghij")
+	tok := base64.StdEncoding.EncodeToString([]byte("u:" + phA))
+	for _, v := range []string{"Basic" + tok, "Basic\xa0" + tok, "Basic," + tok, "Bearer x, Basic " + tok, "Basic dTpw, Basic " + tok, "basic\u00a0" + base64.RawURLEncoding.EncodeToString([]byte("u:"+phA))} {
+		if !misdirected("GET /", http.Header{"Authorization": {v}}, []policy.Secret{other}) {
+			t.Errorf("%q: another host's placeholder in a Basic token was not misdirected", v)
+		}
+	}
+}

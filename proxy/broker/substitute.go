@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/egressd/egressd/policy"
 )
@@ -42,17 +43,56 @@ func misdirected(target string, h http.Header, unbound []policy.Secret) bool {
 			return true
 		}
 		// Each line, and the lines joined as servers that fold repeated
-		// fields read them.
+		// fields read them; and every piece of base64 in them decoded, since
+		// origins find a Basic token after no separator, a no-break space or
+		// in a list of credentials.
 		for _, v := range append(values[:len(values):len(values)], strings.Join(values, ", ")) {
 			if carries(v) {
 				return true
 			}
-			if decoded, ok := lenientBasic(v); ok && carries(decoded) {
-				return true
+			for _, decoded := range base64Runs(v) {
+				if carries(decoded) {
+					return true
+				}
 			}
 		}
 	}
 	return false
+}
+
+// maxBasicWords bounds the "basic"s base64Runs decodes after, each a
+// decode of the rest of the field: a field of thousands would cost as many.
+// No origin reads the ninth credential of a list.
+const maxBasicWords = 8
+
+// base64Runs decodes v as the most lenient origins would find a token in
+// it (Node's Buffer, Python's b64decode: bytes outside the alphabets
+// skipped, padding optional, either alphabet): each run of base64
+// characters, and all that follows each "basic" in any case, whatever
+// separates it ("Basic<token>", "Basic\xa0<token>", a token later in a
+// list of credentials, a token with spaces or dots inside).
+func base64Runs(v string) []string {
+	var pieces []string
+	isB64 := func(r rune) bool {
+		return r < 0x80 && (r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("+/-_=", r))
+	}
+	pieces = append(pieces, strings.FieldsFunc(v, func(r rune) bool { return !isB64(r) })...)
+	for at, n := indexFold(v, "basic"), 0; at >= 0 && n < maxBasicWords; n++ {
+		rest := v[at+len("basic"):]
+		pieces = append(pieces, rest)
+		next := indexFold(rest, "basic")
+		if next < 0 {
+			break
+		}
+		at = len(v) - len(rest) + next
+	}
+	var out []string
+	for _, piece := range pieces {
+		if raw, ok := lenientBase64(piece); ok {
+			out = append(out, raw)
+		}
+	}
+	return out
 }
 
 // percentDecoded decodes every valid %XX escape in s, again until nothing
@@ -190,30 +230,52 @@ func ownBytes(v string, bound []policy.Secret) (n int, carries bool) {
 	return max(n, 0), carries
 }
 
-// rawInBasic reports a header value holding a bound placeholder as it is
-// beside the word Basic (in any case, after a space, a tab or a comma, as
-// lenient parsers split a list of credentials). The origin decodes a Basic
-// token as base64: the value substituted there as plain text would reach
-// it as bytes it names back ("unknown user ...") and no scrub pattern
-// recognises, which the program re-encodes into the value (round 16). The
-// value enters a Basic credential only inside the token egressd encodes.
+// rawInBasic reports a header field holding a bound placeholder as it is
+// where the word Basic appears anywhere else in it, in any case: the
+// origin decodes a Basic token as base64, and the value substituted there
+// as plain text would reach it as bytes it names back ("unknown user ...")
+// and no scrub pattern recognises, which the program re-encodes into the
+// value (round 16). Origins find the token after a space, a tab, a comma,
+// a no-break space or nothing at all ("Basic<token>": Node's /^basic/i and
+// a slice, Java's startsWith and trim), so no separator is required here.
+// The value enters a Basic credential only inside the token egressd
+// encodes.
 //
 // A field's lines are read joined, as servers that fold repeated fields
 // into one value (", ") read them: "Basic dTpw" on one Authorization line
 // and the placeholder on the next reach werkzeug as one credential.
 func rawInBasic(h http.Header, bound []policy.Secret) bool {
 	for _, values := range h {
-		joined := strings.Join(values, ", ")
-		if _, carries := ownBytes(joined, bound); !carries {
-			continue
-		}
-		for _, word := range strings.FieldsFunc(joined, func(r rune) bool { return r == ' ' || r == '\t' || r == ',' }) {
-			if strings.EqualFold(word, "Basic") {
-				return true
+		rest := strings.Join(values, ", ")
+		carries := false
+		for _, sec := range bound {
+			if sec.Placeholder != "" && strings.Contains(rest, sec.Placeholder) {
+				carries = true
+				rest = strings.ReplaceAll(rest, sec.Placeholder, " ") // the word is looked for outside placeholders
 			}
+		}
+		if carries && indexFold(rest, "basic") >= 0 {
+			return true
 		}
 	}
 	return false
+}
+
+// indexFold is the byte offset of the first word in s in any case
+// (Unicode simple folding, as strings.EqualFold), or -1.
+func indexFold(s, word string) int {
+	for i := range s {
+		n, j := 0, i
+		for j < len(s) && n < len(word) {
+			_, size := utf8.DecodeRuneInString(s[j:])
+			j += size
+			n++
+		}
+		if n == len(word) && strings.EqualFold(s[i:j], word) {
+			return i
+		}
+	}
+	return -1
 }
 
 // basicCarrying counts the Basic credentials in h that carry a bound
@@ -307,19 +369,14 @@ func basicCredential(v string) (decoded, prefix string, ok bool) {
 	return "", "", false
 }
 
-// lenientBasic decodes a Basic credential as the most lenient origins do
-// (Node's Buffer, Python's b64decode): bytes outside the base64 alphabets
-// are skipped, padding is optional, either alphabet. It serves only the
+// lenientBase64 decodes tok as the most lenient origins do (Node's
+// Buffer, Python's b64decode): bytes outside the base64 alphabets are
+// skipped, padding is optional, either alphabet. It serves only the
 // misdirection check, which must see whatever some origin would.
-func lenientBasic(v string) (string, bool) {
-	i := strings.IndexAny(v, " \t") // Python's str.split() takes a tab too
-	if i < 0 || !strings.EqualFold(v[:i], "Basic") {
-		return "", false
-	}
-	token := v[i+1:]
+func lenientBase64(tok string) (string, bool) {
 	var clean strings.Builder
-	for i := 0; i < len(token); i++ {
-		switch c := token[i]; {
+	for i := 0; i < len(tok); i++ {
+		switch c := tok[i]; {
 		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '+', c == '/':
 			clean.WriteByte(c)
 		case c == '-':
