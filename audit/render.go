@@ -30,7 +30,7 @@ func WriteText(w io.Writer, rep Report) error {
 			versions[i] = q(v)
 		}
 		if ir.Claim != "" {
-			fmt.Fprintf(tw, "== unapproved claim of %s from %s (versions %s): not that integration until the operator approves it\n", q(ir.ID), q(ir.Claim), strings.Join(versions, ", "))
+			fmt.Fprintf(tw, "== unapproved claim of %s from %s (versions %s): not that integration until the operator approves it\n", q(ir.ID), termsafe.ShellWord(ir.Claim), strings.Join(versions, ", "))
 		} else {
 			fmt.Fprintf(tw, "== %s (versions %s)\n", q(ir.ID), strings.Join(versions, ", "))
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/internal/termsafe"
 )
 
 // admission is what the version rules make of a freshly parsed manifest.
@@ -144,7 +145,7 @@ func admit(r *Record, known bool, m *allowlist.Manifest, in Integration, stateDi
 func versionFloor(r Record, id, version, digest, stateDir string) error {
 	switch c := allowlist.CompareVersions(version, r.Version); {
 	case c < 0:
-		return fmt.Errorf("version %s is lower than %s, seen before; versions only go up: give a version above %s, or, if %s %s must come back, forget the id deliberately (%s)", version, r.Version, r.Version, id, version, WithState("egressd state forget "+ShellWord(id), stateDir))
+		return fmt.Errorf("version %s is lower than %s, seen before; versions only go up: give a version above %s, or, if %s %s must come back, forget the id deliberately (%s)", version, r.Version, r.Version, id, version, WithState("egressd state forget "+termsafe.ShellWord(id), stateDir))
 	case c == 0 && digest != r.Digest:
 		return fmt.Errorf("network list changed but version %s did not; a new list needs a version above %s", version, r.Version)
 	}

@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/internal/termsafe"
 )
 
 // Approval says what "egressd approve" bound: one id, one version, one
@@ -197,37 +196,7 @@ func ApproveCommandFor(place, digest, id, version string) string {
 	if place == "" {
 		return fmt.Sprintf("egressd approve --digest %s %s %s", digest, id, version)
 	}
-	return fmt.Sprintf("egressd approve --folder %s --digest %s %s %s", ShellWord(place), digest, id, version)
-}
-
-// ShellWord quotes s for a shell when it holds anything but plain path
-// characters: every command egressd prints is printed to be pasted, so
-// pasting must give the program s's bytes exactly. A word holding a
-// control character, invalid UTF-8 or a character that does not print is
-// written in ANSI-C quoting ($'…' with \xHH for each such byte), which
-// bash, zsh, ksh93, busybox sh and POSIX.1-2024 sh read (dash before 0.5.13
-// does not): shown as \t inside '…', a TAB would name another file.
-func ShellWord(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-:+@,=") == "" {
-		return s
-	}
-	if !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-		var b strings.Builder
-		b.WriteString("$'")
-		for i := 0; i < len(s); i++ {
-			switch c := s[i]; {
-			case c == '\\' || c == '\'':
-				b.WriteByte('\\')
-				b.WriteByte(c)
-			case c < 0x20 || c >= 0x7f:
-				fmt.Fprintf(&b, "\\x%02x", c)
-			default:
-				b.WriteByte(c)
-			}
-		}
-		return b.String() + "'"
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return fmt.Sprintf("egressd approve --folder %s --digest %s %s %s", termsafe.ShellWord(place), digest, id, version)
 }
 
 // pendingRecord is one thing waiting for approval of id at version: an id
@@ -431,6 +400,14 @@ func (m *Memory) Forget(id string) (Record, []string, error) {
 			}
 			return fmt.Errorf("%s, bound to %s, holds an id change to %s %s that waits for approval; forgetting %s would let %s load as a first load, with any list. Approve the change first (%s), or restore the manifest's id, then forget %s (%s)", place, id, p.ID, p.Version, id, p.ID, WithState(ApproveCommandFor(place, p.Digest, p.ID, p.Version), m.dir), id, m.where())
 		}
+		// A claim of id by a place bound to nothing else: once id is
+		// forgotten, whichever place loads it first takes it as a first
+		// load, the claimant's wider list included.
+		for _, place := range sortedKeys(s.Folders) {
+			if f := s.Folders[place]; f.ID == "" && f.Pending != nil && f.Pending.ID == id {
+				return fmt.Errorf("%s claims %s %s, which waits for approval; forgetting %s would let whichever folder loads it first take it as a first load, with its list, this one included. Drop the claim first (%s), and make sure that folder's manifest no longer names %s, or approve it if that folder is %s now; then forget %s (%s)", place, id, f.Pending.Version, id, WithState("egressd state forget --folder "+termsafe.ShellWord(place), m.dir), id, id, id, m.where())
+			}
+		}
 		delete(s.IDs, id)
 		for _, place := range sortedKeys(s.Folders) {
 			f := s.Folders[place]
@@ -453,6 +430,38 @@ func (m *Memory) Forget(id string) (Record, []string, error) {
 		return nil
 	})
 	return r, dropped, err
+}
+
+// PendingCannotApply says why the id change or claim waiting at place can
+// never load (the id's record has since passed its version, or holds that
+// version with another list), or "" when an approval would apply it.
+func (s *State) PendingCannotApply(place string) string {
+	f := s.Folders[place]
+	if f.Pending == nil {
+		return ""
+	}
+	if r, known := s.IDs[f.Pending.ID]; known && versionFloor(r, f.Pending.ID, f.Pending.Version, f.Pending.Digest, "") != nil {
+		return fmt.Sprintf("version memory has seen %s %s since (list digest %s); a load takes %s only above it", f.Pending.ID, r.Version, r.Digest, f.Pending.ID)
+	}
+	return ""
+}
+
+// ForgetFolder removes what version memory holds for place (a folder, or
+// "listener ADDR"): its binding to an id and any id change or claim that
+// waits there. It only ever takes an approval away: the place's next load
+// of an id bound elsewhere, or of one now bound to no place, waits for the
+// operator again. It returns the record it removed.
+func (m *Memory) ForgetFolder(place string) (Folder, error) {
+	var f Folder
+	err := m.update(func(s *State) error {
+		var found bool
+		if f, found = s.Folders[place]; !found {
+			return fmt.Errorf("%s is not in version memory (%s)", place, m.where())
+		}
+		delete(s.Folders, place)
+		return nil
+	})
+	return f, err
 }
 
 // PendingList is one list that waits for the operator's approval of an id

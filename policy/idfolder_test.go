@@ -64,7 +64,7 @@ func TestIDClaimedFromAnotherFolderWaitsAndKeepsNothing(t *testing.T) {
 
 // TestApprovedClaimJoinsTheIDAndForgetRemovesIt: approving the claim binds
 // the second folder to the id too (and no other claim rides along); forget
-// removes the claim with the id.
+// removes the id once the claim waiting for it is dropped.
 func TestApprovedClaimJoinsTheIDAndForgetRemovesIt(t *testing.T) {
 	f := newFixture(t)
 	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
@@ -86,8 +86,16 @@ func TestApprovedClaimJoinsTheIDAndForgetRemovesIt(t *testing.T) {
 		t.Fatalf("folders of the id after approval: %v", got)
 	}
 
-	_, cfgC := f.second("127.0.0.1:0", "com.acme.erp", "1.0.0", "erp.acme.example")
+	c, cfgC := f.second("127.0.0.1:0", "com.acme.erp", "1.0.0", "erp.acme.example")
 	loadOne(t, f.registry(), cfgC, Pending)
+	// While C's claim waits, forgetting the id would hand it to whichever
+	// folder loads first (round 17): C's claim is dropped deliberately first.
+	if _, _, err := mem.Forget("com.acme.erp"); err == nil || !strings.Contains(err.Error(), "forget --folder") {
+		t.Fatalf("forget while a claim waits: %v", err)
+	}
+	if _, err := mem.ForgetFolder(ManifestPlace(filepath.Join(c, "manifest.json"))); err != nil {
+		t.Fatal(err)
+	}
 	if _, _, err := mem.Forget("com.acme.erp"); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/audit"
 )
 
@@ -118,7 +119,7 @@ func WithState(cmd, dir string) string {
 	}
 	for _, sub := range []string{"egressd approve ", "egressd state "} {
 		if strings.HasPrefix(cmd, sub) {
-			return sub + "--state " + ShellWord(dir) + " " + cmd[len(sub):]
+			return sub + "--state " + termsafe.ShellWord(dir) + " " + cmd[len(sub):]
 		}
 	}
 	return cmd
@@ -127,12 +128,12 @@ func WithState(cmd, dir string) string {
 // approveManifestCommand approves the manifest at the place this load
 // read, as printed for a claim of an id no folder holds.
 func (p *Policy) approveManifestCommand() string {
-	return WithState("egressd approve --manifest "+ShellWord(ManifestPlace(p.ManifestAt)), p.StateDir)
+	return WithState("egressd approve --manifest "+termsafe.ShellWord(ManifestPlace(p.ManifestAt)), p.StateDir)
 }
 
 // forgetCommand forgets the id in this load's version memory.
 func (p *Policy) forgetCommand() string {
-	return WithState("egressd state forget "+ShellWord(p.Manifest.ID), p.StateDir)
+	return WithState("egressd state forget "+termsafe.ShellWord(p.Manifest.ID), p.StateDir)
 }
 
 // PendingNotice says what waits for the operator and how to approve it,

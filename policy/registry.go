@@ -355,7 +355,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, read manifestRead, last *
 	var adm admission
 	err = r.memory.update(func(s *State) error {
 		var err error
-		adm, err = admitAt(s, Places(file, in.Listen), m, in, r.memory.dir)
+		adm, err = admitAt(s, Places(file, in.Listen), m, in, r.memory.commandDir())
 		if err == nil && dupOf != "" && adm.pending == "" {
 			err = fmt.Errorf("id %s is already served from %s; %w", m.ID, dupOf, ErrIDServedTwice)
 		}
@@ -372,7 +372,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, read manifestRead, last *
 		adm.inForce = []allowlist.Entry{} // nothing for a folder that took a served id
 	}
 	p := NewPolicy(m, adm.inForce, opts)
-	p.ManifestAt, p.Generation, p.StateDir = file, gen, r.memory.dir
+	p.ManifestAt, p.Generation, p.StateDir = file, gen, r.memory.commandDir()
 	p.setPending(adm.pending, adm.idFrom, adm.claimOf, adm.unbound)
 	p.PendingIDFromVersion = adm.fromVer
 	out.Notice = p.PendingNotice()

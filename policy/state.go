@@ -120,6 +120,16 @@ func (m *Memory) Path() string {
 
 // where names the state file in messages ("version memory: " comes
 // before it).
+// commandDir is the folder the commands egressd prints name with --state:
+// the memory's, or the one a read-only copy was read from (explain
+// --state), so a pasted command acts on the memory that was read.
+func (m *Memory) commandDir() string {
+	if m.dir != "" {
+		return m.dir
+	}
+	return m.readFrom
+}
+
 func (m *Memory) where() string {
 	if p := m.Path(); p != "" {
 		return p

@@ -83,7 +83,7 @@ binding made is printed. A running
 		}
 		if was, waits := after.InForceAfter(a); waits {
 			printLine(stdout, "  in force at the next load: %s %s (%s); %s %s still waits for approval (egressd approve --state %s %s %s shows it)",
-				a.ID, was.Version, orNone(strings.Join(was.Entries, " ")), a.ID, a.Version, policy.ShellWord(filepath.Dir(mem.Path())), a.ID, a.Version)
+				a.ID, was.Version, orNone(strings.Join(was.Entries, " ")), a.ID, a.Version, termsafe.ShellWord(filepath.Dir(mem.Path())), a.ID, a.Version)
 		}
 	}
 	fmt.Fprintln(stdout, "reload egressd serve to apply it: systemctl reload egressd, or kill -HUP the serve process (not pidof egressd: every egressd run passes SIGHUP to its program)")

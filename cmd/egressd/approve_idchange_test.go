@@ -27,7 +27,7 @@ func TestApprovingAnIDChangeShowsTheListItBinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := m.Digest()
-	erpFolder(t, dir, "com.acme.erp2", "1.0.0", "api.acme.example") // the author swaps the file after the load
+	erpFolder(t, dir, "com.acme.erp2", "1.0.0", "api.acme.example")                            // the author swaps the file after the load
 	erpFolder(t, other, "com.acme.erp", "1.1.0", "api.acme.example", "claim.attacker.example") // above the id's version: a claim at it with another list is refused
 	if o := loadAsServe(t, state, other); o.Result != policy.Pending {
 		t.Fatalf("claim: %+v", o)

@@ -138,3 +138,19 @@ func TestAClaimBelowTheIDsVersionIsRefusedNotHeldForAnApprovalNoLoadApplies(t *t
 		t.Fatalf("approve --manifest of a claim below the id's version: exit %d\n%s", code, errs)
 	}
 }
+
+// TestStateListSaysAClaimTheIDHasPassedCannotLoad: a claim held at 2.0.0
+// stayed in state list with an approve command after the id reached
+// 3.0.0, a command approve then refused (round 17 trust-chain attacker,
+// minor). state list says it cannot load and how to drop it.
+func TestStateListSaysAClaimTheIDHasPassedCannotLoad(t *testing.T) {
+	state, a, b := t.TempDir(), t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, a, "com.acme.erp", "2.0.0", "erp.acme.example"))
+	loadAsServe(t, state, erpFolder(t, b, "com.acme.erp", "2.0.0", "erp.acme.example"))
+	loadAsServe(t, state, erpFolder(t, a, "com.acme.erp", "3.0.0", "erp.acme.example"))
+	list := stateList(t, state)
+	if !strings.Contains(list, "cannot load, so it is not approvable: version memory has seen com.acme.erp 3.0.0") ||
+		!strings.Contains(list, "egressd state --state "+state+" forget --folder "+b) || strings.Contains(list, "--folder "+b+" --digest") {
+		t.Fatalf("state list of a claim the id has passed:\n%s", list)
+	}
+}

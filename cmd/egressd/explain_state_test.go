@@ -66,3 +66,18 @@ func TestExplainPendingLineDoesNotPassAFolderNamesTerminalEscapes(t *testing.T) 
 		t.Fatalf("explain printed:\n%q\n%q", out, errs)
 	}
 }
+
+// TestExplainsForgetCommandNamesTheStateItRead: explain --state DIR of a
+// manifest below the version seen advised "egressd state forget ID" with no
+// --state: pasted as root, it forgot the id in /var/lib/egressd, another
+// memory (round 17 trust-chain attacker, MEDIUM). explain reads a
+// read-only copy; its commands name the folder it was read from.
+func TestExplainsForgetCommandNamesTheStateItRead(t *testing.T) {
+	state, dir := t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "2.0.0", "erp.acme.example"))
+	erpFolder(t, dir, "com.acme.erp", "1.0.0", "erp.acme.example")
+	out, errs, _ := runCLI(t, "explain", "--state", state, "--manifest", dir, "erp.acme.example")
+	if !strings.Contains(out+errs, "egressd state --state "+state+" forget com.acme.erp") {
+		t.Fatalf("explain's forget command does not name --state %s:\n%s%s", state, out, errs)
+	}
+}

@@ -71,3 +71,42 @@ func TestForgettingTheOldIDAfterAnApprovedRenameDoesNotReleaseAWidenedNewID(t *t
 		t.Fatalf("the widened new id is in force: %s", out)
 	}
 }
+
+// TestForgetRefusesWhileAnotherFolderClaimsTheID: the rollback advice
+// ("forget the id deliberately") dropped another folder's pending claim of
+// the id; that folder then loaded first, as a first load, and its wider
+// list was in force with no approval (round 17 trust-chain attacker).
+// forget now refuses while a claim of the id waits, naming it and the way
+// to drop it: "state forget --folder", which removes only what version
+// memory holds for that folder (its later loads need approval again).
+func TestForgetRefusesWhileAnotherFolderClaimsTheID(t *testing.T) {
+	state, owner, claimant := t.TempDir(), t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, owner, "com.acme.erp", "2.1.0", "erp.acme.example"))
+	if o := loadAsServe(t, state, erpFolder(t, claimant, "com.acme.erp", "3.0.0", "erp.acme.example", "evil.example")); o.Result != policy.Pending {
+		t.Fatalf("claim: %+v", o)
+	}
+	_, errs, code := runCLI(t, "state", "--state", state, "forget", "com.acme.erp")
+	if code != exitFail || !strings.Contains(errs, claimant) || !strings.Contains(errs, "egressd state --state "+state+" forget --folder "+claimant) {
+		t.Fatalf("forget with a claim waiting: exit %d\n%s", code, errs)
+	}
+	if list := stateList(t, state); !strings.Contains(list, "com.acme.erp 2.1.0 in force") {
+		t.Fatalf("a refused forget changed version memory:\n%s", list)
+	}
+	out, errs, code := runCLI(t, "state", "--state", state, "forget", "--folder", claimant)
+	if code != exitOK || !strings.Contains(out, "forgot folder "+claimant) {
+		t.Fatalf("forget --folder: exit %d\n%s%s", code, out, errs)
+	}
+	if list := stateList(t, state); strings.Contains(list, claimant) || !strings.Contains(list, "bound to folder "+owner) {
+		t.Fatalf("forget --folder left the claim or dropped the owner:\n%s", list)
+	}
+	if out, errs, code = runCLI(t, "state", "--state", state, "forget", "com.acme.erp"); code != exitOK {
+		t.Fatalf("forget once the claim is gone: exit %d\n%s%s", code, out, errs)
+	}
+	// Forgetting the owner's folder binding leaves the id bound to no
+	// folder: a folder that loads it next waits for approval.
+	loadAsServe(t, state, erpFolder(t, owner, "com.acme.erp", "2.2.0", "erp.acme.example"))
+	runCLI(t, "state", "--state", state, "forget", "--folder", owner)
+	if o := loadAsServe(t, state, erpFolder(t, claimant, "com.acme.erp", "3.0.0", "erp.acme.example", "evil.example")); o.Result != policy.Pending {
+		t.Fatalf("after forget --folder of the owner, a claim loaded: %+v", o)
+	}
+}

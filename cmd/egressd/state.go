@@ -5,10 +5,10 @@ import (
 	"io"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"unicode"
 
+	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/policy"
 )
 
@@ -17,12 +17,17 @@ import (
 func runState(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("state", `usage: egressd state [--state DIR] list
        egressd state [--state DIR] forget ID
+       egressd state [--state DIR] forget --folder PATH
 
 list shows what version memory holds for each id and folder, and what waits
 for "egressd approve". forget removes an id: its next load is a first load,
 with any list, so use it only to undo a mistake. It refuses while a folder
-bound to the id holds an id change, pending or approved, that has not loaded.`, stderr)
+bound to the id holds an id change, pending or approved, that has not loaded,
+and while another folder claims the id. forget --folder removes what version
+memory holds for one folder (or "listener ADDR"): its binding and what waits
+there; its next load of an id bound elsewhere waits for approval again.`, stderr)
 	state := fs.String("state", policy.DefaultStateDir(), "version memory directory")
+	folder := fs.String("folder", "", "with forget: the folder (or \"listener ADDR\") whose record to remove")
 	pos, err := parseAnywhere(fs, args)
 	if err != nil {
 		return exitUsage
@@ -39,7 +44,25 @@ bound to the id holds an id change, pending or approved, that has not loaded.`, 
 		}
 		printLine(stderr, "egressd state: %v", err) // the state folder may be the service user's: nothing of it reaches the terminal raw
 		return exitFail
-	case len(pos) == 2 && pos[0] == "forget":
+	case len(pos) == 1 && pos[0] == "forget" && *folder != "":
+		mem, err := openExistingMemory(*state, false)
+		if err != nil {
+			printLine(stderr, "egressd state: %v", err)
+			return exitFail
+		}
+		place := policy.PlaceOf(*folder)
+		f, err := mem.ForgetFolder(place)
+		if err != nil {
+			printLine(stderr, "egressd state: %v", err)
+			return exitFail
+		}
+		what := "bound to " + orNone(f.ID)
+		if f.Pending != nil {
+			what += fmt.Sprintf(", with %s %s waiting", f.Pending.ID, f.Pending.Version)
+		}
+		printLine(stdout, "forgot folder %s (%s) in %s; its next load of an id bound elsewhere waits for approval", printable(place), what, mem.Path())
+		return exitOK
+	case len(pos) == 2 && pos[0] == "forget" && *folder == "":
 		mem, err := openExistingMemory(*state, false)
 		if err != nil {
 			printLine(stderr, "egressd state: %v", err)
@@ -75,7 +98,7 @@ func printState(w io.Writer, file string, s policy.State) {
 		for _, v := range sortedStrings(r.Approvals) {
 			line += fmt.Sprintf("; approved %s for digest %s", v, r.Approvals[v])
 		}
-		fmt.Fprintln(w, line)
+		printLines(w, line)
 	}
 	for _, dir := range sortedStrings(s.Folders) {
 		f := s.Folders[dir]
@@ -88,6 +111,9 @@ func printState(w io.Writer, file string, s policy.State) {
 			verb := "pending, digest " + p.Digest + ": " + printable(policy.WithState(policy.ApproveCommandFor(dir, p.Digest, p.ID, p.Version), filepath.Dir(file)))
 			if p.Approved {
 				verb = "approved, applies at the next load"
+			}
+			if why := s.PendingCannotApply(dir); why != "" {
+				verb = "cannot load, so it is not approvable: " + why + "; " + printable(policy.WithState("egressd state forget --folder "+termsafe.ShellWord(dir), filepath.Dir(file))) + " drops it"
 			}
 			was := ""
 			if f.ID != "" {
@@ -130,8 +156,8 @@ func folders(dirs []string) string {
 
 // printable quotes a string that holds anything a terminal would act on.
 func printable(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-		return strconv.Quote(s)
+	if !termsafe.Clean(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return termsafe.ShellWord(s) // ASCII, and names these bytes alone: U+3164 and the six characters \u3164 differ
 	}
 	return s
 }

@@ -17,8 +17,13 @@ import (
 // or paragraph separator, space other than U+0020, bidi mark/override/isolate character, invisible
 // character (Unicode format, Cf, and default-ignorable code points) and
 // invalid UTF-8 byte replaced by a visible escape: \xNN for a byte below
-// 0x80 or an invalid byte, \uNNNN for a rune, \UNNNNNNNN past U+FFFF. Printable Unicode is kept as it is. Clean text is returned
-// unchanged, without allocating.
+// 0x80 or an invalid byte, \uNNNN for a rune, \UNNNNNNNN past U+FFFF.
+// Printable Unicode is kept as it is. Clean text is returned unchanged,
+// without allocating, so String of String's output is that output: code
+// that escapes twice shows the same text. A backslash is kept, so text can
+// hold what looks like an escape: where a name must be told apart from
+// every other (a folder in a command, a line a reviewer compares), print
+// it with ShellWord, whose output is ASCII and names its bytes alone.
 func String(s string) string {
 	i := firstUnsafe(s)
 	if i < 0 {
@@ -57,6 +62,9 @@ func firstUnsafe(s string) int {
 	return -1
 }
 
+// Clean reports whether String leaves s as it is.
+func Clean(s string) bool { return firstUnsafe(s) < 0 }
+
 // unsafeRune reports the runes a terminal acts on or that reorder text.
 func unsafeRune(r rune) bool {
 	switch {
@@ -70,6 +78,8 @@ func unsafeRune(r rune) bool {
 		return false
 	case unicode.Is(unicode.Zs, r):
 		return true // no-break and other spaces: "a\u00a0b" would read as "a b"
+	case r == 0x2800, r == 0x1d159:
+		return true // Braille pattern blank, musical null notehead: drawn as blanks, yet letters
 	}
 	// Characters a reader cannot see: format characters (zero-width space
 	// and joiners, soft hyphen, byte order mark, tags) and the other

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestStringEscapesWhatATerminalWouldAct(t *testing.T) {
@@ -23,7 +24,7 @@ func TestStringEscapesWhatATerminalWouldAct(t *testing.T) {
 		{"variation_selector", "x\ufe0f", `x\ufe0f`},
 		{"printable_unicode_kept", "bücher.example ① 日本", "bücher.example ① 日本"},
 		{"clean_ascii_kept", "permissions[0].domains[2]", "permissions[0].domains[2]"},
-		{"backslash_kept", `a\x1b`, `a\x1b`},
+		{"backslash_kept", `a\x1b`, `a\x1b`}, // String of String's output is that output
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,8 +46,11 @@ func FuzzStringLeavesNoControl(f *testing.F) {
 	f.Add("\x1b[31m\u202e\x9b")
 	f.Fuzz(func(t *testing.T, s string) {
 		out := String(s)
-		if firstUnsafe(out) >= 0 {
+		if !utf8.ValidString(out) || strings.IndexFunc(out, unsafeRune) >= 0 {
 			t.Fatalf("String(%q) = %q still holds a control", s, out)
+		}
+		if again := String(out); again != out {
+			t.Fatalf("String(%q) = %q, escaped again %q: code that escapes twice would show another text", s, out, again)
 		}
 		if firstUnsafe(s) < 0 && out != s {
 			t.Fatalf("clean %q changed to %q", s, out)
@@ -133,6 +137,17 @@ func TestSpacesOtherThanTheSpaceAreEscaped(t *testing.T) {
 		"a\u202fb\u3000": `a\u202fb\u3000`,
 		"a b":            "a b",
 	} {
+		if got := String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestBlankLookingLettersAreEscaped: Braille pattern blank and the
+// musical null notehead are letters drawn as blanks: "erp\u2800" read as
+// "erp " (round 17 trust-chain attacker, LOW).
+func TestBlankLookingLettersAreEscaped(t *testing.T) {
+	for in, want := range map[string]string{"erp\u2800": `erp\u2800`, "a\U0001d159": `a\U0001d159`} {
 		if got := String(in); got != want {
 			t.Errorf("String(%q) = %q, want %q", in, got, want)
 		}
