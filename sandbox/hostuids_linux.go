@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
@@ -258,12 +259,17 @@ type liveIDs struct {
 	mapped idRanges
 }
 
-// readLiveIDs reads liveIDs from /proc. A process that exits while it is
-// read is skipped. The ids of uid_map and gid_map are, read from another
-// namespace, in the reader's own; the initial namespace's identity map
-// is no user namespace's.
+// procRoot is where readLiveIDs reads the host's processes. Tests point
+// it at a folder they build.
+var procRoot = "/proc"
+
+// readLiveIDs reads liveIDs from procRoot. A process that exits while it
+// is read is skipped; one that cannot be read otherwise fails the read
+// closed, since the ids it holds are then unknown. The ids of uid_map and
+// gid_map are, read from another namespace, in the reader's own; the
+// initial namespace's identity map is no user namespace's.
 func readLiveIDs() (liveIDs, error) {
-	entries, err := os.ReadDir("/proc")
+	entries, err := os.ReadDir(procRoot)
 	if err != nil {
 		return liveIDs{}, err
 	}
@@ -272,12 +278,17 @@ func readLiveIDs() (liveIDs, error) {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		dir := filepath.Join("/proc", e.Name())
-		if data, err := os.ReadFile(filepath.Join(dir, "status")); err == nil {
-			readStatusIDs(data, live.running)
-		}
-		for _, m := range []string{"uid_map", "gid_map"} { // the sandbox's gid is its uid
-			if data, err := os.ReadFile(filepath.Join(dir, m)); err == nil {
+		dir := filepath.Join(procRoot, e.Name())
+		for _, name := range []string{"status", "uid_map", "gid_map"} { // gid_map: the sandbox's gid is its uid
+			data, err := os.ReadFile(filepath.Join(dir, name))
+			switch {
+			case errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH):
+				continue // gone
+			case err != nil:
+				return liveIDs{}, fmt.Errorf("%w (egressd cannot tell which ids that process holds)", err)
+			case name == "status":
+				readStatusIDs(data, live.running)
+			default:
 				live.readMap(data)
 			}
 		}

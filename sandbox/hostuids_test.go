@@ -577,3 +577,28 @@ func TestADelegationOfEveryUIDFailsThePickAtOnce(t *testing.T) {
 		t.Fatalf("got uid %d, %v; every sandbox uid is delegated", uid, err)
 	}
 }
+
+// TestAProcessWhoseIDsCannotBeReadFailsThePickClosed: a /proc entry that
+// is there but cannot be read (an LSM, a hidepid mount) hid the ids its
+// process runs as or maps, and the pick went on as if it held none. Here
+// a built /proc whose uid_map is a folder stands for it; a process that
+// is gone (no entry) is skipped as before.
+func TestAProcessWhoseIDsCannotBeReadFailsThePickClosed(t *testing.T) {
+	needRoot(t)
+	useTempHostUIDRecord(t)
+	proc := t.TempDir()
+	os.MkdirAll(filepath.Join(proc, "41"), 0o755) // gone: its files vanished
+	os.MkdirAll(filepath.Join(proc, "42", "uid_map"), 0o755)
+	os.WriteFile(filepath.Join(proc, "42", "status"), []byte("Uid:\t0\t0\t0\t0\n"), 0o444)
+	old := procRoot
+	procRoot = proc
+	t.Cleanup(func() { procRoot = old })
+	_, uid, err := ClaimStateFolder(t.TempDir(), StateName("com.acme.hidden", "/srv/hidden"), "")
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(proc, "42", "uid_map")) {
+		t.Fatalf("got uid %d, %v; process 42's map could not be read", uid, err)
+	}
+	os.Remove(filepath.Join(proc, "42", "uid_map"))
+	if _, _, err := ClaimStateFolder(t.TempDir(), StateName("com.acme.hidden", "/srv/hidden"), ""); err != nil {
+		t.Fatalf("with every entry readable or gone: %v", err)
+	}
+}
