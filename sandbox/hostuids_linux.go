@@ -282,8 +282,8 @@ func readLiveIDs() (liveIDs, error) {
 		for _, name := range []string{"status", "uid_map", "gid_map"} { // gid_map: the sandbox's gid is its uid
 			data, err := os.ReadFile(filepath.Join(dir, name))
 			switch {
-			case errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH):
-				continue // gone
+			case errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) || errors.Is(err, unix.EINVAL):
+				continue // gone (reaped between the listing and the open: ENOENT, ESRCH; EINVAL from a map's open)
 			case err != nil:
 				return liveIDs{}, fmt.Errorf("%w (egressd cannot tell which ids that process holds)", err)
 			case name == "status":
