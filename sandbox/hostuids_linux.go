@@ -124,22 +124,34 @@ func (r *hostUIDs) Close() error { return r.dir.Close() }
 // (mine, the evidence when the record was lost) if no other key holds it;
 // else a fresh one derived from key. A uid is never one another key
 // holds, one another folder in the same state folder is owned by (taken),
-// one a host account has, or, when new to key, one a process runs as.
+// one a host account has, one delegated to a user or mapped by a user
+// namespace (both let a user become it), or, when new to key, one a
+// process runs as or a user namespace maps alone (key's own sandboxes do).
 func pickHostUID(r *hostUIDs, key string, mine int, taken map[int]bool) (int, error) {
-	free := func(uid int, checkProcs bool) (bool, error) {
+	if err := subidsFromFilesOnly(); err != nil {
+		return 0, err
+	}
+	blocked, err := subordinateRanges()
+	if err != nil {
+		return 0, err
+	}
+	live, err := readLiveIDs()
+	if err != nil {
+		return 0, err
+	}
+	blocked = append(blocked, live.mapped...)
+	free := func(uid int, checkRunning bool) (bool, error) {
 		if _, held := r.heldByOther(uid, key); held || taken[uid] {
 			return false, nil
 		}
-		if acct, err := hostAccount(uid); acct || err != nil {
-			return false, err
+		if _, in := blocked.holding(uid); in || checkRunning && live.running[uid] {
+			return false, nil
 		}
-		if !checkProcs {
-			return true, nil
-		}
-		running, err := processesRunAs()
-		return !running[uid], err
+		acct, err := hostAccount(uid)
+		return !acct, err
 	}
-	inRange := func(uid int) bool { return uid >= stateUIDBase && uid < stateUIDBase+stateUIDSpan }
+	const end = stateUIDBase + stateUIDSpan
+	inRange := func(uid int) bool { return uid >= stateUIDBase && uid < end }
 	if uid := r.owners[key].UID; inRange(uid) {
 		if ok, err := free(uid, false); ok || err != nil {
 			return uid, err // its own runs may be running as it
@@ -150,40 +162,32 @@ func pickHostUID(r *hostUIDs, key string, mine int, taken map[int]bool) (int, er
 			return mine, err
 		}
 	}
-	running, err := processesRunAs()
-	if err != nil {
-		return 0, err
-	}
 	h := fnv.New32a()
 	h.Write([]byte(key))
 	start := int(h.Sum32() % stateUIDSpan)
 	for i := 0; i < stateUIDSpan; i++ {
 		uid := stateUIDBase + (start+i)%stateUIDSpan
-		if _, held := r.heldByOther(uid, key); held || taken[uid] || running[uid] {
+		if rg, in := blocked.holding(uid); in { // skip the rest of the range at once
+			i += int(min(rg.end, end)-uint64(uid)) - 1
 			continue
 		}
-		acct, err := hostAccount(uid)
+		ok, err := free(uid, true)
 		if err != nil {
 			return 0, err
 		}
-		if !acct {
+		if ok {
 			return uid, nil
 		}
 	}
-	return 0, fmt.Errorf("no free sandbox uid in [%d, %d): each is held by another integration, a host account or a running process", stateUIDBase, stateUIDBase+stateUIDSpan)
+	return 0, fmt.Errorf("no free sandbox uid in [%d, %d): each is held by another integration, a host account, a user's subordinate ids, a user namespace or a running process", stateUIDBase, end)
 }
 
 // hostAccount reports whether uid is a host account's or a host group's
 // (os/user: /etc/passwd and /etc/group; and NSS through getent, which the
 // release build, without cgo, sees only that way: LDAP, SSSD,
-// systemd-homed accounts), or one
-// the admin delegated to a user as a subordinate id (/etc/subuid, and
-// /etc/subgid, since the sandbox's gid is its uid): that user can map it
-// in a user namespace of their own and signal the sandbox as it.
+// systemd-homed accounts). Subordinate ids (/etc/subuid, /etc/subgid)
+// are pickHostUID's subordinateRanges.
 func hostAccount(uid int) (bool, error) {
-	if sub, err := delegated(uid); sub || err != nil {
-		return sub, err
-	}
 	// The sandbox's gid is its uid: a host group with that gid would give
 	// the program that group's files.
 	_, err := user.LookupGroupId(strconv.Itoa(uid))
@@ -244,97 +248,93 @@ func nssKnows(ctx context.Context, db string, id int) (bool, error) {
 	return false, nil
 }
 
-// parseULong reads a number as shadow-utils' newuidmap does (strtoul with
-// base 0, the whole field): leading blanks, "0x" hex, a leading 0 for
-// octal, else decimal. A parser stricter than newuidmap's would miss a
-// delegation newuidmap honours ("a12u:0x7805af25:1").
-func parseULong(field string) (uint64, bool) {
-	f := strings.TrimLeft(field, " \t\n\v\f\r")
-	neg := strings.HasPrefix(f, "-") // strtoul negates in unsigned arithmetic: "-N" is 2^64-N
-	f = strings.TrimPrefix(strings.TrimPrefix(f, "+"), "-")
-	base := 10
-	switch {
-	case len(f) > 2 && (f[:2] == "0x" || f[:2] == "0X"):
-		f, base = f[2:], 16
-	case len(f) > 1 && f[0] == '0':
-		f, base = f[1:], 8
-	}
-	if f == "" || strings.ContainsAny(f, "_+-") {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(f, base, 64)
-	if neg {
-		n = -n
-	}
-	return n, err == nil
+// liveIDs are the host ids running processes hold.
+type liveIDs struct {
+	// running: every uid and gid (real, effective, saved, filesystem,
+	// supplementary) a process runs as, and every id a user namespace
+	// maps alone (as egressd's own sandboxes map theirs).
+	running map[int]bool
+	// mapped: every range of more than one id a user namespace maps. Its
+	// root, unprivileged on the host, can setresuid to any of them.
+	mapped idRanges
 }
 
-// subordinateFiles are where the admin delegates id ranges to users
-// (shadow-utils' newuidmap and newgidmap read them).
-var subordinateFiles = []string{"/etc/subuid", "/etc/subgid"}
+// procRoot is where readLiveIDs reads the host's processes. Tests point
+// it at a folder they build.
+var procRoot = "/proc"
 
-// delegated reports whether id lies in a range subordinateFiles delegate
-// ("name:start:count" lines). A missing file delegates nothing; one that
-// cannot be read fails closed.
-func delegated(id int) (bool, error) {
-	for _, path := range subordinateFiles {
-		data, err := os.ReadFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return false, fmt.Errorf("read %s: %w", path, err)
-		}
-		for _, line := range strings.Split(string(data), "\n") {
-			f := strings.Split(strings.TrimSpace(line), ":")
-			if len(f) < 3 { // shadow reads the first three fields and ignores the rest
-				continue
-			}
-			start, ok1 := parseULong(f[1])
-			count, ok2 := parseULong(f[2])
-			if ok1 && ok2 && uint64(id) >= start && uint64(id)-start < count {
-				return true, nil
-			}
-		}
-	}
-	return false, nil
-}
-
-// processesRunAs returns every uid and gid (real, effective, saved,
-// filesystem) some process on the host runs as, from /proc. A process that exits
-// while it is read is skipped.
-func processesRunAs() (map[int]bool, error) {
-	entries, err := os.ReadDir("/proc")
+// readLiveIDs reads liveIDs from procRoot. A process that exits while it
+// is read is skipped; one that cannot be read otherwise fails the read
+// closed, since the ids it holds are then unknown. The ids of uid_map and
+// gid_map are, read from another namespace, in the reader's own; the
+// initial namespace's identity map is no user namespace's.
+func readLiveIDs() (liveIDs, error) {
+	entries, err := os.ReadDir(procRoot)
 	if err != nil {
-		return nil, err
+		return liveIDs{}, err
 	}
-	uids := map[int]bool{}
+	live := liveIDs{running: map[int]bool{}}
 	for _, e := range entries {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
-		if err != nil {
-			continue // gone
-		}
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		for sc.Scan() {
-			rest, ok := strings.CutPrefix(sc.Text(), "Uid:")
-			if !ok {
-				rest, ok = strings.CutPrefix(sc.Text(), "Gid:") // the sandbox's gid is its uid
-			}
-			if !ok {
-				rest, ok = strings.CutPrefix(sc.Text(), "Groups:") // supplementary groups too
-			}
-			if !ok {
-				continue
-			}
-			for _, f := range strings.Fields(rest) {
-				if n, err := strconv.Atoi(f); err == nil {
-					uids[n] = true
-				}
+		dir := filepath.Join(procRoot, e.Name())
+		for _, name := range []string{"status", "uid_map", "gid_map"} { // gid_map: the sandbox's gid is its uid
+			data, err := os.ReadFile(filepath.Join(dir, name))
+			switch {
+			case errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) || errors.Is(err, unix.EINVAL):
+				continue // gone (reaped between the listing and the open: ENOENT, ESRCH; EINVAL from a map's open)
+			case err != nil:
+				return liveIDs{}, fmt.Errorf("%w (egressd cannot tell which ids that process holds)", err)
+			case name == "status":
+				readStatusIDs(data, live.running)
+			default:
+				live.readMap(data)
 			}
 		}
 	}
-	return uids, nil
+	return live, nil
+}
+
+// readStatusIDs adds to ids the Uid, Gid and Groups of a /proc/PID/status.
+func readStatusIDs(status []byte, ids map[int]bool) {
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "Uid:")
+		if !ok {
+			rest, ok = strings.CutPrefix(sc.Text(), "Gid:")
+		}
+		if !ok {
+			rest, ok = strings.CutPrefix(sc.Text(), "Groups:")
+		}
+		if !ok {
+			continue
+		}
+		for _, f := range strings.Fields(rest) {
+			if n, err := strconv.Atoi(f); err == nil {
+				ids[n] = true
+			}
+		}
+	}
+}
+
+// readMap adds the lines ("inside outside count") of a uid_map or gid_map.
+func (l *liveIDs) readMap(data []byte) {
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue
+		}
+		var n [3]uint64
+		for i := range f {
+			n[i], _ = strconv.ParseUint(f[i], 10, 32)
+		}
+		switch inside, outside, count := n[0], n[1], n[2]; {
+		case inside == 0 && outside == 0 && count == 1<<32-1: // the initial namespace
+		case count == 1:
+			l.running[int(outside)] = true
+		case count > 1:
+			l.mapped = append(l.mapped, rangeOf(outside, count))
+		}
+	}
 }

@@ -326,11 +326,15 @@ func TestSubordinateRangesAreReadAsNewuidmapReadsThem(t *testing.T) {
 	old := subordinateFiles
 	subordinateFiles = []string{sub}
 	t.Cleanup(func() { subordinateFiles = old })
-	if d, err := delegated(0x7805af25); !d || err != nil {
-		t.Fatalf("delegated(0x7805af25) = %v, %v with a hex delegation", d, err)
+	ranges, err := subordinateRanges()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if d, err := delegated(2005513234); !d || err != nil {
-		t.Fatalf("delegated(2005513234) = %v, %v with a fourth field on its line", d, err)
+	if _, d := ranges.holding(0x7805af25); !d {
+		t.Fatalf("0x7805af25 is not delegated with a hex delegation (%v)", ranges)
+	}
+	if _, d := ranges.holding(2005513234); !d {
+		t.Fatalf("2005513234 is not delegated with a fourth field on its line (%v)", ranges)
 	}
 }
 
@@ -413,5 +417,188 @@ func TestASandboxUIDIsNeverAnAccountOnlyNSSKnows(t *testing.T) {
 	t.Cleanup(func() { getentPaths = old })
 	if _, _, err := ClaimStateFolder(t.TempDir(), key, ""); err == nil {
 		t.Fatal("a getent that failed did not fail the pick")
+	}
+}
+
+// needRoot skips a test that only root's uid picks reach, and fails it in CI.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root: sandbox uids are only chosen for root's runs")
+		}
+		t.Skip("needs root")
+	}
+}
+
+// useNsswitch points the nsswitch.conf egressd reads at a file holding
+// text (none when text is "").
+func useNsswitch(t *testing.T, text string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "nsswitch.conf")
+	if text != "" {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := nsswitchPath
+	nsswitchPath = path
+	t.Cleanup(func() { nsswitchPath = old })
+}
+
+// TestASandboxUIDIsRefusedWhenNSSServesSubordinateIDs: with "subid: NAME"
+// in nsswitch.conf, newuidmap (shadow 4.13+) asks libsubid_NAME.so (SSSD,
+// FreeIPA) which ranges a user may map, and egressd, reading only
+// /etc/subuid and /etc/subgid, handed out a uid that source delegated: its
+// user mapped it and killed the sandbox (round 17 attacker). Such a
+// source cannot be listed by uid, so the pick fails closed with one line
+// naming the line and the way out; "subid: files", or no subid line,
+// picks as before.
+func TestASandboxUIDIsRefusedWhenNSSServesSubordinateIDs(t *testing.T) {
+	needRoot(t)
+	key := StateName("com.acme.nsssubid", "/srv/nsssubid")
+	for _, conf := range []string{
+		"passwd: files\nsubid: a12\n",
+		"# comment\nSUBID:\tsss files\n",
+		"subid: files_with_suffix\n",
+	} {
+		useTempHostUIDRecord(t)
+		useNsswitch(t, conf)
+		_, uid, err := ClaimStateFolder(t.TempDir(), key, "")
+		if err == nil {
+			t.Fatalf("nsswitch.conf %q: got uid %d; NSS serves subordinate ids egressd cannot list", conf, uid)
+		}
+		if msg := err.Error(); !strings.Contains(msg, nsswitchPath+":") || !strings.Contains(msg, "subid: files") || strings.Contains(msg, "\n") {
+			t.Errorf("nsswitch.conf %q: error %q; want one line naming the file and line and the way out", conf, msg)
+		}
+	}
+	for _, conf := range []string{"", "passwd: files\n", "subid: files\n", "subid:   files sss\n", "#subid: sss\n", "subid:\n"} {
+		useTempHostUIDRecord(t)
+		useNsswitch(t, conf)
+		if _, uid, err := ClaimStateFolder(t.TempDir(), key, ""); err != nil || uid != stateUIDOf(key) {
+			t.Errorf("nsswitch.conf %q: uid %d, %v; want %d (subordinate ids from files)", conf, uid, err, stateUIDOf(key))
+		}
+	}
+}
+
+// TestASubordinateLineEndingInANULDelegatesAsNewuidmapReadsIt: shadow
+// reads each /etc/subuid line as a C string, up to its first NUL, so
+// "a12bob:START:COUNT\0" (no newline) is a delegation to newuidmap; egressd
+// failed to parse "COUNT\x00", ignored the line and gave a delegated uid
+// to a sandbox, which a12bob then became and killed (round 17 attacker).
+func TestASubordinateLineEndingInANULDelegatesAsNewuidmapReadsIt(t *testing.T) {
+	needRoot(t)
+	useTempHostUIDRecord(t)
+	key := StateName("com.acme.nulsubid", "/srv/nulsubid")
+	want := stateUIDOf(key)
+	dir := t.TempDir()
+	subuid, subgid := filepath.Join(dir, "subuid"), filepath.Join(dir, "subgid")
+	os.WriteFile(subuid, []byte("alice:100000:65536\na12bob:"+strconv.Itoa(want-3)+":16\x00"), 0o644)
+	os.WriteFile(subgid, []byte("a12eve:"+strconv.Itoa(want+13)+":4\x00junk after the NUL\n"), 0o644)
+	old := subordinateFiles
+	subordinateFiles = []string{subuid, subgid}
+	t.Cleanup(func() { subordinateFiles = old })
+	_, uid, err := ClaimStateFolder(t.TempDir(), key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid >= want-3 && uid < want+17 {
+		t.Fatalf("got uid %d, inside a range a NUL-ended line delegates ([%d, %d))", uid, want-3, want+17)
+	}
+}
+
+// startInUserNamespace starts sleep in a new user namespace whose uid and
+// gid maps are maps (host ids), as a container runtime would, and stops
+// it when the test ends.
+func startInUserNamespace(t *testing.T, maps []syscall.SysProcIDMap) {
+	t.Helper()
+	cmd := exec.Command("sleep", "infinity")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER, UidMappings: maps, GidMappings: maps}
+	if err := cmd.Start(); err != nil { // returns after the maps are written and sleep is exec'd
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("start a process in a user namespace: %v", err)
+		}
+		t.Skipf("cannot start a process in a user namespace: %v", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+}
+
+// TestASandboxUIDIsNeverOneAUserNamespaceMaps: a container (LXC, nspawn
+// -U, kubelet) whose user namespace maps a host range runs as only one of
+// its ids, yet its root, unprivileged on the host, can setresuid to any
+// id of the range; egressd gave a sandbox a uid of such a range and the
+// container's root killed it (round 17 attacker). Every range a process's
+// uid_map or gid_map maps is taken; a one-id map counts like the id a
+// process runs as, so an integration whose own sandbox runs keeps its uid.
+func TestASandboxUIDIsNeverOneAUserNamespaceMaps(t *testing.T) {
+	needRoot(t)
+	useTempHostUIDRecord(t)
+	key := StateName("com.acme.containered", "/srv/containered")
+	want := stateUIDOf(key)
+	startInUserNamespace(t, []syscall.SysProcIDMap{{ContainerID: 0, HostID: want - 5, Size: 20}})
+	_, uid, err := ClaimStateFolder(t.TempDir(), key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid >= want-5 && uid < want+15 {
+		t.Fatalf("got uid %d, inside [%d, %d) which a running user namespace maps", uid, want-5, want+15)
+	}
+
+	// A one-id map of a new key's uid, by a process running as another id.
+	useTempHostUIDRecord(t)
+	other := StateName("com.acme.onemapped", "/srv/onemapped")
+	mapped := stateUIDOf(other)
+	startInUserNamespace(t, []syscall.SysProcIDMap{{ContainerID: 0, HostID: mapped - 100, Size: 1}, {ContainerID: 1, HostID: mapped, Size: 1}})
+	s := t.TempDir()
+	if _, uid, err = ClaimStateFolder(s, other, ""); err != nil || uid == mapped {
+		t.Fatalf("got uid %d, %v; a running user namespace maps %d", uid, err, mapped)
+	}
+
+	// The key's own sandbox maps its uid alone (as start_linux.go does): it keeps it.
+	startInUserNamespace(t, []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}})
+	if _, again, err := ClaimStateFolder(s, other, ""); err != nil || again != uid {
+		t.Fatalf("with its own sandbox running, %s got uid %d, %v; want its recorded %d", other, again, err, uid)
+	}
+}
+
+// TestADelegationOfEveryUIDFailsThePickAtOnce: ranges are skipped whole,
+// so a delegation (or a user namespace's map) over all 2^24 sandbox uids
+// ends the pick with one line at once instead of testing each uid.
+func TestADelegationOfEveryUIDFailsThePickAtOnce(t *testing.T) {
+	needRoot(t)
+	useTempHostUIDRecord(t)
+	sub := filepath.Join(t.TempDir(), "subuid")
+	os.WriteFile(sub, []byte("everyone:0:4294967296\n"), 0o644)
+	old := subordinateFiles
+	subordinateFiles = []string{sub}
+	t.Cleanup(func() { subordinateFiles = old })
+	_, uid, err := ClaimStateFolder(t.TempDir(), StateName("com.acme.crowded", "/srv/crowded"), "")
+	if err == nil || !strings.Contains(err.Error(), "no free sandbox uid") {
+		t.Fatalf("got uid %d, %v; every sandbox uid is delegated", uid, err)
+	}
+}
+
+// TestAProcessWhoseIDsCannotBeReadFailsThePickClosed: a /proc entry that
+// is there but cannot be read (an LSM, a hidepid mount) hid the ids its
+// process runs as or maps, and the pick went on as if it held none. Here
+// a built /proc whose uid_map is a folder stands for it; a process that
+// is gone (no entry) is skipped as before.
+func TestAProcessWhoseIDsCannotBeReadFailsThePickClosed(t *testing.T) {
+	needRoot(t)
+	useTempHostUIDRecord(t)
+	proc := t.TempDir()
+	os.MkdirAll(filepath.Join(proc, "41"), 0o755) // gone: its files vanished
+	os.MkdirAll(filepath.Join(proc, "42", "uid_map"), 0o755)
+	os.WriteFile(filepath.Join(proc, "42", "status"), []byte("Uid:\t0\t0\t0\t0\n"), 0o444)
+	old := procRoot
+	procRoot = proc
+	t.Cleanup(func() { procRoot = old })
+	_, uid, err := ClaimStateFolder(t.TempDir(), StateName("com.acme.hidden", "/srv/hidden"), "")
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(proc, "42", "uid_map")) {
+		t.Fatalf("got uid %d, %v; process 42's map could not be read", uid, err)
+	}
+	os.Remove(filepath.Join(proc, "42", "uid_map"))
+	if _, _, err := ClaimStateFolder(t.TempDir(), StateName("com.acme.hidden", "/srv/hidden"), ""); err != nil {
+		t.Fatalf("with every entry readable or gone: %v", err)
 	}
 }
