@@ -53,6 +53,12 @@ func (m *matcher) feed(b []byte, ends []int) []int {
 				q++
 			}
 		}
+		// A match under way: extend it as far as the bytes agree.
+		for q > 0 && q < len(p) && i+1 < len(b) && p[q] == b[i+1] {
+			i++
+			q++
+			work++
+		}
 		if q == len(p) {
 			ends = append(ends, i+1)
 			if q > len(border) {
