@@ -46,9 +46,9 @@ func TestScrubPairsOfAResponseAreBoundedWhateverTheRequests(t *testing.T) {
 	}
 }
 
-// TestScrubbingManyValuesWithManyPairsMatchesAReplaceAll: the scrubber
-// searches each pair again only past a replacement; the output is still
-// exactly a leftmost-longest replacement of every whole value.
+// TestScrubbingManyValuesWithManyPairsMatchesAReplaceAll: with a body
+// full of values and many pairs, the output is exactly a leftmost-longest
+// replacement of every whole value.
 func TestScrubbingManyValuesWithManyPairsMatchesAReplaceAll(t *testing.T) {
 	var pairs []pair
 	for i := range 20 {

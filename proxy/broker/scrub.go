@@ -1,13 +1,13 @@
 package broker
 
-import (
-	"bytes"
-	"io"
-)
+import "io"
 
 // scrubReader replaces, in a response body as it streams, each pair's from
-// by its to, across read boundaries. Replaced output is never scanned
-// again.
+// by its to, across read boundaries: at each position the longest from
+// that starts there (the first pair on a tie), scanning on past it, so
+// replaced output is never scanned again. What comes out is the same
+// whatever reads the origin's bytes arrive in: exactly that replacement
+// of the whole body.
 //
 // Nothing it does depends on what the body holds beyond whole values: it
 // always holds back the last (longest from − 1) bytes until more arrive or
@@ -20,94 +20,136 @@ import (
 // echo of a piece of a value therefore passes as it is: a residual risk
 // the README names, and why ranges are never asked for.
 //
-// The work is linear in the body, times the number of pairs (bounded:
-// see broker.pairs): whole values are found with bytes.Index over what one
-// read added plus the bytes held back, each pair searched again only past
-// a replacement that overtook its next match.
+// The work per byte is bounded by the number of pairs (bounded: see
+// broker.pairs), not by the hold: one matcher per pair carries its state
+// across reads and reports each occurrence once, as its last byte
+// arrives; a position is decided once the hold behind it has arrived
+// (every from starting there is known by then), and the held bytes are a
+// window whose start moves, never copied per read. An earlier scrubber
+// searched the held bytes again, and copied them, on every read: an
+// origin writing a byte per TLS record made each byte cost a whole
+// value's length of work per pair.
 type scrubReader struct {
-	src     io.ReadCloser
-	pairs   []pair
-	hold    int    // bytes held back between reads: the longest from, less one
-	pending []byte // read from src, not yet released
-	out     []byte // scanned, ready for the caller
-	err     error  // src's error, once seen
-	onEOF   func() // runs once, when src reached a clean EOF (trailers are read by then)
-	buf     []byte
+	src   io.ReadCloser
+	pairs []pair
+	finds []matcher // finds[i] looks for pairs[i].from
+	hold  int       // bytes held back between reads: the longest from, less one
+
+	// window[next:] is read from src, not yet released; longest[k] is 1 +
+	// the index of the longest pair found starting at window[k], or 0.
+	// Both are compacted when next passes half their length. last is the
+	// last position with a pair noted (-1 if none), so a stretch with none
+	// is released in one copy.
+	window  []byte
+	longest []int32
+	next    int
+	last    int
+	ends    []int // scratch for matcher.feed
+
+	out   []byte // out[sent:] is scanned, ready for the caller
+	sent  int
+	err   error  // src's error, once seen
+	onEOF func() // runs once, when src reached a clean EOF (trailers are read by then)
+	buf   []byte
 }
 
 func newScrubReader(src io.ReadCloser, pairs []pair, onEOF func()) *scrubReader {
-	s := &scrubReader{src: src, pairs: pairs, onEOF: onEOF, buf: make([]byte, 32<<10)}
+	s := &scrubReader{src: src, onEOF: onEOF, buf: make([]byte, 32<<10), last: -1}
 	for _, p := range pairs {
+		if len(p.from) == 0 {
+			continue // matches everywhere; scrubPairs makes none
+		}
+		s.pairs = append(s.pairs, p)
+		s.finds = append(s.finds, matcher{pattern: p.from})
 		s.hold = max(s.hold, len(p.from)-1)
 	}
 	return s
 }
 
 func (s *scrubReader) Read(p []byte) (int, error) {
-	for len(s.out) == 0 && s.err == nil {
+	for s.sent == len(s.out) && s.err == nil {
+		s.out, s.sent = s.out[:0], 0
 		n, err := s.src.Read(s.buf)
-		s.pending = append(s.pending, s.buf[:n]...)
+		s.take(s.buf[:n])
 		if err != nil {
 			s.err = err
 		}
-		s.scan(err == io.EOF)
+		s.release(err == io.EOF)
 		if err == io.EOF && s.onEOF != nil {
 			s.onEOF()
 		}
 	}
-	if len(s.out) > 0 {
-		n := copy(p, s.out)
-		s.out = s.out[n:]
+	if s.sent < len(s.out) {
+		n := copy(p, s.out[s.sent:])
+		s.sent += n
 		return n, nil
 	}
 	return 0, s.err
 }
 
-// scan moves pending to out, replacing every match that lies whole in
-// pending, and, unless final, keeps back the last hold bytes, whatever
-// they are: a match the next read completes starts there or later. On an
+// take adds b to the window and notes, at the position each starts, every
+// from that b completes, unless a replacement already passed it.
+func (s *scrubReader) take(b []byte) {
+	if s.next > len(s.window)/2 {
+		n := copy(s.window, s.window[s.next:])
+		copy(s.longest, s.longest[s.next:])
+		s.window, s.longest, s.last, s.next = s.window[:n], s.longest[:n], s.last-s.next, 0
+	}
+	at := len(s.window)
+	s.window = append(s.window, b...)
+	s.longest = append(s.longest, make([]int32, len(b))...)
+	for i := range s.finds {
+		from := s.pairs[i].from
+		s.ends = s.finds[i].feed(b, s.ends[:0])
+		for _, end := range s.ends {
+			start := at + end - len(from)
+			if start >= s.next && (s.longest[start] == 0 || len(s.pairs[s.longest[start]-1].from) < len(from)) {
+				s.longest[start] = int32(i + 1)
+				s.last = max(s.last, start)
+			}
+		}
+	}
+}
+
+// release moves to out every position whose fate is known: the longest
+// from starting there replaced, or the byte as it is. Unless final, the
+// last hold bytes stay, whatever they are: a from starting there may end
+// in the next read, so no position there is decided (a shorter value
+// complete there may lose to a longer one starting before it). On an
 // error other than EOF nothing more is released (the held bytes may be a
 // value's first ones).
-func (s *scrubReader) scan(final bool) {
-	// next[i] is where pairs[i] next matches in what is left, or -1: each
-	// pair is searched again only once a replacement passed its match, so
-	// a body full of values costs len(pairs) searches, not one per match.
-	next := make([]int, len(s.pairs))
-	for i, p := range s.pairs {
-		next[i] = bytes.Index(s.pending, p.from)
+func (s *scrubReader) release(final bool) {
+	limit := len(s.window) - s.hold
+	if final {
+		limit = len(s.window)
 	}
-	done := 0 // pending[:done] is in out
-	for {
-		at, which := -1, -1
-		for i, j := range next {
-			if j >= 0 && (at < 0 || j < at || (j == at && len(s.pairs[i].from) > len(s.pairs[which].from))) {
-				at, which = j, i
-			}
-		}
-		if at < 0 {
+	raw := s.next
+	for s.next < limit {
+		if s.next > s.last {
+			s.next = limit
 			break
 		}
-		s.out = append(s.out, s.pending[done:at]...)
-		s.out = append(s.out, s.pairs[which].to...)
-		done = at + len(s.pairs[which].from)
-		for i, j := range next {
-			if j >= 0 && j < done {
-				if k := bytes.Index(s.pending[done:], s.pairs[i].from); k >= 0 {
-					next[i] = done + k
-				} else {
-					next[i] = -1
-				}
-			}
+		w := s.longest[s.next]
+		if w == 0 {
+			s.next++
+			continue
 		}
+		p := s.pairs[w-1]
+		s.out = append(s.out, s.window[raw:s.next]...)
+		s.out = append(s.out, p.to...)
+		s.next += len(p.from)
+		raw = s.next
 	}
-	rest := s.pending[done:]
-	keep := min(s.hold, len(rest))
-	if final {
-		keep = 0
+	s.out = append(s.out, s.window[raw:s.next]...)
+}
+
+// examined is the bytes the matchers examined: for tests.
+func (s *scrubReader) examined() int {
+	n := 0
+	for _, m := range s.finds {
+		n += m.examined
 	}
-	cut := len(rest) - keep
-	s.out = append(s.out, rest[:cut]...)
-	s.pending = append([]byte(nil), rest[cut:]...)
+	return n
 }
 
 func (s *scrubReader) Close() error { return s.src.Close() }
