@@ -55,6 +55,15 @@ func prune(files []string, keep, keyFile, receipt string, stdout io.Writer) erro
 	if _, err := os.Lstat(receipt); !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s exists: name a new file for the receipt", receipt)
 	}
+	// Holding each file's audit lock proves no process writes it: a run
+	// without its shutdown record is then over (it crashed), never a run
+	// still writing, and nothing is appended until the files are removed.
+	held, err := audit.Hold(files)
+	if err != nil {
+		return fmt.Errorf("%w; nothing removed", err)
+	}
+	defer held.Release()
+	opts.NoWriter = true
 	v, err := audit.Verify(files, opts)
 	pruneVerified(files)
 	switch {
@@ -64,10 +73,10 @@ func prune(files []string, keep, keyFile, receipt string, stdout io.Writer) erro
 		return errors.New("the log is not keyed: whoever can delete its files could write a receipt for them too, so verify takes only a keyed receipt; keep unkeyed logs whole, or key the log (audit.key_file) from now on; nothing removed")
 	case opts.Key == nil:
 		return fmt.Errorf("the log is keyed (key id %s): pass --key, so the receipt is keyed too; nothing removed", v.KeyID)
-	case !v.Intact:
+	case !v.Intact && !v.CrashesOnly:
 		return fmt.Errorf("the files do not verify (%s); nothing removed", v.Problem)
-	case len(v.Chains) == 0 || v.Chains[len(v.Chains)-1].End != "shutdown":
-		return errors.New("the last run in the files has not closed cleanly (it may still be running): prune only finished runs; nothing removed")
+	case len(v.Chains) == 0:
+		return errors.New("the files hold no run; nothing removed")
 	case !v.Chains[0].NamesRunBefore():
 		// The receipt starts prev_run=none: pruning this run alone would
 		// turn "the run before it is not proven" into a proven first run,
@@ -79,6 +88,9 @@ func prune(files []string, keep, keyFile, receipt string, stdout io.Writer) erro
 	// each file: reading the last file again by name would take whatever
 	// was appended to it since.
 	through := v.Chains[len(v.Chains)-1].Hash
+	if err := held.StillNamed(); err != nil {
+		return fmt.Errorf("%w; nothing removed", err)
+	}
 	f, err := audit.OpenFile(receipt, 0)
 	if err != nil {
 		return err
@@ -97,7 +109,11 @@ func prune(files []string, keep, keyFile, receipt string, stdout io.Writer) erro
 		return err
 	}
 	for _, c := range v.Chains {
-		printLine(stdout, "run %s (%s): %s to %s, %d lines", c.ID, c.File, c.FirstTime, c.LastTime, c.Lines)
+		crash := ""
+		if c.End == "crashed" {
+			crash = fmt.Sprintf(" (crashed at seq %d: the receipt records it)", c.Last)
+		}
+		printLine(stdout, "run %s (%s): %s to %s, %d lines%s", c.ID, c.File, c.FirstTime, c.LastTime, c.Lines, crash)
 	}
 	for _, name := range files {
 		if err := os.Remove(name); err != nil {

@@ -11,8 +11,9 @@ import (
 
 // TestPruneOfACrashedRunNamesTheCrashNotACopy: after a kill -9'd egressd
 // run, prune of its file with the next run's accused the next run of being
-// copied into the crashed run's file. It refuses naming the crash, and
-// removes nothing.
+// copied into the crashed run's file. Then it refused the crash for ever
+// (issue 13); now, no process holding the file, it prunes it, names the
+// crash, and the receipt keeps it for verify.
 func TestPruneOfACrashedRunNamesTheCrashNotACopy(t *testing.T) {
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "audit.key")
@@ -36,8 +37,12 @@ func TestPruneOfACrashedRunNamesTheCrashNotACopy(t *testing.T) {
 		f.Close()
 		files = append(files, path)
 	}
-	out, errs, code := runCLI(t, "audit", "prune", "--key", keyFile, "--receipt", filepath.Join(dir, "r.log"), "--keep", files[2], files[0], files[1])
-	if _, err := os.Stat(files[0]); code != 1 || err != nil || !strings.Contains(errs, "without a clean-shutdown record") || strings.Contains(errs, "copied") {
-		t.Fatalf("prune of a crashed run: exit %d (file gone: %v)\n%s%s", code, err != nil, out, errs)
+	receipt := filepath.Join(dir, "r.log")
+	out, errs, code := runCLI(t, "audit", "prune", "--key", keyFile, "--receipt", receipt, "--keep", files[2], files[0], files[1])
+	if _, err := os.Stat(files[0]); code != 0 || err == nil || !strings.Contains(out, "(crashed at seq 1: the receipt records it)") || strings.Contains(out+errs, "copied") {
+		t.Fatalf("prune of a crashed run: exit %d (file still there: %v)\n%s%s", code, err == nil, out, errs)
+	}
+	if out, code := verify(t, "--key", keyFile, receipt, files[2]); code != 0 || !strings.Contains(out, "crashed at seq 1; pruned by receipt") {
+		t.Fatalf("verify with the receipt: exit %d\n%s", code, out)
 	}
 }
