@@ -26,6 +26,7 @@ func runAuditPrune(args []string, stdout, stderr io.Writer) int {
 		"Removes the given audit files, oldest first (whole runs, e.g. egressd run's oldest ID.PID.log files), after verifying them,\n"+
 		"and writes NEWFILE, a receipt verify accepts in their place: give it before the files that follow.\n"+
 		"NEXTFILE is the first file kept: the run it begins must follow the last run removed. Prune prints each run it removes.\n"+
+		"A file a running egressd holds is refused; a run that crashed (no process holds its file) is removed, and the receipt records the crash.\n"+
 		"Only a keyed log is pruned, with its key; the receipt is keyed with it. Exit 0 pruned, 1 refused.", stderr)
 	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain (the receipt is keyed with it)")
 	receipt := fs.String("receipt", "", "the receipt file to create (it must not exist)")

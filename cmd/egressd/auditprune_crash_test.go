@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,5 +45,51 @@ func TestPruneOfACrashedRunNamesTheCrashNotACopy(t *testing.T) {
 	}
 	if out, code := verify(t, "--key", keyFile, receipt, files[2]); code != 0 || !strings.Contains(out, "crashed at seq 1; pruned by receipt") {
 		t.Fatalf("verify with the receipt: exit %d\n%s", code, out)
+	}
+}
+
+// TestACrashedRunCutBackBeforePruneFailsVerifyByItsCheckpoints: a crashed
+// run's end has no link after it (the next run names the run, not its
+// end), so lines cut off its end before prune look like an earlier crash.
+// The receipt records the seq it ended at, and verify with the run's
+// checkpoints names the cut.
+func TestACrashedRunCutBackBeforePruneFailsVerifyByItsCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "audit.key")
+	key := []byte("0123456789abcdef0123456789abcdef")
+	os.WriteFile(keyFile, key, 0o600)
+	link := filepath.Join(dir, "x.lastrun")
+	var journal bytes.Buffer
+	var files []string
+	for i := 0; i < 3; i++ {
+		path := filepath.Join(dir, "run"+string(rune('1'+i))+".log")
+		f, err := audit.CreateFile(path, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := audit.New(f, audit.Options{Key: key, KeyID: "k1", RunLink: link, Checkpoint: &journal, CheckpointEvery: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := 0; j < 4; j++ {
+			l.Write(audit.Event{Kind: audit.Lifecycle, Action: "note", Msg: "work"})
+		}
+		if i > 0 { // run 1 is killed: no shutdown record
+			l.Close()
+		}
+		f.Close()
+		files = append(files, path)
+	}
+	lines := readLines(t, files[0])
+	writeLines(t, files[0], lines[:len(lines)-2]) // its last two lines cut off
+	ckpt := filepath.Join(dir, "journal")
+	os.WriteFile(ckpt, journal.Bytes(), 0o600)
+
+	receipt := filepath.Join(dir, "r.log")
+	if out, errs, code := runCLI(t, "audit", "prune", "--key", keyFile, "--receipt", receipt, "--keep", files[2], files[0], files[1]); code != 0 {
+		t.Fatalf("prune: exit %d\n%s%s", code, out, errs)
+	}
+	if out, code := verify(t, "--key", keyFile, "--checkpoints", ckpt, receipt, files[2]); code != 1 || !strings.Contains(out, "the run was cut back before it was pruned") {
+		t.Fatalf("verify with the checkpoints of a crashed run cut back before prune: exit %d\n%s", code, out)
 	}
 }
