@@ -64,7 +64,7 @@ func (v *verifier) readPruned(f lineFields) {
 		c := ChainVerdict{ID: id, Last: last}
 		if msgField(f.Msg, "end") == "crashed" {
 			c.End, c.Hash = "crashed", msgField(f.Msg, "hash")
-			v.out.Notes = append(v.out.Notes, fmt.Sprintf("run %s crashed at seq %d; pruned by receipt %s (%s): its lines are gone, and whatever it did after seq %d was never in the log", id, last, v.cur.ID, v.lastFile, last))
+			v.out.Notes = append(v.out.Notes, fmt.Sprintf("run %s crashed at seq %d; pruned by receipt %s (%s): its lines are gone, and whatever it did after seq %d is not in the log", id, last, v.cur.ID, v.lastFile, last))
 		}
 		v.prunedChains[id] = last
 		v.out.PrunedChains = append(v.out.PrunedChains, c)

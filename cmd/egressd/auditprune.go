@@ -22,7 +22,7 @@ import (
 // follow the last run removed, so the receipt covers exactly the runs
 // before it, never one that rode along in a file being pruned.
 func runAuditPrune(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("audit prune", "usage: egressd audit prune --key FILE --receipt NEWFILE --keep NEXTFILE FILE...\n\n"+
+	fs := newFlagSet("audit prune", "usage: egressd audit prune --key FILE [--checkpoints FILE] --receipt NEWFILE --keep NEXTFILE FILE...\n\n"+
 		"Removes the given audit files, oldest first (whole runs, e.g. egressd run's oldest ID.PID.log files), after verifying them,\n"+
 		"and writes NEWFILE, a receipt verify accepts in their place: give it before the files that follow.\n"+
 		"NEXTFILE is the first file kept: the run it begins must follow the last run removed. Prune prints each run it removes.\n"+
@@ -31,6 +31,7 @@ func runAuditPrune(args []string, stdout, stderr io.Writer) int {
 	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain (the receipt is keyed with it)")
 	receipt := fs.String("receipt", "", "the receipt file to create (it must not exist)")
 	keep := fs.String("keep", "", "the first file kept, whose run follows the last run removed (it is not changed)")
+	ckpt := fs.String("checkpoints", "", "the checkpoints (e.g. the journal) to cross-check the runs removed against: a run cut back before prune is refused")
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 || *receipt == "" || *keep == "" {
 		if err == nil {
 			fs.Usage()
@@ -40,15 +41,15 @@ func runAuditPrune(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	if err := prune(fs.Args(), *keep, *keyFile, *receipt, stdout); err != nil {
+	if err := prune(fs.Args(), *keep, *keyFile, *ckpt, *receipt, stdout); err != nil {
 		fmt.Fprintln(stderr, "egressd audit prune:", termsafe.String(err.Error()))
 		return exitFail
 	}
 	return exitOK
 }
 
-func prune(files []string, keep, keyFile, receipt string, stdout io.Writer) error {
-	opts, _, err := verifyOptions(keyFile, "")
+func prune(files []string, keep, keyFile, ckptFile, receipt string, stdout io.Writer) error {
+	opts, _, err := verifyOptions(keyFile, ckptFile)
 	if err != nil {
 		return err
 	}

@@ -51,8 +51,9 @@ func TestPruneOfACrashedRunNamesTheCrashNotACopy(t *testing.T) {
 // TestACrashedRunCutBackBeforePruneFailsVerifyByItsCheckpoints: a crashed
 // run's end has no link after it (the next run names the run, not its
 // end), so lines cut off its end before prune look like an earlier crash.
-// The receipt records the seq it ended at, and verify with the run's
-// checkpoints names the cut.
+// Prune given the run's checkpoints refuses it; without them, the receipt
+// records the seq it ended at, and verify with the checkpoints names the
+// cut.
 func TestACrashedRunCutBackBeforePruneFailsVerifyByItsCheckpoints(t *testing.T) {
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "audit.key")
@@ -86,6 +87,12 @@ func TestACrashedRunCutBackBeforePruneFailsVerifyByItsCheckpoints(t *testing.T) 
 	os.WriteFile(ckpt, journal.Bytes(), 0o600)
 
 	receipt := filepath.Join(dir, "r.log")
+	// Given the checkpoints, prune refuses the cut run.
+	if _, errs, code := runCLI(t, "audit", "prune", "--key", keyFile, "--checkpoints", ckpt, "--receipt", receipt, "--keep", files[2], files[0], files[1]); code != 1 || !strings.Contains(errs, "the log was cut back") {
+		t.Fatalf("prune --checkpoints of a crashed run cut back: exit %d\n%s", code, errs)
+	}
+	stillThere(t, files...)
+	// Without them, the receipt's last seq is what verify holds them to.
 	if out, errs, code := runCLI(t, "audit", "prune", "--key", keyFile, "--receipt", receipt, "--keep", files[2], files[0], files[1]); code != 0 {
 		t.Fatalf("prune: exit %d\n%s%s", code, out, errs)
 	}

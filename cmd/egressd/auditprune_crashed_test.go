@@ -114,7 +114,7 @@ func TestACrashedRunsFileIsPrunedAndVerifyNamesTheCrash(t *testing.T) {
 	files, key, journal, _ := crashRuns(t, e, "ckcc")
 	crashed := chainOf(t, files[1])
 	receipt := filepath.Join(t.TempDir(), "pruned.log")
-	out, errs, code := runCLI(t, "audit", "prune", "--key", key, "--receipt", receipt, "--keep", files[3], files[0], files[1], files[2])
+	out, errs, code := runCLI(t, "audit", "prune", "--key", key, "--checkpoints", journal, "--receipt", receipt, "--keep", files[3], files[0], files[1], files[2])
 	if _, err := os.Stat(files[1]); code != 0 || err == nil || !strings.Contains(out, "run "+crashed+" ("+files[1]+"): ") {
 		t.Fatalf("prune of a crashed run's file: exit %d (file still there: %v)\n%s%s", code, err == nil, out, errs)
 	}
