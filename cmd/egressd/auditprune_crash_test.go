@@ -100,3 +100,46 @@ func TestACrashedRunCutBackBeforePruneFailsVerifyByItsCheckpoints(t *testing.T) 
 		t.Fatalf("verify with the checkpoints of a crashed run cut back before prune: exit %d\n%s", code, out)
 	}
 }
+
+// TestAFileRenamedOverAPrunedOneWhileHeldIsNotRemoved: prune removes files
+// by name after verifying them. A file renamed over one of them in
+// between (here: a copy of the kept run's file, which the attacker then
+// deletes) would be removed in its place. Prune checks that each name
+// still names the file it holds, refuses, and removes nothing.
+func TestAFileRenamedOverAPrunedOneWhileHeldIsNotRemoved(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "audit.key")
+	key := []byte("0123456789abcdef0123456789abcdef")
+	os.WriteFile(keyFile, key, 0o600)
+	link := filepath.Join(dir, "x.lastrun")
+	var files []string
+	for i := 0; i < 3; i++ {
+		path := filepath.Join(dir, "run"+string(rune('1'+i))+".log")
+		f, err := audit.CreateFile(path, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := audit.New(f, audit.Options{Key: key, KeyID: "k1", RunLink: link})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		f.Close()
+		files = append(files, path)
+	}
+	pruneVerified = func([]string) {
+		if err := os.Rename(writeTemp(t, strings.Join(readLines(t, files[2]), "\n")+"\n"), files[1]); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { pruneVerified = func([]string) {} }()
+	receipt := filepath.Join(dir, "r.log")
+	_, errs, code := runCLI(t, "audit", "prune", "--key", keyFile, "--receipt", receipt, "--keep", files[2], files[0], files[1])
+	if code != 1 || !strings.Contains(errs, files[1]+" was replaced while it was held") {
+		t.Fatalf("prune with a file renamed over one it verified: exit %d\n%s", code, errs)
+	}
+	stillThere(t, files...)
+	if _, err := os.Stat(receipt); err == nil {
+		t.Fatal("a refused prune wrote its receipt")
+	}
+}
