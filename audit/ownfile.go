@@ -77,6 +77,9 @@ func (v *verifier) keptAfter(name string) error {
 	case !v.lineHashMatches(line[:len(line)-1], f.Hash, true):
 		v.fail(name, f.Seq, fmt.Sprintf("the genesis of chain %s, which the file to keep begins, does not match its hash with this key", id))
 	case !v.aloneInOwnFile(name, f.Seq, id, false):
+	case !isHexHash(prevRun) && prevRun == "unknown" && msgField(f.Msg, "prev_open") == last.ID:
+		// The run kept started while the last run pruned was open (it
+		// crashed): it names that run, not its end.
 	case !isHexHash(prevRun):
 		v.fail(name, f.Seq, fmt.Sprintf("chain %s, which the file to keep begins, does not name the run before it (prev_run %s): that it follows the runs pruned cannot be proven; keep the file of a later run that does", id, orNone(prevRun)))
 	case prevRun != last.Hash:

@@ -18,14 +18,21 @@ const (
 )
 
 // PruneEvents are a receipt's events: one per removed chain (its id and
-// last seq), then the receipt itself: the hash of the last line of the
-// last run removed (the next run's prev_run), how many runs and lines.
-// Chains a receipt being pruned again listed are carried forward.
+// last seq; for a run that crashed, end=crashed and the hash of its last
+// line, so the crash stays on record), then the receipt itself: the hash
+// of the last line of the last run removed (the next run's prev_run), how
+// many runs and lines. Chains a receipt being pruned again listed are
+// carried forward. The last chain listed is the last run removed: a run
+// after a crash names it as prev_open.
 func PruneEvents(through string, lines int, v Verdict) []Event {
 	var out []Event
 	chains := append(append([]ChainVerdict{}, v.PrunedChains...), v.Chains...)
 	for _, c := range chains {
-		out = append(out, Event{Kind: Lifecycle, Action: PrunedChain, Msg: fmt.Sprintf("chain=%s last=%d", c.ID, c.Last)})
+		msg := fmt.Sprintf("chain=%s last=%d", c.ID, c.Last)
+		if c.End == "crashed" {
+			msg += " end=crashed hash=" + c.Hash
+		}
+		out = append(out, Event{Kind: Lifecycle, Action: PrunedChain, Msg: msg})
 	}
 	return append(out, Event{Kind: Lifecycle, Action: Pruned, Msg: fmt.Sprintf("through=%s runs=%d lines=%d", through, len(v.Chains), lines)})
 }
@@ -34,6 +41,8 @@ func PruneEvents(through string, lines int, v Verdict) []Event {
 type pruneReceipt struct {
 	chain, through string
 	runs           string
+	// last is the last chain it lists: the last run removed.
+	last string
 }
 
 // readPruned records the receipt event in f, read in a verified chain.
@@ -48,13 +57,21 @@ func (v *verifier) readPruned(f lineFields) {
 	}
 	if f.Action == PrunedChain {
 		last, err := strconv.ParseUint(msgField(f.Msg, "last"), 10, 64)
-		if id := msgField(f.Msg, "chain"); id != "" && err == nil {
-			v.prunedChains[id] = last
-			v.out.PrunedChains = append(v.out.PrunedChains, ChainVerdict{ID: id, Last: last})
+		id := msgField(f.Msg, "chain")
+		if id == "" || err != nil {
+			return
 		}
+		c := ChainVerdict{ID: id, Last: last}
+		if msgField(f.Msg, "end") == "crashed" {
+			c.End, c.Hash = "crashed", msgField(f.Msg, "hash")
+			v.out.Notes = append(v.out.Notes, fmt.Sprintf("run %s crashed at seq %d; pruned by receipt %s (%s): its lines are gone, and whatever it did after seq %d is not in the log", id, last, v.cur.ID, v.lastFile, last))
+		}
+		v.prunedChains[id] = last
+		v.out.PrunedChains = append(v.out.PrunedChains, c)
+		v.lastPruned = id
 		return
 	}
-	r := pruneReceipt{chain: v.cur.ID, through: msgField(f.Msg, "through"), runs: msgField(f.Msg, "runs")}
+	r := pruneReceipt{chain: v.cur.ID, through: msgField(f.Msg, "through"), runs: msgField(f.Msg, "runs"), last: v.lastPruned}
 	if !isHexHash(r.through) {
 		v.fail(v.lastFile, f.Seq, "a prune receipt that does not name the last hash of the runs it removed")
 		return
@@ -72,4 +89,24 @@ func (v *verifier) followsPrune(id, file, prevRun string) bool {
 	v.receipt = nil
 	v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s (%s) follows %s run(s) the operator removed with egressd audit prune (receipt chain %s): their lines are gone; the receipt records where they ended", id, file, r.runs, r.chain))
 	return true
+}
+
+// followsOpenRun checks a new chain whose genesis says prev_open=open: the
+// run started last before it had not closed when it started (it crashed,
+// or ran alongside), so its end is not named. That run must come right
+// before it in the files, or be the last run the prune receipt just read
+// removed: otherwise its file was deleted without a receipt, which would
+// pass as a boundary merely not linked.
+func (v *verifier) followsOpenRun(file string, f lineFields, id, open string) bool {
+	n := len(v.out.Chains)
+	if n > 0 && v.out.Chains[n-1].ID == open {
+		return true
+	}
+	if r := v.receipt; r != nil && r.last == open && n > 0 && v.out.Chains[n-1].ID == r.chain {
+		v.receipt = nil
+		v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s (%s) follows %s run(s) the operator removed with egressd audit prune (receipt chain %s), the last of them run %s, open when it started", id, file, r.runs, r.chain, open))
+		return true
+	}
+	v.fail(file, f.Seq, fmt.Sprintf("chain %s does not name the run before it, only that run %s was open when it started (it crashed, or still ran), and that run is not the one before it in the files given: its file was deleted, or pass the files in the order the runs started (where it was removed with egressd audit prune, give the receipt in its place)", id, open))
+	return false
 }

@@ -25,23 +25,37 @@ import (
 //
 // A missing file means no run wrote with this state folder before
 // (prev_run=none); anything else gives prev_run=unknown, which verify
-// reports as a boundary whose order it cannot prove.
+// reports as a boundary whose order it cannot prove. After "open CHAIN"
+// the new run's genesis also says prev_open=CHAIN: the run started last
+// before it, whose end is not known (it crashed, or still runs). verify
+// then requires that run, or the prune receipt that removed it, before
+// this one: a crashed run's file deleted by hand breaks that link.
 const runLinkMax = 256
 
-// readRunLink returns the prev_run value for a new run.
-func readRunLink(path string) string {
+// readRunLink returns the prev_run value for a new run, and the chain the
+// file says is open ("" when none is).
+func readRunLink(path string) (prevRun, open string) {
 	data, err := safefile.ReadRegularNoFollow(path, runLinkMax) // the state folder may be the service user's
 	if errors.Is(err, fs.ErrNotExist) {
-		return "none"
+		return "none", ""
 	}
 	if err != nil {
-		return "unknown"
+		return "unknown", ""
 	}
 	s := strings.TrimSpace(string(data))
-	if _, err := hex.DecodeString(s); err != nil || len(s) != 64 {
-		return "unknown"
+	if id, ok := strings.CutPrefix(s, "open "); ok && isChainID(id) {
+		return "unknown", id
 	}
-	return s
+	if _, err := hex.DecodeString(s); err != nil || len(s) != 64 {
+		return "unknown", ""
+	}
+	return s, ""
+}
+
+// isChainID reports whether s is a chain id as New makes them: hex digits.
+func isChainID(s string) bool {
+	_, err := hex.DecodeString(s)
+	return err == nil && len(s) > 0 && len(s) <= 64
 }
 
 // closeRunLink records hash, the last line of chain, as the run the next

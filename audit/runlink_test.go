@@ -117,7 +117,7 @@ func TestOverlappingRunsLinkTheNextRunToTheLastOneStarted(t *testing.T) {
 	a.Close()
 	fa.Close()
 	fb.Close()
-	if got := readRunLink(link); got != bLast {
+	if got, _ := readRunLink(link); got != bLast {
 		t.Fatalf("the link names %s, want the last line of the run started last, %s", got, bLast)
 	}
 }

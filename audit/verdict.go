@@ -22,6 +22,7 @@ func (v *verifier) finish() Verdict {
 			unchecked = append(unchecked, c.ID+" (key id "+c.KeyID+")")
 		}
 	}
+	out.CrashesOnly = !out.Intact && v.out.Problem == "" && len(unchecked) == 0
 	if out.Intact && len(unchecked) > 0 {
 		out.Intact = false
 		out.Problem = fmt.Sprintf("chain %s is keyed: pass its key to check the hashes; only seq and prev links were checked", strings.Join(unchecked, ", "))

@@ -34,6 +34,10 @@ type VerifyOptions struct {
 	// files verified are removed: its first line must begin the run that
 	// follows the last one in them (see keptAfter). Only that line is read.
 	Keep string
+	// NoWriter, for egressd audit prune, says no process writes the files
+	// (prune holds their locks, see Hold): a chain open at the end of the
+	// files then crashed, rather than perhaps still running.
+	NoWriter bool
 }
 
 // NamesRunBefore reports whether the chain's genesis says which run came
@@ -95,6 +99,9 @@ type Verdict struct {
 	// Notes are findings that do not break the chain but limit what the
 	// checkpoints prove (a chain none of them covers).
 	Notes []string
+	// CrashesOnly says the files are not intact only because runs ended
+	// without a shutdown record: every line was verified.
+	CrashesOnly bool
 }
 
 // Verify checks every chain across files, in order. A file may hold
@@ -160,13 +167,16 @@ func verifyFiles(files []string, opts VerifyOptions, sink lineSink) (Verdict, er
 		return v.finish(), nil
 	}
 	if c := v.cur; c != nil {
-		if v.lastAction == "rotate" {
+		switch {
+		case v.lastAction == "rotate":
 			v.fail(v.lastFile, v.seq, "the log was rotated after this line but the next file is missing")
-		} else {
+		case opts.NoWriter:
+			v.crashedAtEnd()
+		default:
 			v.fail(v.lastFile, v.seq, fmt.Sprintf("chain %s is truncated after seq %d: no clean-shutdown record and no continuation (or the writer is still running)", c.ID, v.seq))
 		}
 	}
-	if v.out.Problem == "" && len(v.crashes) == 0 && opts.Keep != "" {
+	if v.out.Problem == "" && opts.Keep != "" {
 		if err := v.keptAfter(opts.Keep); err != nil {
 			return Verdict{}, err
 		}
@@ -184,12 +194,14 @@ type verifier struct {
 	// prunedChains are the chains receipts say were removed, by last seq.
 	receipt      *pruneReceipt
 	prunedChains map[string]uint64
-	out          Verdict
-	cur          *ChainVerdict // the chain being read; nil before the first and after a shutdown
-	seq          uint64
-	prev         string
-	lastAction   string
-	lastFile     string
+	// lastPruned is the last chain a receipt listed so far.
+	lastPruned string
+	out        Verdict
+	cur        *ChainVerdict // the chain being read; nil before the first and after a shutdown
+	seq        uint64
+	prev       string
+	lastAction string
+	lastFile   string
 	// lastChainFile is the file where the last closed chain ended.
 	lastChainFile string
 	// curFile is the file of the open chain's last line: where it ends
@@ -393,6 +405,8 @@ func (v *verifier) followsRun(file string, f lineFields, id string) bool {
 	prevRun := msgField(f.Msg, "prev_run")
 	sameFile := len(v.out.Chains) > 0 && v.lastChainFile == file
 	switch {
+	case prevRun == "unknown" && msgField(f.Msg, "prev_open") != "":
+		return v.followsOpenRun(file, f, id, msgField(f.Msg, "prev_open"))
 	case prevRun == "" || prevRun == "unknown":
 		v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s (%s) does not name the run before it (prev_run %s): that no run was removed, replayed or reordered before it is not proven", id, file, orNone(prevRun)))
 		v.unlinked++
@@ -468,6 +482,16 @@ func (v *verifier) crashed(file string, seq uint64) {
 	c := v.cur
 	c.End = "crashed"
 	c.Problem = fmt.Sprintf("%s: seq %d: chain %s ends at seq %d without a clean-shutdown record and a new chain starts here: the run crashed, or the end of it was cut off", file, seq, c.ID, v.seq)
+	v.crashes = append(v.crashes, c.Problem)
+	v.cur, v.lastChainFile = nil, v.curFile
+}
+
+// crashedAtEnd closes the chain open at the end of the files when no
+// process writes them (VerifyOptions.NoWriter): it crashed.
+func (v *verifier) crashedAtEnd() {
+	c := v.cur
+	c.End = "crashed"
+	c.Problem = fmt.Sprintf("%s: seq %d: chain %s ends at seq %d without a clean-shutdown record, and no process holds its file: the run crashed, or the end of it was cut off", v.curFile, v.seq, c.ID, v.seq)
 	v.crashes = append(v.crashes, c.Problem)
 	v.cur, v.lastChainFile = nil, v.curFile
 }

@@ -98,14 +98,19 @@ func New(out io.Writer, opts Options) (*Log, error) {
 		// A file of its own (egressd run's ID.PID.log) starts empty: the
 		// run before it is the one the link file remembers.
 		ownFile := isFile && prevRun == "none" && opts.RunLink != ""
+		prevOpen := ""
 		if opts.RunLink != "" && (!isFile || prevRun == "none") {
-			prevRun = readRunLink(opts.RunLink)
+			var open string
+			prevRun, open = readRunLink(opts.RunLink)
+			if open != "" {
+				prevOpen = " prev_open=" + open
+			}
 			if err := writeRunLink(opts.RunLink, "open "+l.chainID); err != nil {
 				return nil, fmt.Errorf("audit: remembering the run in %s: %w", opts.RunLink, err)
 			}
 			l.runLink = opts.RunLink
 		}
-		g.Msg += " prev_run=" + prevRun
+		g.Msg += " prev_run=" + prevRun + prevOpen
 		if ownFile {
 			// The file holds this run alone: verify refuses any other
 			// chain beside it, so a later run appended to this file by

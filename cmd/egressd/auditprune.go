@@ -22,14 +22,16 @@ import (
 // follow the last run removed, so the receipt covers exactly the runs
 // before it, never one that rode along in a file being pruned.
 func runAuditPrune(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("audit prune", "usage: egressd audit prune --key FILE --receipt NEWFILE --keep NEXTFILE FILE...\n\n"+
+	fs := newFlagSet("audit prune", "usage: egressd audit prune --key FILE [--checkpoints FILE] --receipt NEWFILE --keep NEXTFILE FILE...\n\n"+
 		"Removes the given audit files, oldest first (whole runs, e.g. egressd run's oldest ID.PID.log files), after verifying them,\n"+
 		"and writes NEWFILE, a receipt verify accepts in their place: give it before the files that follow.\n"+
 		"NEXTFILE is the first file kept: the run it begins must follow the last run removed. Prune prints each run it removes.\n"+
+		"A file a running egressd holds is refused; a run that crashed (no process holds its file) is removed, and the receipt records the crash.\n"+
 		"Only a keyed log is pruned, with its key; the receipt is keyed with it. Exit 0 pruned, 1 refused.", stderr)
 	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain (the receipt is keyed with it)")
 	receipt := fs.String("receipt", "", "the receipt file to create (it must not exist)")
 	keep := fs.String("keep", "", "the first file kept, whose run follows the last run removed (it is not changed)")
+	ckpt := fs.String("checkpoints", "", "the checkpoints (e.g. the journal) to cross-check the runs removed against: a run cut back before prune is refused")
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 || *receipt == "" || *keep == "" {
 		if err == nil {
 			fs.Usage()
@@ -39,15 +41,15 @@ func runAuditPrune(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	if err := prune(fs.Args(), *keep, *keyFile, *receipt, stdout); err != nil {
+	if err := prune(fs.Args(), *keep, *keyFile, *ckpt, *receipt, stdout); err != nil {
 		fmt.Fprintln(stderr, "egressd audit prune:", termsafe.String(err.Error()))
 		return exitFail
 	}
 	return exitOK
 }
 
-func prune(files []string, keep, keyFile, receipt string, stdout io.Writer) error {
-	opts, _, err := verifyOptions(keyFile, "")
+func prune(files []string, keep, keyFile, ckptFile, receipt string, stdout io.Writer) error {
+	opts, _, err := verifyOptions(keyFile, ckptFile)
 	if err != nil {
 		return err
 	}
@@ -55,6 +57,15 @@ func prune(files []string, keep, keyFile, receipt string, stdout io.Writer) erro
 	if _, err := os.Lstat(receipt); !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s exists: name a new file for the receipt", receipt)
 	}
+	// Holding each file's audit lock proves no process writes it: a run
+	// without its shutdown record is then over (it crashed), never a run
+	// still writing, and nothing is appended until the files are removed.
+	held, err := audit.Hold(files)
+	if err != nil {
+		return fmt.Errorf("%w; nothing removed", err)
+	}
+	defer held.Release()
+	opts.NoWriter = true
 	v, err := audit.Verify(files, opts)
 	pruneVerified(files)
 	switch {
@@ -64,10 +75,10 @@ func prune(files []string, keep, keyFile, receipt string, stdout io.Writer) erro
 		return errors.New("the log is not keyed: whoever can delete its files could write a receipt for them too, so verify takes only a keyed receipt; keep unkeyed logs whole, or key the log (audit.key_file) from now on; nothing removed")
 	case opts.Key == nil:
 		return fmt.Errorf("the log is keyed (key id %s): pass --key, so the receipt is keyed too; nothing removed", v.KeyID)
-	case !v.Intact:
+	case !v.Intact && !v.CrashesOnly:
 		return fmt.Errorf("the files do not verify (%s); nothing removed", v.Problem)
-	case len(v.Chains) == 0 || v.Chains[len(v.Chains)-1].End != "shutdown":
-		return errors.New("the last run in the files has not closed cleanly (it may still be running): prune only finished runs; nothing removed")
+	case len(v.Chains) == 0:
+		return errors.New("the files hold no run; nothing removed")
 	case !v.Chains[0].NamesRunBefore():
 		// The receipt starts prev_run=none: pruning this run alone would
 		// turn "the run before it is not proven" into a proven first run,
@@ -79,6 +90,9 @@ func prune(files []string, keep, keyFile, receipt string, stdout io.Writer) erro
 	// each file: reading the last file again by name would take whatever
 	// was appended to it since.
 	through := v.Chains[len(v.Chains)-1].Hash
+	if err := held.StillNamed(); err != nil {
+		return fmt.Errorf("%w; nothing removed", err)
+	}
 	f, err := audit.OpenFile(receipt, 0)
 	if err != nil {
 		return err
@@ -97,7 +111,11 @@ func prune(files []string, keep, keyFile, receipt string, stdout io.Writer) erro
 		return err
 	}
 	for _, c := range v.Chains {
-		printLine(stdout, "run %s (%s): %s to %s, %d lines", c.ID, c.File, c.FirstTime, c.LastTime, c.Lines)
+		crash := ""
+		if c.End == "crashed" {
+			crash = fmt.Sprintf(" (crashed at seq %d: the receipt records it)", c.Last)
+		}
+		printLine(stdout, "run %s (%s): %s to %s, %d lines%s", c.ID, c.File, c.FirstTime, c.LastTime, c.Lines, crash)
 	}
 	for _, name := range files {
 		if err := os.Remove(name); err != nil {
