@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/egressd/egressd/allowlist"
-	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/audit"
+	"github.com/egressd/egressd/internal/termsafe"
 )
 
 // setPending records that version (the manifest's own) waits for the
