@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -28,7 +29,8 @@ import (
 //   - up-µs, down-µs: the client's next record to the origin, and the
 //     origin's echo of it back (egressd has started splicing).
 //
-// ns/op is one tunnel through each, CONNECT and close included.
+// Each figure is the phase's median. ns/op is one tunnel through each,
+// CONNECT and close included.
 func BenchmarkHandshakePhases(b *testing.B) {
 	origin := newPhaseOrigin(b)
 	auditFile, err := os.Create(filepath.Join(b.TempDir(), "audit.jsonl"))
@@ -45,7 +47,7 @@ func BenchmarkHandshakePhases(b *testing.B) {
 	hello := buildHello(helloSpec{names: []string{"api.allowed.example"}})
 	// Each iteration opens one tunnel through each, in turn, so both see
 	// the same load.
-	var viaRelay, viaEgressd phaseTimes
+	var viaRelay, viaEgressd phaseSamples
 	b.ResetTimer()
 	for b.Loop() {
 		viaRelay.add(onePhasedTunnel(b, relay, origin.ln.Addr().String(), hello, origin))
@@ -56,23 +58,34 @@ func BenchmarkHandshakePhases(b *testing.B) {
 	viaEgressd.report(b, "egressd")
 }
 
-// report puts the mean of each phase, in µs, beside the benchmark's figures.
-func (p *phaseTimes) report(b *testing.B, peer string) {
-	n := float64(b.N) * float64(time.Microsecond)
-	b.ReportMetric(float64(p.hello)/n, peer+"-hello-µs")
-	b.ReportMetric(float64(p.flight)/n, peer+"-flight-µs")
-	b.ReportMetric(float64(p.up)/n, peer+"-up-µs")
-	b.ReportMetric(float64(p.down)/n, peer+"-down-µs")
-}
-
 // phaseTimes are one tunnel's phases after its 200.
 type phaseTimes struct{ hello, flight, up, down time.Duration }
 
-func (p *phaseTimes) add(q phaseTimes) {
-	p.hello += q.hello
-	p.flight += q.flight
-	p.up += q.up
-	p.down += q.down
+// phaseSamples are the phases of every tunnel through one peer.
+type phaseSamples []phaseTimes
+
+func (p *phaseSamples) add(q phaseTimes) { *p = append(*p, q) }
+
+// report puts the median of each phase, in µs, beside the benchmark's
+// figures: a median, as a loaded machine preempts a few tunnels for
+// milliseconds and a mean would be theirs.
+func (p phaseSamples) report(b *testing.B, peer string) {
+	for _, phase := range []struct {
+		name string
+		of   func(phaseTimes) time.Duration
+	}{
+		{"hello", func(t phaseTimes) time.Duration { return t.hello }},
+		{"flight", func(t phaseTimes) time.Duration { return t.flight }},
+		{"up", func(t phaseTimes) time.Duration { return t.up }},
+		{"down", func(t phaseTimes) time.Duration { return t.down }},
+	} {
+		d := make([]time.Duration, len(p))
+		for i, t := range p {
+			d[i] = phase.of(t)
+		}
+		slices.Sort(d)
+		b.ReportMetric(float64(d[len(d)/2])/float64(time.Microsecond), peer+"-"+phase.name+"-µs")
+	}
 }
 
 // phaseOrigin is a raw origin that stamps when each of the client's
