@@ -15,7 +15,7 @@ import (
 
 // countSyscalls prints, for each proxy, the system calls it makes per
 // connection: strace -f -c attached to the running proxy (every thread)
-// over cfg.conns handshakes at c=32, after a warm-up. Counts, unlike
+// over cfg.conns handshakes at c=32 (--syscalls-c), after a warm-up. Counts, unlike
 // times, do not move with the machine's load; strace slows the proxy, so
 // no time is reported.
 func countSyscalls(l *lab, peers []peer, cfg config) error {
@@ -36,7 +36,7 @@ func countSyscalls(l *lab, peers []peer, cfg config) error {
 		counts[p.name] = c
 		names = append(names, p.name)
 	}
-	fmt.Print(syscallTable(names, counts, cfg.conns))
+	fmt.Print(syscallTable(names, counts, cfg.conns, max(cfg.sysConc, 1)))
 	return nil
 }
 
@@ -79,7 +79,7 @@ func traceOne(l *lab, p peer, cfg config) (map[string]float64, error) {
 	} else if err := waitTraced(cmd.Process.Pid); err != nil {
 		return nil, err
 	}
-	if _, _, _, err := handshakes(l, p, addr, cfg.conns, 32); err != nil {
+	if _, _, _, err := handshakes(l, p, addr, cfg.conns, max(cfg.sysConc, 1)); err != nil {
 		return nil, err
 	}
 	st.Process.Signal(syscall.SIGINT)
@@ -155,7 +155,7 @@ func parseStraceSummary(path string) (map[string]float64, error) {
 
 // syscallTable renders calls per connection, one row per system call,
 // busiest first (by the sum over peers), the total last.
-func syscallTable(peers []string, counts map[string]map[string]float64, conns int) string {
+func syscallTable(peers []string, counts map[string]map[string]float64, conns, conc int) string {
 	sum := map[string]float64{}
 	for _, c := range counts {
 		for name, n := range c {
@@ -173,7 +173,7 @@ func syscallTable(peers []string, counts map[string]map[string]float64, conns in
 	})
 	calls = append(calls, "total")
 	var b strings.Builder
-	fmt.Fprintf(&b, "System calls per connection (CONNECT + TLS 1.3 handshake + 1-byte echo + close), strace -f -c over %d connections at c=32:\n\n| syscall |", conns)
+	fmt.Fprintf(&b, "System calls per connection (CONNECT + TLS 1.3 handshake + 1-byte echo + close), strace -f -c over %d connections at c=%d:\n\n| syscall |", conns, conc)
 	for _, p := range peers {
 		fmt.Fprintf(&b, " %s |", p)
 	}
