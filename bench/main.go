@@ -37,6 +37,8 @@ func main() {
 	flag.IntVar(&cfg.conns, "conns", 0, "connections at c=32, over which CPU per connection is measured (default 5000, --quick 1000)")
 	flag.IntVar(&cfg.handshakes, "handshakes", 0, "handshakes at c=1 (default 1000, --quick 100)")
 	flag.BoolVar(&cfg.syscalls, "syscalls", false, "instead of the table, count each proxy's system calls per connection with strace -f -c over --conns connections at c=32")
+	flag.IntVar(&cfg.sysConc, "syscalls-c", 32, "with --syscalls, the concurrency the connections are made at: 1 shows the wake-ups (futex, epoll_pwait) a lone connection costs, which at c=32 busy threads hide")
+	flag.BoolVar(&cfg.perfStat, "perf-stat", false, "with --syscalls, count with perf stat's tracepoints instead of strace (all calls, futex, epoll_pwait, nanosleep, context switches, CPU migrations): it slows the proxy far less, so the scheduler's wake-ups read closer to what they cost")
 	flag.StringVar(&cfg.straceLog, "strace-log", "", "with --syscalls, also keep every traced call (strace -f -tt -T) in PATH.PEER; use a small --conns")
 	flag.StringVar(&cfg.perf, "perf", "", "with --syscalls, record a perf CPU profile of each proxy into PATH.PEER instead of counting")
 	flag.StringVar(&cfg.baseline, "baseline", "", "an egressd binary built from another tree (say main), run as peer \"baseline\" in the same rounds, for a same-run A/B of a change")
@@ -61,6 +63,8 @@ type sizes struct {
 type config struct {
 	sizes
 	quick, syscalls bool
+	sysConc         int  // --syscalls-c
+	perfStat        bool // --perf-stat
 	out, straceLog  string
 	perf, baseline  string
 	peers, groups   string // comma-separated; "" is all

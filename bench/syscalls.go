@@ -15,7 +15,7 @@ import (
 
 // countSyscalls prints, for each proxy, the system calls it makes per
 // connection: strace -f -c attached to the running proxy (every thread)
-// over cfg.conns handshakes at c=32, after a warm-up. Counts, unlike
+// over cfg.conns handshakes at c=32 (--syscalls-c), after a warm-up. Counts, unlike
 // times, do not move with the machine's load; strace slows the proxy, so
 // no time is reported.
 func countSyscalls(l *lab, peers []peer, cfg config) error {
@@ -36,7 +36,11 @@ func countSyscalls(l *lab, peers []peer, cfg config) error {
 		counts[p.name] = c
 		names = append(names, p.name)
 	}
-	fmt.Print(syscallTable(names, counts, cfg.conns))
+	tool := "strace -f -c"
+	if cfg.perfStat {
+		tool = "perf stat (tracepoints)"
+	}
+	fmt.Print(syscallTable(names, counts, cfg.conns, max(cfg.sysConc, 1), tool))
 	return nil
 }
 
@@ -65,6 +69,10 @@ func traceOne(l *lab, p peer, cfg config) (map[string]float64, error) {
 		args = []string{"-f", "-C", "-tt", "-T", "-o", out, "-p", strconv.Itoa(cmd.Process.Pid)}
 	}
 	tool := "strace"
+	if cfg.perfStat { // counts from tracepoints: no ptrace stop per call
+		tool = "perf"
+		args = []string{"stat", "-x", ",", "-o", out, "-e", perfStatEvents, "-p", strconv.Itoa(cmd.Process.Pid)}
+	}
 	if cfg.perf != "" { // a CPU profile instead: perf record of every thread
 		tool, out = "perf", cfg.perf+"."+p.name
 		args = []string{"record", "-F", "1999", "-g", "-o", out, "-p", strconv.Itoa(cmd.Process.Pid)}
@@ -74,12 +82,12 @@ func traceOne(l *lab, p peer, cfg config) (map[string]float64, error) {
 		return nil, err
 	}
 	defer func() { st.Process.Signal(syscall.SIGINT); st.Wait() }()
-	if cfg.perf != "" {
+	if cfg.perf != "" || cfg.perfStat {
 		time.Sleep(time.Second) // perf has no attach event to wait on; a profile missing its first second is still a profile
 	} else if err := waitTraced(cmd.Process.Pid); err != nil {
 		return nil, err
 	}
-	if _, _, _, err := handshakes(l, p, addr, cfg.conns, 32); err != nil {
+	if _, _, _, err := handshakes(l, p, addr, cfg.conns, max(cfg.sysConc, 1)); err != nil {
 		return nil, err
 	}
 	st.Process.Signal(syscall.SIGINT)
@@ -88,7 +96,46 @@ func traceOne(l *lab, p peer, cfg config) (map[string]float64, error) {
 		fmt.Fprintf(os.Stderr, "perf report -i %s --no-children --sort symbol\n", out)
 		return map[string]float64{}, nil
 	}
+	if cfg.perfStat {
+		return parsePerfStat(out)
+	}
 	return parseStraceSummary(out)
+}
+
+// perfStatEvents are what --perf-stat counts: every system call (the
+// total), the scheduler's own, and the thread switches they stand for.
+const perfStatEvents = "raw_syscalls:sys_enter,syscalls:sys_enter_futex,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_nanosleep,context-switches,cpu-migrations"
+
+// parsePerfStat reads perf stat -x, output: count,unit,event,...; the
+// events are named as strace's table names them where there is a name.
+func parsePerfStat(path string) (map[string]float64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]string{
+		"raw_syscalls:sys_enter":         "total",
+		"syscalls:sys_enter_futex":       "futex",
+		"syscalls:sys_enter_epoll_pwait": "epoll_pwait",
+		"syscalls:sys_enter_nanosleep":   "nanosleep",
+		"context-switches":               "context switches",
+		"cpu-migrations":                 "CPU migrations",
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(data), "\n") {
+		fs := strings.Split(line, ",")
+		if len(fs) < 3 {
+			continue
+		}
+		n, err := strconv.ParseFloat(fs[0], 64)
+		if name, ok := names[fs[2]]; ok && err == nil {
+			out[name] = n
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no perf stat counts in %s", path)
+	}
+	return out, nil
 }
 
 // waitTraced waits until every thread of pid has a tracer.
@@ -155,7 +202,7 @@ func parseStraceSummary(path string) (map[string]float64, error) {
 
 // syscallTable renders calls per connection, one row per system call,
 // busiest first (by the sum over peers), the total last.
-func syscallTable(peers []string, counts map[string]map[string]float64, conns int) string {
+func syscallTable(peers []string, counts map[string]map[string]float64, conns, conc int, tool string) string {
 	sum := map[string]float64{}
 	for _, c := range counts {
 		for name, n := range c {
@@ -173,7 +220,7 @@ func syscallTable(peers []string, counts map[string]map[string]float64, conns in
 	})
 	calls = append(calls, "total")
 	var b strings.Builder
-	fmt.Fprintf(&b, "System calls per connection (CONNECT + TLS 1.3 handshake + 1-byte echo + close), strace -f -c over %d connections at c=32:\n\n| syscall |", conns)
+	fmt.Fprintf(&b, "System calls per connection (CONNECT + TLS 1.3 handshake + 1-byte echo + close), %s over %d connections at c=%d:\n\n| syscall |", tool, conns, conc)
 	for _, p := range peers {
 		fmt.Fprintf(&b, " %s |", p)
 	}

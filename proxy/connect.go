@@ -164,6 +164,13 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	// checks it before it goes upstream.
 	handedOff = true
 	job := &splicing{s: s, p: p, t: t, ev: &ev, raw: raw, br: br, wait: set.timeouts.ClientHello, life: s.beginTunnel(p, release)}
+	// The hello leaves from here, right behind its record: handing it to
+	// the tunnel's goroutine first cost a scheduling round on its way. The
+	// handshake slot goes first, as the hand-off let it go: an origin
+	// that does not read holds the tunnel (until the sweeper closes it),
+	// never a slot.
+	s.releaseSlot(client)
+	job.up0, job.sent = t.sendHello(raw)
 	go job.run()
 }
 
@@ -186,8 +193,9 @@ type splicing struct {
 	br         *bufio.Reader
 	wait       time.Duration
 	life       tunnelLife
-	up0, down0 int64    // moved by the handshake guard
-	splicers   splicers // the two directions' state, here to save an allocation
+	up0, down0 int64            // moved by sendHello and the handshake guard
+	sent       handshakeRefusal // why the hello could not be sent, if it could not
+	splicers   splicers         // the two directions' state, here to save an allocation
 }
 
 func (j *splicing) run() {
@@ -207,10 +215,14 @@ func (j *splicing) tunnelEnded(up, down int64) {
 // guard runs the tunnel's handshake guard and, if it refuses, records the
 // refusal and the close.
 func (j *splicing) guard() bool {
-	up, down, no := j.t.guardHandshake(j.raw, j.br, j.wait)
-	j.up0, j.down0 = up, down
+	no := j.sent
+	if no.reason == "" {
+		var up int64
+		up, j.down0, no = j.t.guardHandshake(j.br, j.wait)
+		j.up0 += up
+	}
 	if no.reason != "" {
-		j.s.refuseHandshake(j.p, j.t, j.ev, no, up, down, int64(len(j.raw)))
+		j.s.refuseHandshake(j.p, j.t, j.ev, no, j.up0, j.down0, int64(len(j.raw)))
 		return false
 	}
 	j.t.closing = closingOf(j.ev)

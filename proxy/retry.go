@@ -57,16 +57,29 @@ type handshakeRefusal struct {
 	sniRaw string // the server_name as sent, when it is no host name
 }
 
-// guardHandshake sends first (the checked ClientHello) upstream, then runs
-// the exchange above until the origin has answered. It returns the bytes
-// relayed each way, and a refusal when the tunnel must close. The caller
-// splices what is left.
-func (t *tunnel) guardHandshake(first []byte, br *bufio.Reader, wait time.Duration) (up, down int64, no handshakeRefusal) {
-	n, err := t.upstream.Write(first)
-	up += int64(n)
-	if err != nil {
-		return up, down, handshakeRefusal{reason: policy.DialError, msg: "origin went away before the ClientHello was sent"}
+// sendHello sends first (the checked ClientHello) upstream. The handler
+// calls it on the goroutine that read and recorded the hello, so the hello
+// leaves without waiting for another goroutine to be scheduled.
+func (t *tunnel) sendHello(first []byte) (up int64, no handshakeRefusal) {
+	if f := helloSending.Load(); f != nil {
+		(*f)()
 	}
+	n, err := t.upstream.Write(first)
+	if err != nil {
+		return int64(n), handshakeRefusal{reason: policy.DialError, msg: "origin went away before the ClientHello was sent"}
+	}
+	return int64(n), handshakeRefusal{}
+}
+
+// helloSending, if set, is told on the goroutine about to send a tunnel's
+// first ClientHello upstream. Tests look at that goroutine's stack.
+var helloSending atomic.Pointer[func()]
+
+// guardHandshake runs the exchange above, once the first ClientHello was
+// sent (sendHello), until the origin has answered. It returns the bytes
+// relayed each way past that hello, and a refusal when the tunnel must
+// close. The caller splices what is left.
+func (t *tunnel) guardHandshake(br *bufio.Reader, wait time.Duration) (up, down int64, no handshakeRefusal) {
 	g := &clientRecords{t: t, br: br, wait: wait}
 	done := make(chan handshakeRefusal, 1)
 	go func() { done <- g.forward() }()
