@@ -36,15 +36,15 @@ usage:
                                              prove on this host what the sandbox holds: the escape battery
   egressd approve [--state DIR] [--folder PLACE] [--digest DIGEST] ID VERSION | --manifest PATH
                                              approve a manifest version that widens its list or changes its id
-  egressd state [--state DIR] list | forget ID
-                                             show what version memory holds; forget an id
+  egressd state [--state DIR] list | forget ID | forget --folder PATH
+                                             show what version memory holds; forget an id, or one folder's record
   egressd audit verify [--key FILE] [--checkpoints FILE] FILE...
                                              prove an audit log is intact
   egressd audit report [--manifest PATH]... [--key FILE] [--checkpoints FILE] [--format text|json|html] FILE...
                                              what each integration used, was refused, and does not need
   egressd audit suggest [--format voiceos|sollar] [--integration ID] [--config FILE] FILE...
                                              the minimal network permission for what was observed
-  egressd audit prune --key FILE --receipt NEWFILE --keep NEXTFILE FILE...
+  egressd audit prune --key FILE [--checkpoints FILE] --receipt NEWFILE --keep NEXTFILE FILE...
                                              remove old runs' files, leaving a receipt verify accepts
   egressd version                            print the version
 
