@@ -198,6 +198,9 @@ func hostAccount(uid int) (bool, error) {
 	case !errors.As(err, &unknownGroup):
 		return false, fmt.Errorf("look up gid %d: %w", uid, err)
 	}
+	if primary, err := primaryGroupOfAnAccount(uid); primary || err != nil {
+		return primary, err
+	}
 	_, err = user.LookupId(strconv.Itoa(uid))
 	var unknown user.UnknownUserIdError
 	switch {
@@ -211,6 +214,30 @@ func hostAccount(uid int) (bool, error) {
 	for _, db := range []string{"passwd", "group"} {
 		if known, err := nssKnows(ctx, db, uid); known || err != nil {
 			return known, err
+		}
+	}
+	return false, nil
+}
+
+// passwdFile is where accounts are listed; tests point it elsewhere.
+var passwdFile = "/etc/passwd"
+
+// primaryGroupOfAnAccount reports whether an account in passwdFile has gid
+// as its primary group (the sandbox's gid is its uid): such an account
+// runs with that gid though no group of it exists. An account only NSS
+// serves is not listed there (a residual the README names).
+func primaryGroupOfAnAccount(gid int) (bool, error) {
+	data, err := os.ReadFile(passwdFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", passwdFile, err)
+	}
+	want := strconv.Itoa(gid)
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Split(line, ":"); len(f) >= 4 && strings.TrimSpace(f[3]) == want {
+			return true, nil
 		}
 	}
 	return false, nil
@@ -318,8 +345,13 @@ func readStatusIDs(status []byte, ids map[int]bool) {
 	}
 }
 
-// readMap adds the lines ("inside outside count") of a uid_map or gid_map.
+// readMap adds a uid_map or gid_map ("inside outside count" lines), judged
+// whole: a namespace that maps one id alone (as egressd's own sandboxes
+// map theirs) holds it like a running process; one that maps more, in
+// one line or in several one-id lines, lets its root setresuid to each.
 func (l *liveIDs) readMap(data []byte) {
+	var ranges idRanges
+	var total uint64
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
 		if len(f) != 3 {
@@ -329,12 +361,19 @@ func (l *liveIDs) readMap(data []byte) {
 		for i := range f {
 			n[i], _ = strconv.ParseUint(f[i], 10, 32)
 		}
-		switch inside, outside, count := n[0], n[1], n[2]; {
-		case inside == 0 && outside == 0 && count == 1<<32-1: // the initial namespace
-		case count == 1:
-			l.running[int(outside)] = true
-		case count > 1:
-			l.mapped = append(l.mapped, rangeOf(outside, count))
+		inside, outside, count := n[0], n[1], n[2]
+		if inside == 0 && outside == 0 && count == 1<<32-1 { // the initial namespace
+			continue
 		}
+		if count > 0 {
+			ranges = append(ranges, rangeOf(outside, count))
+			total += count
+		}
+	}
+	switch {
+	case total == 1:
+		l.running[int(ranges[0].start)] = true
+	case total > 1:
+		l.mapped = append(l.mapped, ranges...)
 	}
 }

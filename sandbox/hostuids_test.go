@@ -602,3 +602,43 @@ func TestAProcessWhoseIDsCannotBeReadFailsThePickClosed(t *testing.T) {
 		t.Fatalf("with every entry readable or gone: %v", err)
 	}
 }
+
+// TestANamespaceMappingTheUIDAsOneOfSeveralOneIDLinesTakesItFromAKeyThatHasIt:
+// a container whose map was written as one-id lines ("0 1007 1", "1 V 1")
+// maps two ids, yet each line was read alone as a running uid, which a key
+// that already holds V is not checked against: its next run kept V and the
+// container's unprivileged root killed it (round 18 sandbox attacker).
+// A map is judged whole: more than one id mapped, every id is taken.
+func TestANamespaceMappingTheUIDAsOneOfSeveralOneIDLinesTakesItFromAKeyThatHasIt(t *testing.T) {
+	needRoot(t)
+	useTempHostUIDRecord(t)
+	key := StateName("com.acme.split", "/srv/split")
+	s := t.TempDir()
+	_, v, err := ClaimStateFolder(s, key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	startInUserNamespace(t, []syscall.SysProcIDMap{{ContainerID: 0, HostID: 65534, Size: 1}, {ContainerID: 1, HostID: v, Size: 1}})
+	if _, again, err := ClaimStateFolder(s, key, ""); err != nil || again == v {
+		t.Fatalf("got uid %d, %v; a running namespace maps %d beside another id", again, err, v)
+	}
+}
+
+// TestASandboxGIDIsNeverAnAccountsPrimaryGroup: an /etc/passwd entry whose
+// primary gid is V, with no group V, runs with gid V; the pick asked only
+// for a user V and a group V, and a new key's sandbox shared the account's
+// gid (round 18 sandbox attacker).
+func TestASandboxGIDIsNeverAnAccountsPrimaryGroup(t *testing.T) {
+	needRoot(t)
+	useTempHostUIDRecord(t)
+	key := StateName("com.acme.pgid", "/srv/pgid")
+	want := stateUIDOf(key)
+	passwd := filepath.Join(t.TempDir(), "passwd")
+	os.WriteFile(passwd, []byte("root:x:0:0:root:/root:/bin/sh\na12g:x:1999:"+strconv.Itoa(want)+"::/nonexistent:/usr/sbin/nologin\n"), 0o644)
+	old := passwdFile
+	passwdFile = passwd
+	t.Cleanup(func() { passwdFile = old })
+	if _, uid, err := ClaimStateFolder(t.TempDir(), key, ""); err != nil || uid == want {
+		t.Fatalf("got uid %d, %v; %d is an account's primary gid", uid, err, want)
+	}
+}
