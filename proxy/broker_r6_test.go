@@ -178,3 +178,41 @@ func TestBrokerPlaceholderForAnotherHostInTheMethodIsRefused(t *testing.T) {
 		t.Fatalf("the origin received %d requests with another host's placeholder as their method", n)
 	}
 }
+
+// TestBrokerReloadGivingAnotherSecretANewPlaceholderRefusesItOnAnOpenConnection:
+// each brokered connection kept the other secrets' placeholders of its
+// opening; a reload that added a secret for another host, or gave one a
+// new placeholder, left open connections forwarding it unaudited (round
+// 18 broker attacker, LOW). The misdirection check reads the secrets in
+// force now too.
+func TestBrokerReloadGivingAnotherSecretANewPlaceholderRefusesItOnAnOpenConnection(t *testing.T) {
+	const newPH = "egressd-ph-NEWotherPlaceholderBBBBBBBBB"
+	b := newBrokerEnv(t, false, nil)
+	c := b.client(false)
+	if resp, _ := do(t, c, b.credentialRequest(t, "api.allowed.example")); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	in := &b.cfg.Integrations[0]
+	in.PassedEnv = []string{"TOKEN", "OTHER"}
+	in.Secrets = []policy.SecretSpec{
+		{At: "t", Name: "TOKEN", Hosts: []string{"api.allowed.example"}, Placeholder: tokenPH, Value: []byte(tokenValue), From: "test"},
+		{At: "o", Name: "OTHER", Hosts: []string{"other.allowed.example"}, Placeholder: newPH, Value: []byte(otherValue), From: "test"},
+	}
+	if outs := b.registry.Load(b.cfg); outs[0].Err != nil {
+		t.Fatalf("reload: %+v", outs)
+	}
+	b.srv.Redecide()
+	reused := false
+	req := b.credentialRequest(t, "api.allowed.example")
+	req.Header.Set("X-Leak", "Bearer "+newPH)
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused },
+	}))
+	resp, body := do(t, c, req)
+	if !reused {
+		t.Fatal("the reload closed the connection: the test needs it open")
+	}
+	if resp.StatusCode != 403 || resp.Header.Get(ReasonHeader) != string(policy.SecretMisdirected) {
+		t.Fatalf("status %d reason %q body %q, want 403 secret_misdirected", resp.StatusCode, resp.Header.Get(ReasonHeader), body)
+	}
+}

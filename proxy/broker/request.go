@@ -33,7 +33,7 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer b.handlers.Done()
 	st := &reqState{seq: b.nextSeq()}
 	body := &countingReader{ReadCloser: r.Body}
-	r.Body = &trailerCheck{ReadCloser: body, trailer: r, unbound: b.c.Unbound, st: st}
+	r.Body = &trailerCheck{ReadCloser: body, trailer: r, unbound: b.unbound(), st: st}
 	cw := &countingWriter{ResponseWriter: w, scrub: func(h http.Header) { scrubHeader(h, b.pairs(st)) }}
 	defer func() {
 		aborted := recover()
@@ -174,7 +174,7 @@ func (b *broker) check(r *http.Request) policy.Reason {
 	// The declared trailer names too (net/http moves the Trailer header into
 	// r.Trailer's keys): they reach the origin in the head, long before the
 	// body's end, where trailerCheck reads the trailer's values.
-	if misdirected(r.Method+" "+r.RequestURI, r.Header, b.c.Unbound) || misdirectedTrailer(r.Trailer, b.c.Unbound) {
+	if unbound := b.unbound(); misdirected(r.Method+" "+r.RequestURI, r.Header, unbound) || misdirectedTrailer(r.Trailer, unbound) {
 		return policy.SecretMisdirected
 	}
 	if rawInBasic(r.Header, b.c.Bound) {
@@ -218,6 +218,28 @@ func (b *broker) rewrite(pr *httputil.ProxyRequest) {
 	st := stateOf(pr.Out.Context())
 	st.used, st.echoes = substituteHeaders(pr.Out.Header, b.c.Bound)
 	b.built.remember(st.echoes)
+}
+
+// unbound is every secret whose placeholder this connection refuses: the
+// others of its opening, and any secret in force now that is not bound
+// here (a reload may have added one for another host, or given one a new
+// placeholder; a reload that changes this host's own secrets closes the
+// connection instead).
+func (b *broker) unbound() []policy.Secret {
+	if b.c.Secrets == nil {
+		return b.c.Unbound
+	}
+	mine := map[string]bool{}
+	for _, sec := range b.c.Bound {
+		mine[sec.Placeholder] = true
+	}
+	out := append([]policy.Secret(nil), b.c.Unbound...)
+	for _, sec := range b.c.Secrets() {
+		if !mine[sec.Placeholder] {
+			out = append(out, sec)
+		}
+	}
+	return out
 }
 
 // every is each secret egressd knows, bound here or not: responses are
