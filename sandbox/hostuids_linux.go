@@ -234,13 +234,34 @@ func primaryGroupOfAnAccount(gid int) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("read %s: %w", passwdFile, err)
 	}
-	want := strconv.Itoa(gid)
 	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Split(line, ":"); len(f) >= 4 && strings.TrimSpace(f[3]) == want {
-			return true, nil
+		if f := strings.Split(line, ":"); len(f) >= 4 {
+			if n, ok := parseDecimalID(f[3]); ok && n == uint32(gid) {
+				return true, nil
+			}
 		}
 	}
 	return false, nil
+}
+
+// parseDecimalID reads an id field as glibc's files parser does (strtoul,
+// base 10, into a 32-bit id): leading blanks, a sign, leading zeros
+// ("02002567354" is 2002567354), and a negative wraps.
+func parseDecimalID(field string) (uint32, bool) {
+	f := strings.TrimLeft(field, " \t\n\v\f\r")
+	neg := strings.HasPrefix(f, "-")
+	f = strings.TrimPrefix(strings.TrimPrefix(f, "+"), "-")
+	if f == "" || strings.Trim(f, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(f, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return uint32(n), true
 }
 
 // getentPaths are where getent is looked for: the C library's, which asks
@@ -306,14 +327,24 @@ func readLiveIDs() (liveIDs, error) {
 			continue
 		}
 		dir := filepath.Join(procRoot, e.Name())
-		for _, name := range []string{"status", "uid_map", "gid_map"} { // gid_map: the sandbox's gid is its uid
+		// Credentials are per thread: a server that switches ids on one
+		// thread (Samba, nfs-ganesha) shows its leader's in PID/status.
+		files := []string{"status", "uid_map", "gid_map"} // gid_map: the sandbox's gid is its uid
+		tasks, err := os.ReadDir(filepath.Join(dir, "task"))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ESRCH) {
+			return liveIDs{}, fmt.Errorf("%w (egressd cannot tell which ids that process's threads hold)", err)
+		}
+		for _, task := range tasks {
+			files = append(files, filepath.Join("task", task.Name(), "status"))
+		}
+		for _, name := range files {
 			data, err := os.ReadFile(filepath.Join(dir, name))
 			switch {
 			case errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) || errors.Is(err, unix.EINVAL):
 				continue // gone (reaped between the listing and the open: ENOENT, ESRCH; EINVAL from a map's open)
 			case err != nil:
 				return liveIDs{}, fmt.Errorf("%w (egressd cannot tell which ids that process holds)", err)
-			case name == "status":
+			case filepath.Base(name) == "status":
 				readStatusIDs(data, live.running)
 			default:
 				live.readMap(data)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -640,5 +641,54 @@ func TestASandboxGIDIsNeverAnAccountsPrimaryGroup(t *testing.T) {
 	t.Cleanup(func() { passwdFile = old })
 	if _, uid, err := ClaimStateFolder(t.TempDir(), key, ""); err != nil || uid == want {
 		t.Fatalf("got uid %d, %v; %d is an account's primary gid", uid, err, want)
+	}
+}
+
+// TestAZeroPaddedPrimaryGIDIsReadAsANumber: "a12z:x:3999:02002567354:…"
+// runs with gid 2002567354 (glibc reads the field as a number), but the
+// check compared the text (round 19 sandbox attacker).
+func TestAZeroPaddedPrimaryGIDIsReadAsANumber(t *testing.T) {
+	needRoot(t)
+	useTempHostUIDRecord(t)
+	key := StateName("com.acme.padded", "/srv/padded")
+	want := stateUIDOf(key)
+	passwd := filepath.Join(t.TempDir(), "passwd")
+	os.WriteFile(passwd, []byte("a12z:x:3999:0"+strconv.Itoa(want)+"::/nonexistent:/usr/sbin/nologin\n"), 0o644)
+	old := passwdFile
+	passwdFile = passwd
+	t.Cleanup(func() { passwdFile = old })
+	if _, uid, err := ClaimStateFolder(t.TempDir(), key, ""); err != nil || uid == want {
+		t.Fatalf("got uid %d, %v; %d is an account's primary gid, written 0%d", uid, err, want, want)
+	}
+}
+
+// TestAUIDOnlyOneThreadHoldsIsNotASandboxs: credentials are per thread;
+// a server that switches ids on one thread with raw syscalls (Samba,
+// nfs-ganesha) shows its leader's ids in /proc/PID/status only, and a new
+// key was given the thread's uid, which then killed the sandbox (round 19
+// sandbox attacker). Every thread's status is read.
+func TestAUIDOnlyOneThreadHoldsIsNotASandboxs(t *testing.T) {
+	needRoot(t)
+	useTempHostUIDRecord(t)
+	key := StateName("com.acme.threaded", "/srv/threaded")
+	want := stateUIDOf(key)
+	held, release := make(chan error), make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		_, _, errno := syscall.RawSyscall(syscall.SYS_SETRESUID, ^uintptr(0), uintptr(want), ^uintptr(0))
+		if errno != 0 {
+			held <- errno
+			return
+		}
+		held <- nil
+		<-release
+		syscall.RawSyscall(syscall.SYS_SETRESUID, ^uintptr(0), 0, ^uintptr(0))
+	}()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	defer close(release)
+	if _, uid, err := ClaimStateFolder(t.TempDir(), key, ""); err != nil || uid == want {
+		t.Fatalf("got uid %d, %v; a thread of this process runs as %d", uid, err, want)
 	}
 }
