@@ -100,6 +100,14 @@ func New(out io.Writer, opts Options) (*Log, error) {
 		ownFile := isFile && prevRun == "none" && opts.RunLink != ""
 		prevOpen := ""
 		if opts.RunLink != "" && (!isFile || prevRun == "none") {
+			// The lock is held until the genesis is written: runs of one
+			// id then name each other in the order of their genesis
+			// times, the order audit verify wants their files in.
+			lock, err := lockRunLink(opts.RunLink)
+			if err != nil {
+				return nil, fmt.Errorf("audit: remembering the run in %s: %w", opts.RunLink, err)
+			}
+			defer lock.Close()
 			var open string
 			prevRun, open = readRunLink(opts.RunLink)
 			if open != "" {
