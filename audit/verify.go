@@ -75,6 +75,9 @@ type ChainVerdict struct {
 	Hash string
 	// FirstTime and LastTime are the times of its first and last lines.
 	FirstTime, LastTime string
+	// Checkpoints counts its checkpoints cross-checked: one at or before
+	// a crashed run's last line, and none past it, proves where it ended.
+	Checkpoints int
 }
 
 // Verdict is what Verify found.
@@ -326,6 +329,7 @@ func (v *verifier) line(file string, line []byte, firstInFile, firstOfAll bool) 
 	}
 	if want, ok := v.checkpoints[v.cur.ID][f.Seq]; ok {
 		v.out.Checkpoints++
+		v.cur.Checkpoints++
 		if want != f.Hash {
 			v.fail(file, f.Seq, "the hash differs from the checkpoint recorded for this chain and seq: the chain was rewritten")
 			return

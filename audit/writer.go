@@ -127,7 +127,18 @@ func New(out io.Writer, opts Options) (*Log, error) {
 			g.Msg += " file=" + OwnFile
 		}
 	}
-	return l, l.Write(g)
+	if err := l.Write(g); err != nil {
+		return l, err
+	}
+	// A checkpoint of the genesis says the sink covers this run from its
+	// start: a run with no shutdown record whose checkpoints end at or
+	// before its last line crashed there, while a clean run cut back to
+	// pass as a crash has its close checkpoint past the cut (see
+	// CrashesProven).
+	if l.ckEvery != 1 {
+		l.checkpoint()
+	}
+	return l, nil
 }
 
 func (l *Log) genesis(prev string) Event {
