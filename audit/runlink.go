@@ -27,8 +27,8 @@ import (
 //     crashed), so its last hash is not known.
 //
 // A missing file means no run wrote with this state folder before
-// (prev_run=none); anything else gives prev_run=unknown, which verify
-// reports as a boundary whose order it cannot prove. After "open CHAIN"
+// (prev_run=none); anything else gives prev_run=unreadable (see
+// Unreadable). After "open CHAIN"
 // the new run's genesis also says prev_open=CHAIN: the run started last
 // before it, whose end is not known (it crashed, or still runs). verify
 // then requires that run, or the prune receipt that removed it, before
@@ -44,17 +44,25 @@ func readRunLink(path string) (prevRun, open string) {
 		return "none", ""
 	}
 	if err != nil {
-		return "unknown", ""
+		return Unreadable, ""
 	}
 	s := strings.TrimSpace(string(data))
 	if id, ok := strings.CutPrefix(s, "open "); ok && isChainID(id) {
 		return "unknown", id
 	}
 	if _, err := hex.DecodeString(s); err != nil || len(s) != 64 {
-		return "unknown", ""
+		return Unreadable, ""
 	}
 	return s, ""
 }
+
+// Unreadable is prev_run when the link file was there but egressd did not
+// write what it holds (junk, a link, too long): someone rewrote it, which
+// is what removing the last run's file without a trace takes. The genesis
+// says so in the keyed chain, and verify fails on it unless checkpoints
+// are given (a run removed then has checkpoints matching no chain), rather
+// than read it as an old egressd's prev_run=unknown.
+const Unreadable = "unreadable"
 
 // isChainID reports whether s is a chain id as New makes them: hex digits.
 func isChainID(s string) bool {

@@ -9,6 +9,9 @@ import (
 // its key is not intact, since only its links could be checked.
 func (v *verifier) finish() Verdict {
 	out := v.out
+	if out.Problem == "" && len(v.linkLost) > 0 {
+		out.Problem = v.linkLost[0]
+	}
 	if out.Problem == "" && len(v.crashes) > 0 {
 		out.Problem = v.crashes[0] // every later run verified: the crash is what is left
 		if n := len(v.crashes); n > 1 {
@@ -22,7 +25,7 @@ func (v *verifier) finish() Verdict {
 			unchecked = append(unchecked, c.ID+" (key id "+c.KeyID+")")
 		}
 	}
-	out.CrashesOnly = !out.Intact && v.out.Problem == "" && len(unchecked) == 0
+	out.CrashesOnly = !out.Intact && v.out.Problem == "" && len(v.linkLost) == 0 && len(unchecked) == 0
 	if out.Intact && len(unchecked) > 0 {
 		out.Intact = false
 		out.Problem = fmt.Sprintf("chain %s is keyed: pass its key to check the hashes; only seq and prev links were checked", strings.Join(unchecked, ", "))
@@ -38,6 +41,8 @@ func (v *verifier) proves(out Verdict, unchecked bool) string {
 	switch {
 	case unchecked:
 		return "nothing about the line contents: without the key only the seq and prev links were checked"
+	case !out.Intact && v.out.Problem == "" && len(v.linkLost) > 0:
+		return fmt.Sprintf("every line of every run was verified, but %d run(s) started after the link file was rewritten (see BROKEN): whole runs before them can have been removed without trace", len(v.linkLost))
 	case !out.Intact && v.out.Problem == "" && keyed: // only crashes
 		return fmt.Sprintf("every line of every run was verified and not edited, deleted, reordered or added by anyone without the key, but %d run(s) end without a clean-shutdown record (see BROKEN): whatever those runs did after their last line is not in the log", len(v.crashes))
 	case !out.Intact && v.out.Problem == "":

@@ -216,6 +216,9 @@ type verifier struct {
 	unlinked int
 	// crashes are the findings of crashed, in order.
 	crashes []string
+	// linkLost are runs that started with the link file rewritten
+	// (prev_run=unreadable) and no checkpoints to rule out a removal.
+	linkLost []string
 }
 
 // lineFields are the fields Verify reads from each line.
@@ -411,6 +414,17 @@ func (v *verifier) followsRun(file string, f lineFields, id string) bool {
 	switch {
 	case prevRun == "unknown" && msgField(f.Msg, "prev_open") != "":
 		return v.followsOpenRun(file, f, id, msgField(f.Msg, "prev_open"))
+	case prevRun == Unreadable:
+		what := fmt.Sprintf("the link file was missing or unreadable when run %s (%s) started: its content was not what egressd writes, so a run before it may have been removed and the link rewritten to hide it", id, file)
+		if len(v.opts.Checkpoints) > 0 {
+			// A run removed before it would have checkpoints matching no
+			// chain in the files: unmatchedCheckpoints fails on them.
+			v.out.Notes = append(v.out.Notes, what+"; the checkpoints given are held to every chain, so a removed run they cover is caught")
+		} else {
+			v.linkLost = append(v.linkLost, fmt.Sprintf("%s: seq %d: %s; give the checkpoints (--checkpoints) to rule that out", file, f.Seq, what))
+		}
+		v.unlinked++
+		return true
 	case prevRun == "" || prevRun == "unknown":
 		v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s (%s) does not name the run before it (prev_run %s): that no run was removed, replayed or reordered before it is not proven", id, file, orNone(prevRun)))
 		v.unlinked++
