@@ -54,3 +54,34 @@ func TestARunAfterItsLinkFileWasGarbledIsNotVerifiedAsMerelyUnlinked(t *testing.
 		t.Fatalf("with the checkpoints: %+v", v)
 	}
 }
+
+// TestARunAfterItsLinkFileWasDeletedIsNotVerifiedAsMerelyUnlinked is t1
+// with the link file deleted instead of garbled: run C's genesis says
+// prev_run=none (a first run) in a file of its own, yet run A comes before
+// it in the files given. That was a note; an egressd run's own file after
+// another run names it unless its link file was removed.
+func TestARunAfterItsLinkFileWasDeletedIsNotVerifiedAsMerelyUnlinked(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "com.x.lastrun")
+	start := func(name string) string {
+		path := filepath.Join(dir, name+".log")
+		f, err := CreateFile(path, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		l, err := New(f, Options{Key: testKey, KeyID: "k1", RunLink: link})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		return path
+	}
+	a, b := start("a"), start("b")
+	os.Remove(b)
+	os.Remove(link)
+	c := start("c")
+	if v := verifyFilesWithKey(t, a, c); v.Intact || !strings.Contains(v.Problem, "the link file was missing or unreadable when run") {
+		t.Fatalf("a run after a deleted link file, a run deleted before it: %+v", v)
+	}
+}

@@ -415,15 +415,12 @@ func (v *verifier) followsRun(file string, f lineFields, id string) bool {
 	case prevRun == "unknown" && msgField(f.Msg, "prev_open") != "":
 		return v.followsOpenRun(file, f, id, msgField(f.Msg, "prev_open"))
 	case prevRun == Unreadable:
-		what := fmt.Sprintf("the link file was missing or unreadable when run %s (%s) started: its content was not what egressd writes, so a run before it may have been removed and the link rewritten to hide it", id, file)
-		if len(v.opts.Checkpoints) > 0 {
-			// A run removed before it would have checkpoints matching no
-			// chain in the files: unmatchedCheckpoints fails on them.
-			v.out.Notes = append(v.out.Notes, what+"; the checkpoints given are held to every chain, so a removed run they cover is caught")
-		} else {
-			v.linkLost = append(v.linkLost, fmt.Sprintf("%s: seq %d: %s; give the checkpoints (--checkpoints) to rule that out", file, f.Seq, what))
-		}
-		v.unlinked++
+		v.lostLink(file, f.Seq, fmt.Sprintf("the link file was missing or unreadable when run %s (%s) started: its content was not what egressd writes, so a run before it may have been removed and the link rewritten to hide it", id, file))
+		return true
+	case prevRun == "none" && len(v.out.Chains) > 0 && msgField(f.Msg, "file") == OwnFile:
+		// egressd run's own file: the link file was there for the run
+		// before it, so "no run before" means it was deleted since.
+		v.lostLink(file, f.Seq, fmt.Sprintf("the link file was missing or unreadable when run %s (%s) started: it says no run came before it, yet chain %s comes before it here, so the link file was deleted after that run and a run in between may have been removed (if the runs before it were written by an egressd without ID.lastrun, verify the files from this one on separately)", id, file, v.out.Chains[len(v.out.Chains)-1].ID))
 		return true
 	case prevRun == "" || prevRun == "unknown":
 		v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s (%s) does not name the run before it (prev_run %s): that no run was removed, replayed or reordered before it is not proven", id, file, orNone(prevRun)))
@@ -445,6 +442,18 @@ func (v *verifier) followsRun(file string, f lineFields, id string) bool {
 		v.fail(file, f.Seq, fmt.Sprintf("chain %s was appended after a run ending in hash %s, but the run before it here ends in %s: a run in between was removed", id, prevRun, v.prev))
 	}
 	return v.out.Problem == ""
+}
+
+// lostLink records a run that started without the link file egressd
+// wrote: a problem unless checkpoints are given, which are held to every
+// chain, so a removed run they cover fails verify anyway.
+func (v *verifier) lostLink(file string, seq uint64, what string) {
+	v.unlinked++
+	if len(v.opts.Checkpoints) > 0 {
+		v.out.Notes = append(v.out.Notes, what+"; the checkpoints given are held to every chain, so a removed run they cover is caught")
+		return
+	}
+	v.linkLost = append(v.linkLost, fmt.Sprintf("%s: seq %d: %s; give the checkpoints (--checkpoints) to rule that out", file, seq, what))
 }
 
 // hashMatches checks a line's hash over its bytes, unless the chain is
