@@ -1,11 +1,13 @@
 package audit
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // startOwnRun starts a keyed run in a new file of its own in dir, linked through
@@ -112,4 +114,25 @@ func TestTwoRunsOfOneIDStartingTogetherAreLinkedInStartOrder(t *testing.T) {
 	if data, _ := os.ReadFile(b.path); !strings.Contains(string(data), "prev_open=") {
 		t.Errorf("run B's genesis does not name run A as open: %s", data)
 	}
+	// The README's recipe orders the files by their genesis times: the
+	// lock is held until the genesis is written, so they follow the links.
+	if ta, tb := genesisTime(t, a.path), genesisTime(t, b.path); !ta.Before(tb) {
+		t.Errorf("run A's genesis time %s is not before run B's %s", ta, tb)
+	}
+}
+
+func genesisTime(t *testing.T, path string) time.Time {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first struct {
+		Time time.Time `json:"time"`
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	if err := json.Unmarshal([]byte(line), &first); err != nil {
+		t.Fatal(err)
+	}
+	return first.Time
 }
