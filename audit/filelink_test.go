@@ -54,7 +54,7 @@ func TestRunLinkPlantedAsASymlinkIsNotRead(t *testing.T) {
 	if err := os.Symlink(secret, link); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := readRunLink(link); got != "unknown" {
+	if got, _ := readRunLink(link); got != Unreadable {
 		t.Fatalf("prev_run = %q, read through the symlink", got)
 	}
 }

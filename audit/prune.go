@@ -110,3 +110,24 @@ func (v *verifier) followsOpenRun(file string, f lineFields, id, open string) bo
 	v.fail(file, f.Seq, fmt.Sprintf("chain %s does not name the run before it, only that run %s was open when it started (it crashed, or still ran), and that run is not the one before it in the files given: its file was deleted, or pass the files in the order the runs started (where it was removed with egressd audit prune, give the receipt in its place)", id, open))
 	return false
 }
+
+// CrashesProven checks that each run in v without a shutdown record is
+// proven to have ended where its file ends before prune removes it. A run
+// that closed cleanly, cut back at a line boundary by someone without the
+// key, reads exactly like a crash: a later run names it only as open when
+// it started. Only checkpoints tell them apart: one of the run at or
+// before its last line (egressd writes one at every genesis) shows the
+// sink covered it, and verify already fails on one past its end (the
+// close checkpoint of a clean run cut back).
+func CrashesProven(v Verdict, checkpointsGiven bool) error {
+	for _, c := range v.Chains {
+		if c.End != "crashed" || c.Checkpoints > 0 {
+			continue
+		}
+		if !checkpointsGiven {
+			return fmt.Errorf("run %s (%s) has no clean-shutdown record, and without checkpoints a run that crashed cannot be told from one that closed cleanly and was cut back: pass --checkpoints with its checkpoints (the journal of egressd run --config with audit.checkpoints: stderr), or keep its file", c.ID, c.File)
+		}
+		return fmt.Errorf("run %s (%s) has no clean-shutdown record and no checkpoint in those given: that it crashed there, rather than closed cleanly and was cut back, is not proven; give the checkpoints that cover it, or keep its file", c.ID, c.File)
+	}
+	return nil
+}

@@ -29,11 +29,17 @@ type Verification struct {
 	IntactThrough uint64 `json:"intact_through"`
 	Lines         int    `json:"lines"`
 	Proves        string `json:"proves"`
+	// PrunedRuns and PrunedCrashed count the runs prune receipts in the
+	// files removed, and those of them that had crashed: the headline
+	// names them, so "intact" is never read as "every run is here".
+	PrunedRuns    int `json:"pruned_runs,omitempty"`
+	PrunedCrashed int `json:"pruned_crashed,omitempty"`
 }
 
 // VerificationOf is the part of a verdict a report carries.
 func VerificationOf(v Verdict) *Verification {
-	return &Verification{Intact: v.Intact, Problem: v.Problem, IntactThrough: v.IntactThrough, Lines: v.Lines, Proves: v.Proves}
+	return &Verification{Intact: v.Intact, Problem: v.Problem, IntactThrough: v.IntactThrough, Lines: v.Lines, Proves: v.Proves,
+		PrunedRuns: len(v.PrunedChains), PrunedCrashed: PrunedCrashes(v)}
 }
 
 // Headline is the report's first line: that the log verified, or that it
@@ -42,6 +48,8 @@ func (v *Verification) Headline() string {
 	switch {
 	case v == nil:
 		return "LOG NOT VERIFIED: the chain was not checked"
+	case v.Intact && v.PrunedRuns > 0:
+		return fmt.Sprintf("log verified: intact, %d lines through seq %d; %d earlier run(s) were removed with egressd audit prune, %d of them crashed (whatever those did after their last line is not in the log)", v.Lines, v.IntactThrough, v.PrunedRuns, v.PrunedCrashed)
 	case v.Intact:
 		return fmt.Sprintf("log verified: intact, %d lines through seq %d", v.Lines, v.IntactThrough)
 	}

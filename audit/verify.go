@@ -75,6 +75,9 @@ type ChainVerdict struct {
 	Hash string
 	// FirstTime and LastTime are the times of its first and last lines.
 	FirstTime, LastTime string
+	// Checkpoints counts its checkpoints cross-checked: one at or before
+	// a crashed run's last line, and none past it, proves where it ended.
+	Checkpoints int
 }
 
 // Verdict is what Verify found.
@@ -213,6 +216,9 @@ type verifier struct {
 	unlinked int
 	// crashes are the findings of crashed, in order.
 	crashes []string
+	// linkLost are runs that started with the link file rewritten
+	// (prev_run=unreadable) and no checkpoints to rule out a removal.
+	linkLost []string
 }
 
 // lineFields are the fields Verify reads from each line.
@@ -326,6 +332,7 @@ func (v *verifier) line(file string, line []byte, firstInFile, firstOfAll bool) 
 	}
 	if want, ok := v.checkpoints[v.cur.ID][f.Seq]; ok {
 		v.out.Checkpoints++
+		v.cur.Checkpoints++
 		if want != f.Hash {
 			v.fail(file, f.Seq, "the hash differs from the checkpoint recorded for this chain and seq: the chain was rewritten")
 			return
@@ -407,6 +414,14 @@ func (v *verifier) followsRun(file string, f lineFields, id string) bool {
 	switch {
 	case prevRun == "unknown" && msgField(f.Msg, "prev_open") != "":
 		return v.followsOpenRun(file, f, id, msgField(f.Msg, "prev_open"))
+	case prevRun == Unreadable:
+		v.lostLink(file, f.Seq, fmt.Sprintf("the link file was missing or unreadable when run %s (%s) started: its content was not what egressd writes, so a run before it may have been removed and the link rewritten to hide it", id, file))
+		return true
+	case prevRun == "none" && len(v.out.Chains) > 0 && msgField(f.Msg, "file") == OwnFile:
+		// egressd run's own file: the link file was there for the run
+		// before it, so "no run before" means it was deleted since.
+		v.lostLink(file, f.Seq, fmt.Sprintf("the link file was missing or unreadable when run %s (%s) started: it says no run came before it, yet chain %s comes before it here, so the link file was deleted after that run and a run in between may have been removed (if the runs before it were written by an egressd without ID.lastrun, verify the files from this one on separately)", id, file, v.out.Chains[len(v.out.Chains)-1].ID))
+		return true
 	case prevRun == "" || prevRun == "unknown":
 		v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s (%s) does not name the run before it (prev_run %s): that no run was removed, replayed or reordered before it is not proven", id, file, orNone(prevRun)))
 		v.unlinked++
@@ -427,6 +442,18 @@ func (v *verifier) followsRun(file string, f lineFields, id string) bool {
 		v.fail(file, f.Seq, fmt.Sprintf("chain %s was appended after a run ending in hash %s, but the run before it here ends in %s: a run in between was removed", id, prevRun, v.prev))
 	}
 	return v.out.Problem == ""
+}
+
+// lostLink records a run that started without the link file egressd
+// wrote: a problem unless checkpoints are given, which are held to every
+// chain, so a removed run they cover fails verify anyway.
+func (v *verifier) lostLink(file string, seq uint64, what string) {
+	v.unlinked++
+	if len(v.opts.Checkpoints) > 0 {
+		v.out.Notes = append(v.out.Notes, what+"; the checkpoints given are held to every chain, so a removed run they cover is caught")
+		return
+	}
+	v.linkLost = append(v.linkLost, fmt.Sprintf("%s: seq %d: %s; give the checkpoints (--checkpoints) to rule that out", file, seq, what))
 }
 
 // hashMatches checks a line's hash over its bytes, unless the chain is

@@ -100,6 +100,14 @@ func New(out io.Writer, opts Options) (*Log, error) {
 		ownFile := isFile && prevRun == "none" && opts.RunLink != ""
 		prevOpen := ""
 		if opts.RunLink != "" && (!isFile || prevRun == "none") {
+			// The lock is held until the genesis is written: runs of one
+			// id then name each other in the order of their genesis
+			// times, the order audit verify wants their files in.
+			lock, err := lockRunLink(opts.RunLink)
+			if err != nil {
+				return nil, fmt.Errorf("audit: remembering the run in %s: %w", opts.RunLink, err)
+			}
+			defer lock.Close()
 			var open string
 			prevRun, open = readRunLink(opts.RunLink)
 			if open != "" {
@@ -119,7 +127,18 @@ func New(out io.Writer, opts Options) (*Log, error) {
 			g.Msg += " file=" + OwnFile
 		}
 	}
-	return l, l.Write(g)
+	if err := l.Write(g); err != nil {
+		return l, err
+	}
+	// A checkpoint of the genesis says the sink covers this run from its
+	// start: a run with no shutdown record whose checkpoints end at or
+	// before its last line crashed there, while a clean run cut back to
+	// pass as a crash has its close checkpoint past the cut (see
+	// CrashesProven).
+	if l.ckEvery != 1 {
+		l.checkpoint()
+	}
+	return l, nil
 }
 
 func (l *Log) genesis(prev string) Event {

@@ -135,7 +135,7 @@ func claimNotice(p *Policy) string {
 // unboundClaimNotice is PendingNotice for a claim of an id that version
 // memory binds to no folder.
 func unboundClaimNotice(p *Policy) string {
-	return fmt.Sprintf("%s claims the id %s %s; version memory from an earlier egressd does not say which folder owns %s, so this folder is not that integration until the operator says so, and nothing is allowed for it until then: if %s is %s's folder, %s binds it, once (it then keeps the version floor and the sandbox state egressd kept for %s)",
+	return fmt.Sprintf("%s claims the id %s %s; version memory binds %s to no folder (its folder was forgotten with state forget --folder, or an earlier egressd kept it so), so this folder is not that integration until the operator says so, and nothing is allowed for it until then: if %s is %s's folder, %s binds it, once (it then keeps the version floor and the sandbox state egressd kept for %s)",
 		p.ManifestAt, p.Manifest.ID, p.Pending, p.Manifest.ID, ManifestPlace(p.ManifestAt), p.Manifest.ID, p.approveManifestCommand(), p.Manifest.ID)
 }
 

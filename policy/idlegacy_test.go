@@ -38,7 +38,7 @@ func TestLegacyIDIsNotHandedToTheFirstFolderThatLoadsIt(t *testing.T) {
 	for range 2 {
 		r := f.registry()
 		out := loadOne(t, r, cfgB, Pending)
-		for _, want := range []string{"version memory from an earlier egressd does not say which folder owns com.acme.erp",
+		for _, want := range []string{"version memory binds com.acme.erp to no folder",
 			"egressd approve --state " + f.state + " --manifest " + ManifestPlace(filepath.Join(b, "manifest.json"))} {
 			if !strings.Contains(out.Notice, want) {
 				t.Fatalf("notice lacks %q: %s", want, out.Notice)
@@ -131,7 +131,7 @@ func TestLegacyIDBoundOnlyToAListenerWaitsForTheOperator(t *testing.T) {
 		return nil
 	})
 	r := f.registry()
-	if out := f.load(r, Pending); !strings.Contains(out.Notice, "does not say which folder owns com.acme.erp") || f.allows(r, "erp.acme.example") {
+	if out := f.load(r, Pending); !strings.Contains(out.Notice, "binds com.acme.erp to no folder") || f.allows(r, "erp.acme.example") {
 		t.Fatalf("a listener's binding placed the id: %+v", out)
 	}
 }

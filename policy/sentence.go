@@ -39,7 +39,7 @@ func Sentence(d Decision, p *Policy) string {
 			return fmt.Sprintf("egressd: %s is in the list of %s, which waits for the operator's approval (%s); allowed only because audit mode is on", host, who, p.ApproveCommand())
 		}
 		if p != nil && p.PendingIDFrom == "" && p.PendingUnbound {
-			return fmt.Sprintf("egressd: %s is in the list of %s, whose id version memory from an earlier egressd binds to no folder; this folder's claim waits for the operator's approval: %s; until then nothing is allowed for it", host, who, p.approveManifestCommand())
+			return fmt.Sprintf("egressd: %s is in the list of %s, whose id version memory binds to no folder (it was forgotten with state forget --folder, or kept by an earlier egressd); this folder's claim waits for the operator's approval: %s; until then nothing is allowed for it", host, who, p.approveManifestCommand())
 		}
 		if p != nil && p.PendingIDFrom == "" && len(p.PendingClaimOf) > 0 {
 			return fmt.Sprintf("egressd: %s is in the list of %s, whose id version memory binds to another folder; this folder's claim waits for the operator's approval: %s; until then nothing is allowed for it", host, who, p.ApproveCommand())

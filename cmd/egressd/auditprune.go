@@ -26,7 +26,8 @@ func runAuditPrune(args []string, stdout, stderr io.Writer) int {
 		"Removes the given audit files, oldest first (whole runs, e.g. egressd run's oldest ID.PID.log files), after verifying them,\n"+
 		"and writes NEWFILE, a receipt verify accepts in their place: give it before the files that follow.\n"+
 		"NEXTFILE is the first file kept: the run it begins must follow the last run removed. Prune prints each run it removes.\n"+
-		"A file a running egressd holds is refused; a run that crashed (no process holds its file) is removed, and the receipt records the crash.\n"+
+		"A file a running egressd holds is refused; a run that crashed (no process holds its file) is removed only with --checkpoints\n"+
+		"that prove its end (a cut-back clean run reads like a crash), and the receipt records the crash.\n"+
 		"Only a keyed log is pruned, with its key; the receipt is keyed with it. Exit 0 pruned, 1 refused.", stderr)
 	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain (the receipt is keyed with it)")
 	receipt := fs.String("receipt", "", "the receipt file to create (it must not exist)")
@@ -85,6 +86,9 @@ func prune(files []string, keep, keyFile, ckptFile, receipt string, stdout io.Wr
 		// and the run before it could then be deleted without a trace.
 		c := v.Chains[0]
 		return fmt.Errorf("run %s (%s) does not name the run before it (prev_run %s: it started while another run ran, or after a crash): prune it together with the file of the run before it; nothing removed", c.ID, c.File, orNone(c.PrevRun))
+	}
+	if err := audit.CrashesProven(v, ckptFile != ""); err != nil {
+		return fmt.Errorf("%w; nothing removed", err)
 	}
 	// The receipt's end is the hash verify checked, from the one read of
 	// each file: reading the last file again by name would take whatever

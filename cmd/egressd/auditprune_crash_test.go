@@ -21,6 +21,7 @@ func TestPruneOfACrashedRunNamesTheCrashNotACopy(t *testing.T) {
 	key := []byte("0123456789abcdef0123456789abcdef")
 	os.WriteFile(keyFile, key, 0o600)
 	link := filepath.Join(dir, "x.lastrun")
+	var journal bytes.Buffer
 	var files []string
 	for i := 0; i < 3; i++ {
 		path := filepath.Join(dir, "run"+string(rune('1'+i))+".log")
@@ -28,7 +29,7 @@ func TestPruneOfACrashedRunNamesTheCrashNotACopy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := audit.New(f, audit.Options{Key: key, KeyID: "k1", RunLink: link})
+		l, err := audit.New(f, audit.Options{Key: key, KeyID: "k1", RunLink: link, Checkpoint: &journal})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,21 +40,32 @@ func TestPruneOfACrashedRunNamesTheCrashNotACopy(t *testing.T) {
 		files = append(files, path)
 	}
 	receipt := filepath.Join(dir, "r.log")
-	out, errs, code := runCLI(t, "audit", "prune", "--key", keyFile, "--receipt", receipt, "--keep", files[2], files[0], files[1])
+	// Without checkpoints the crash is not told from a clean run cut back.
+	if _, errs, code := runCLI(t, "audit", "prune", "--key", keyFile, "--receipt", receipt, "--keep", files[2], files[0], files[1]); code != 1 || !strings.Contains(errs, "pass --checkpoints") {
+		t.Fatalf("prune of a crashed run without checkpoints: exit %d\n%s", code, errs)
+	}
+	ckpt := filepath.Join(dir, "journal.txt")
+	os.WriteFile(ckpt, journal.Bytes(), 0o600)
+	out, errs, code := runCLI(t, "audit", "prune", "--key", keyFile, "--checkpoints", ckpt, "--receipt", receipt, "--keep", files[2], files[0], files[1])
 	if _, err := os.Stat(files[0]); code != 0 || err == nil || !strings.Contains(out, "(crashed at seq 1: the receipt records it)") || strings.Contains(out+errs, "copied") {
 		t.Fatalf("prune of a crashed run: exit %d (file still there: %v)\n%s%s", code, err == nil, out, errs)
 	}
-	if out, code := verify(t, "--key", keyFile, receipt, files[2]); code != 0 || !strings.Contains(out, "crashed at seq 1; pruned by receipt") {
+	if out, code := verify(t, "--key", keyFile, receipt, files[2]); code != 0 || !strings.Contains(out, "crashed at seq 1; pruned by receipt") || strings.Contains(out, "every chain was closed cleanly") {
 		t.Fatalf("verify with the receipt: exit %d\n%s", code, out)
+	}
+	// The report's headline names the runs removed and the crash.
+	if out, errs, code := runCLI(t, "audit", "report", "--key", keyFile, receipt, files[2]); code != 0 || !strings.Contains(out, "2 earlier run(s) were removed with egressd audit prune, 1 of them crashed") {
+		t.Fatalf("report with the receipt: exit %d\n%s%s", code, out, errs)
 	}
 }
 
 // TestACrashedRunCutBackBeforePruneFailsVerifyByItsCheckpoints: a crashed
 // run's end has no link after it (the next run names the run, not its
 // end), so lines cut off its end before prune look like an earlier crash.
-// Prune given the run's checkpoints refuses it; without them, the receipt
-// records the seq it ended at, and verify with the checkpoints names the
-// cut.
+// Prune given the run's checkpoints refuses it, and without checkpoints it
+// refuses every run with no shutdown record; given a journal that lost
+// the later checkpoints, the receipt records the seq it ended at, and
+// verify with the whole journal names the cut.
 func TestACrashedRunCutBackBeforePruneFailsVerifyByItsCheckpoints(t *testing.T) {
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "audit.key")
@@ -92,8 +104,21 @@ func TestACrashedRunCutBackBeforePruneFailsVerifyByItsCheckpoints(t *testing.T) 
 		t.Fatalf("prune --checkpoints of a crashed run cut back: exit %d\n%s", code, errs)
 	}
 	stillThere(t, files...)
-	// Without them, the receipt's last seq is what verify holds them to.
-	if out, errs, code := runCLI(t, "audit", "prune", "--key", keyFile, "--receipt", receipt, "--keep", files[2], files[0], files[1]); code != 0 {
+	// Without them prune refuses: the cut reads as a crash.
+	if _, errs, code := runCLI(t, "audit", "prune", "--key", keyFile, "--receipt", receipt, "--keep", files[2], files[0], files[1]); code != 1 || !strings.Contains(errs, "pass --checkpoints") {
+		t.Fatalf("prune of a crashed run cut back, no checkpoints: exit %d\n%s", code, errs)
+	}
+	// Given only the genesis checkpoints (a journal that lost the rest),
+	// the receipt's last seq is what verify holds the full journal to.
+	var partial []string
+	for _, line := range strings.SplitAfter(journal.String(), "\n") {
+		if strings.Contains(line, `"seq":1,`) {
+			partial = append(partial, line)
+		}
+	}
+	partialFile := filepath.Join(dir, "partial")
+	os.WriteFile(partialFile, []byte(strings.Join(partial, "")), 0o600)
+	if out, errs, code := runCLI(t, "audit", "prune", "--key", keyFile, "--checkpoints", partialFile, "--receipt", receipt, "--keep", files[2], files[0], files[1]); code != 0 {
 		t.Fatalf("prune: exit %d\n%s%s", code, out, errs)
 	}
 	if out, code := verify(t, "--key", keyFile, "--checkpoints", ckpt, receipt, files[2]); code != 1 || !strings.Contains(out, "the run was cut back before it was pruned") {

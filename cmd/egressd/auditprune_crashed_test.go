@@ -126,11 +126,11 @@ func TestACrashedRunsFileIsPrunedAndVerifyNamesTheCrash(t *testing.T) {
 	// The newest crash: the only run after it names it as the run that
 	// was open when it started.
 	e = newSandboxEnv(t)
-	files, key, _, _ = crashRuns(t, e, "ck")
+	files, key, journal, _ = crashRuns(t, e, "ck")
 	more, _, _, _ := crashRuns(t, e, "c")
 	crashed = chainOf(t, files[1])
 	receipt = filepath.Join(t.TempDir(), "pruned2.log")
-	if out, errs, code := runCLI(t, "audit", "prune", "--key", key, "--receipt", receipt, "--keep", more[0], files[0], files[1]); code != 0 {
+	if out, errs, code := runCLI(t, "audit", "prune", "--key", key, "--checkpoints", journal, "--receipt", receipt, "--keep", more[0], files[0], files[1]); code != 0 {
 		t.Fatalf("prune of the newest crashed run: exit %d\n%s%s", code, out, errs)
 	}
 	if out, code := verify(t, "--key", key, receipt, more[0]); code != 0 || !strings.Contains(out, "run "+crashed+" crashed at seq") {

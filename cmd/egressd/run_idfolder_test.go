@@ -184,7 +184,7 @@ func TestRunLegacyIDIsNotHandedToTheFirstFolderThatClaimsIt(t *testing.T) {
 	for range 2 {
 		out, errs, code := b.run(steal)
 		if strings.Contains(out, "victim-secret") || code == 0 ||
-			!strings.Contains(errs, "version memory from an earlier egressd does not say which folder owns com.test.sandboxed") ||
+			!strings.Contains(errs, "version memory binds com.test.sandboxed to no folder") ||
 			!strings.Contains(errs, "egressd approve --state "+b.state+" --manifest "+b.dir) {
 			t.Fatalf("the hostile folder's claim of an unbound id: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 		}

@@ -37,7 +37,7 @@ func TestServeLegacyIDWaitsForTheOperatorToNameItsFolder(t *testing.T) {
 	done := make(chan int, 1)
 	go func() { done <- serve(context.Background(), []string{"--config", cfg}, &stdout, &stderr, sig) }()
 	defer func() { sig <- syscall.SIGTERM; <-done }()
-	waitFor(t, &stderr, `version memory from an earlier egressd does not say which folder owns com.test.one.*egressd approve --state `+state+` --manifest `+folder)
+	waitFor(t, &stderr, `version memory binds com.test.one to no folder.*egressd approve --state `+state+` --manifest `+folder)
 	reason := func() string {
 		c, err := net.Dial("unix", sock)
 		if err != nil {
