@@ -162,6 +162,12 @@ func valueProblem(v []byte) string {
 			return "holds a control character (a line break or NUL): a header cannot carry it"
 		}
 	}
+	if v[0] == ' ' || v[len(v)-1] == ' ' {
+		// HTTP clients trim a header value's edges: the origin would get
+		// other bytes than the value, and an echo of them would pass the
+		// scrubber, which looks for the value.
+		return "starts or ends with a space, which HTTP strips from a header value; remove it (a value_file's one trailing newline is already dropped)"
+	}
 	return ""
 }
 

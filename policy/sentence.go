@@ -87,7 +87,7 @@ func Sentence(d Decision, p *Policy) string {
 	case SecretMisdirected:
 		return fmt.Sprintf("egressd: this request to %s carries the placeholder of a secret the operator bound to other hosts; send it only to the hosts it is bound to", host)
 	case SecretMisplaced:
-		return fmt.Sprintf("egressd: this request to %s carries a placeholder as plain text inside a Basic credential, where %s would decode it as base64; put it in user:password and base64-encode that, and egressd adds the secret inside", host, host)
+		return fmt.Sprintf("egressd: this request to %s carries a placeholder where the secret would not reach %s as it is: as plain text inside a Basic credential (put it in user:password and base64-encode that; egressd adds the secret inside), or in a Cookie while the secret holds ';'", host, host)
 	case HostMismatch:
 		return fmt.Sprintf("egressd: the request's Host (or :authority) must be %s, the host this connection was opened to", host)
 	case UpstreamUnverified:

@@ -94,7 +94,7 @@ func (s *Server) serveBrokered(p *policy.Policy, t *tunnel, connect audit.Event,
 		Redial:           func(ctx context.Context) (net.Conn, error) { return s.redial(ctx, t) },
 		Record:           func(r broker.Request) error { return s.recordRequest(p, t, connect, r) },
 		Outcome:          func(r broker.Request) { s.recordOutcome(p, t, connect, r) },
-		Admit:            s.admitBrokered,
+		Admit:            func() policy.Reason { return s.admitBrokered(t) },
 		Sentence:         func(r policy.Reason) string { return brokeredSentence(r, t, p) },
 		HandshakeTimeout: set.timeouts.ClientHello,
 		HeaderTimeout:    set.timeouts.RequestHeader,
@@ -172,10 +172,21 @@ func (s *Server) redial(ctx context.Context, t *tunnel) (net.Conn, error) {
 // admitBrokered refuses a brokered request, like a connection, when the
 // audit log cannot be written and the operator chose to deny then, and
 // past the integration's request rate (limits.requests_per_second): each
-// request is an audit line, so the rate bounds the log's growth too.
-func (s *Server) admitBrokered() policy.Reason {
+// request is an audit line, so the rate bounds the log's growth too; and
+// when the policy in force no longer allows the tunnel as it opened.
+func (s *Server) admitBrokered(t *tunnel) policy.Reason {
 	if !s.opts.Audit.Healthy() && s.settings().onFailure == policy.DenyOnAuditFailure {
 		return policy.AuditUnavailable
+	}
+	// Judged against the policy in force now, as Redecide will judge the
+	// tunnel: a reload stores the new policy before Redecide closes what it
+	// narrowed, and a request in between must not carry a value to a host
+	// the reload unbound.
+	switch now := s.opts.Registry.Policy(s.opts.Key); {
+	case now == nil:
+		return policy.IntegrationRemoved
+	case !stillAllowed(now, t):
+		return policy.PolicyNarrowed
 	}
 	if !s.limiter.allowBrokered() {
 		return policy.LimitExceeded

@@ -62,3 +62,19 @@ func TestAnotherHostsPlaceholderInABasicTokenAnyOriginFindsIsMisdirected(t *test
 		}
 	}
 }
+
+// TestAPlaceholderInACookieIsRefusedWhenItsValueHoldsASemicolon: an HTTP/2
+// client cuts a Cookie at ';', and the origin joins the pieces with "; ":
+// a value "sk-live;DISTINCT" came back as "sk-live; DISTINCT", which the
+// scrubber did not look for (round 19 broker attacker, LOW).
+func TestAPlaceholderInACookieIsRefusedWhenItsValueHoldsASemicolon(t *testing.T) {
+	semi := secret(t, "A", "a.example", phA, "sk-live;DISTINCT-9f3c2a7e51")
+	plain := secret(t, "A", "a.example", phA, "sk-live-DISTINCT-9f3c2a7e51")
+	h := http.Header{"Cookie": {"session=" + phA}}
+	if !cookieSplit(h, []policy.Secret{semi}) {
+		t.Error("a Cookie carrying the placeholder of a value with ';' is not refused")
+	}
+	if cookieSplit(h, []policy.Secret{plain}) || cookieSplit(http.Header{"X-Key": {phA}}, []policy.Secret{semi}) {
+		t.Error("refused a Cookie of a value with no ';', or another field")
+	}
+}

@@ -177,7 +177,7 @@ func (b *broker) check(r *http.Request) policy.Reason {
 	if unbound := b.unbound(); misdirected(r.Method+" "+r.RequestURI, r.Header, unbound) || misdirectedTrailer(r.Trailer, unbound) {
 		return policy.SecretMisdirected
 	}
-	if rawInBasic(r.Header, b.c.Bound) {
+	if rawInBasic(r.Header, b.c.Bound) || cookieSplit(r.Header, b.c.Bound) {
 		return policy.SecretMisplaced
 	}
 	if headerGrowth(r.Header, b.c.Bound) > maxHeaderGrowth || oversized(r.Header, b.c.Bound) ||
