@@ -384,6 +384,12 @@ func pageCacheRules() []rule {
 			rule{name: "madvise(COLD, PAGEOUT)", nr: unix.SYS_MADVISE, conds: []cond{{arg: 2, op: equal, value: advice}}, action: retErrno(0)},
 			rule{name: "process_madvise(COLD, PAGEOUT)", nr: unix.SYS_PROCESS_MADVISE, conds: []cond{{arg: 3, op: equal, value: advice}}, action: retErrno(0)})
 	}
+	// KSM opt-in, per process or per range: merged pages are shared with
+	// other processes' identical ones, and the time a write takes tells
+	// whether they were. EINVAL is what a kernel without KSM answers.
+	rules = append(rules,
+		rule{name: "prctl(PR_SET_MEMORY_MERGE)", nr: unix.SYS_PRCTL, conds: []cond{{arg: 0, op: equal, value: unix.PR_SET_MEMORY_MERGE}}, action: retErrno(unix.EINVAL)},
+		rule{name: "madvise(MERGEABLE)", nr: unix.SYS_MADVISE, conds: []cond{{arg: 2, op: equal, value: unix.MADV_MERGEABLE}}, action: retErrno(unix.EINVAL)})
 	return append(rules, rule{name: "cachestat", nr: unix.SYS_CACHESTAT, action: retErrno(unix.ENOSYS)})
 }
 

@@ -298,6 +298,12 @@ func TestSeccompHugePagesAndPageCacheRulesLeaveOrdinaryCallsAlone(t *testing.T) 
 		{"madvise(PAGEOUT)", call{nr: unix.SYS_MADVISE, args: [6]uint64{2: unix.MADV_PAGEOUT}}, retErrno(0)},
 		{"madvise(COLD)", call{nr: unix.SYS_MADVISE, args: [6]uint64{2: unix.MADV_COLD}}, retErrno(0)},
 		{"madvise(DONTNEED)", call{nr: unix.SYS_MADVISE, args: [6]uint64{2: unix.MADV_DONTNEED}}, retAllow},
+		// KSM opt-in (round 20 sandbox attacker): merged pages are shared with
+		// other processes' and a write's timing tells whether they were.
+		{"prctl(PR_SET_MEMORY_MERGE)", call{nr: unix.SYS_PRCTL, args: [6]uint64{0: unix.PR_SET_MEMORY_MERGE, 1: 1}}, retErrno(unix.EINVAL)},
+		{"prctl(PR_SET_MEMORY_MERGE|1<<32)", call{nr: unix.SYS_PRCTL, args: [6]uint64{0: 1<<32 | unix.PR_SET_MEMORY_MERGE, 1: 1}}, retErrno(unix.EINVAL)},
+		{"prctl(PR_SET_NAME)", call{nr: unix.SYS_PRCTL, args: [6]uint64{0: unix.PR_SET_NAME}}, retAllow},
+		{"madvise(MERGEABLE)", call{nr: unix.SYS_MADVISE, args: [6]uint64{2: unix.MADV_MERGEABLE}}, retErrno(unix.EINVAL)},
 		{"process_madvise(PAGEOUT)", call{nr: unix.SYS_PROCESS_MADVISE, args: [6]uint64{3: unix.MADV_PAGEOUT}}, retErrno(0)},
 		{"process_madvise(WILLNEED)", call{nr: unix.SYS_PROCESS_MADVISE, args: [6]uint64{3: unix.MADV_WILLNEED}}, retAllow},
 		{"cachestat", call{nr: unix.SYS_CACHESTAT}, retErrno(unix.ENOSYS)},

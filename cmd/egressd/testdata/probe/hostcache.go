@@ -95,6 +95,17 @@ func pageCache(path string) {
 	}
 	_, _, errno = unix.Syscall6(unix.SYS_CACHESTAT, uintptr(fd), 0, 0, 0, 0, 0)
 	report("cachestat", errno)
+	// KSM opt-in: merged pages are shared with other processes' identical
+	// ones, and a write's timing tells whether they were.
+	_, _, errno = unix.Syscall6(unix.SYS_PRCTL, unix.PR_SET_MEMORY_MERGE, 1, 0, 0, 0, 0)
+	report("prctl(PR_SET_MEMORY_MERGE)", errno)
+	anon, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		fmt.Println("mmap:", err)
+		return
+	}
+	_, _, errno = unix.Syscall(unix.SYS_MADVISE, uintptr(unsafe.Pointer(&anon[0])), 4096, unix.MADV_MERGEABLE)
+	report("madvise(MADV_MERGEABLE)", errno)
 }
 
 // socketPair asks socketpair for families socket() is refused, with and
