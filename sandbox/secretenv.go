@@ -3,14 +3,18 @@ package sandbox
 import (
 	"sort"
 	"strings"
+
+	"github.com/egressd/egressd/internal/secretforms"
 )
 
 // WithoutSecrets returns launcher without the bound secrets' variables
 // (names) and without every other variable whose value holds one of their
-// values (values, NAME -> value): a manifest that also declares
-// ACME_TOKEN or ACME_URL would otherwise receive the operator's copies of
-// the same key (ACME_TOKEN=V, ACME_URL=https://u:V@host/) as they are.
-// carriers names each such variable and the secret whose value it holds,
+// values (values, NAME -> value) in any form secretforms lists: a manifest
+// that also declares ACME_TOKEN, ACME_URL or ACME_BASIC would otherwise
+// receive the operator's copies of the same key as they are
+// (ACME_TOKEN=V, ACME_URL=https://u:V%2F…@host/ with V percent-encoded,
+// ACME_BASIC=base64(u:V)), and the program decodes them. carriers names
+// each such variable, the secret whose value it holds and in which form,
 // never the value.
 func WithoutSecrets(launcher []string, values map[string]string) (out, carriers []string) {
 	names := make([]string, 0, len(values))
@@ -18,22 +22,36 @@ func WithoutSecrets(launcher []string, values map[string]string) (out, carriers 
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	forms := map[string][]secretforms.Form{}
+	for _, n := range names {
+		forms[n] = secretforms.Forms([]byte(values[n]))
+	}
 	for _, kv := range WithoutNames(launcher, names) {
 		k, v, _ := strings.Cut(kv, "=")
-		held := ""
-		for _, n := range names {
-			if values[n] != "" && strings.Contains(v, values[n]) {
-				held = n
-				break
-			}
-		}
-		if held != "" {
-			carriers = append(carriers, k+" holds the value of the bound secret "+held)
+		if why := carriedSecret(v, names, forms); why != "" {
+			carriers = append(carriers, k+" holds the value of the bound secret "+why)
 			continue
 		}
 		out = append(out, kv)
 	}
 	return out, carriers
+}
+
+// carriedSecret says which secret v holds and how ("ACME_KEY" verbatim,
+// "ACME_KEY, base64-encoded"), or "" when it holds none.
+func carriedSecret(v string, names []string, forms map[string][]secretforms.Form) string {
+	for _, n := range names {
+		for _, f := range forms[n] {
+			if !strings.Contains(v, string(f.Bytes)) {
+				continue
+			}
+			if f.How == secretforms.Verbatim {
+				return n
+			}
+			return n + ", " + f.How
+		}
+	}
+	return ""
 }
 
 // caVariables name a CA bundle file to the clients that read one: OpenSSL

@@ -1,6 +1,9 @@
 package sandbox
 
 import (
+	"encoding/base64"
+	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -21,5 +24,88 @@ func TestBoundSecretNeverCrossesEvenWhenDeclaredAndPassed(t *testing.T) {
 	}
 	if strings.Contains(strings.Join(env, "\n"), "sk-live-value") || strings.Contains(strings.Join(env, "\n"), "evil.pem") {
 		t.Fatalf("env = %v", env)
+	}
+}
+
+// encodedCarriers are ways an operator's shell holds a bound secret's value
+// v inside another variable: in a URL's userinfo or query (percent-encoded
+// as each Go escaper, and every byte escaped in upper and lower hex) and in
+// a Basic token or any base64 blob, with 0, 1 or 2 bytes before it (each
+// alignment), in both alphabets, with and without padding. Each name says
+// how it carries v.
+func encodedCarriers(v string) map[string]string {
+	all := func(hex string) string {
+		var b strings.Builder
+		for i := 0; i < len(v); i++ {
+			c := v[i]
+			if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~", c) >= 0 {
+				b.WriteByte(c)
+				continue
+			}
+			b.WriteString(fmt.Sprintf(hex, c))
+		}
+		return b.String()
+	}
+	out := map[string]string{
+		"URL_QUERY":   "https://api.bound.example/?key=" + url.QueryEscape(v),
+		"URL_PATH":    "https://api.bound.example/k/" + url.PathEscape(v) + "/x",
+		"URL_USER":    "https://user:" + url.PathEscape(v) + "@api.bound.example/",
+		"URL_UPPER":   "https://user:" + all("%%%02X") + "@api.bound.example/",
+		"URL_LOWER":   "https://user:" + all("%%%02x") + "@api.bound.example/",
+		"URL_USERINF": (&url.URL{Scheme: "https", User: url.UserPassword("u", v), Host: "h.example"}).String(),
+	}
+	encs := map[string]*base64.Encoding{"STD": base64.StdEncoding, "RAWSTD": base64.RawStdEncoding, "URLB64": base64.URLEncoding, "RAWURL": base64.RawURLEncoding}
+	for _, prefix := range []string{"", "u:", "user:"} {
+		for _, suffix := range []string{"", "!", "!?"} {
+			for name, enc := range encs {
+				out[fmt.Sprintf("B64_%s_%d_%d", name, len(prefix), len(suffix))] = "Basic " + enc.EncodeToString([]byte(prefix+v+suffix))
+			}
+		}
+	}
+	return out
+}
+
+// TestSecretEncodedInAnotherVariableIsHeldBack: only a variable holding
+// the value verbatim was held back; ACME_URL=https://user:sk-live%2FA15…@
+// and ACME_BASIC=base64(user:KEY) crossed into the sandbox with the key
+// in them (round 19 attacker, issue 15). Each is held back, and the
+// warning says in which form it held the value.
+func TestSecretEncodedInAnotherVariableIsHeldBack(t *testing.T) {
+	const v = "sk-live/A15+secret=9f3c2a7e51"
+	carriers := encodedCarriers(v)
+	launcher := []string{"ACME_KEY=" + v, "ACME_REGION=eu", "PATH=/usr/bin"}
+	for k, val := range carriers {
+		launcher = append(launcher, k+"="+val)
+	}
+	out, warned := WithoutSecrets(launcher, map[string]string{"ACME_KEY": v})
+	if !slices.Equal(out, []string{"ACME_REGION=eu", "PATH=/usr/bin"}) {
+		t.Errorf("crossed: %v", out)
+	}
+	text := strings.Join(warned, "\n")
+	for k := range carriers {
+		if !strings.Contains(text, k+" holds the value of the bound secret ACME_KEY") {
+			t.Errorf("no warning names %s:\n%s", k, text)
+		}
+	}
+	for _, want := range []string{"percent-encoded", "base64-encoded"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no warning says %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "9f3c2a7e51") {
+		t.Fatalf("a warning holds the value:\n%s", text)
+	}
+}
+
+// TestShortSecretBase64PiecesDoNotHoldBackUnrelatedVariables: a stable
+// base64 piece of a short value is a few characters that any token may
+// hold by chance; those pieces are not looked for, while the value itself
+// always is.
+func TestShortSecretBase64PiecesDoNotHoldBackUnrelatedVariables(t *testing.T) {
+	const v = "abc" // base64 "YWJj", a piece of many unrelated tokens
+	launcher := []string{"ACME_KEY=" + v, "OTHER=tok-YWJjZGVm", "VERBATIM=x-abc-y"}
+	out, warned := WithoutSecrets(launcher, map[string]string{"ACME_KEY": v})
+	if !slices.Equal(out, []string{"OTHER=tok-YWJjZGVm"}) || len(warned) != 1 || !strings.HasPrefix(warned[0], "VERBATIM holds") {
+		t.Fatalf("out %v, warned %v", out, warned)
 	}
 }

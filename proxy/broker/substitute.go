@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/egressd/egressd/internal/secretforms"
 	"github.com/egressd/egressd/policy"
 )
 
@@ -452,8 +453,8 @@ func encodedPairs(value, placeholder []byte) []pair {
 	var out []pair
 	seen := map[string]bool{}
 	for align := range 3 {
-		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
-			from, to := stableBase64(enc, align, value), stableBase64(enc, align, placeholder)
+		for _, enc := range secretforms.Encodings {
+			from, to := secretforms.StableBase64(enc, align, value), secretforms.StableBase64(enc, align, placeholder)
 			if len(from) == 0 || seen[string(from)] {
 				continue
 			}
@@ -462,24 +463,6 @@ func encodedPairs(value, placeholder []byte) []pair {
 		}
 	}
 	return out
-}
-
-// stableBase64 is the part of enc's encoding of b, placed align bytes
-// into a 3-byte group, that only b's bits decide: the first character
-// that mixes a neighbour's bits (2 with align 1, 3 with align 2) and the
-// last (unless b ends a group) are cut.
-func stableBase64(enc *base64.Encoding, align int, b []byte) []byte {
-	full := make([]byte, align+len(b))
-	copy(full[align:], b)
-	s := []byte(enc.EncodeToString(full))
-	if len(full)%3 != 0 {
-		s = s[:len(s)-1]
-	}
-	skip := [3]int{0, 2, 3}[align]
-	if len(s) <= skip {
-		return nil
-	}
-	return s[skip:]
 }
 
 // scrubHeader replaces, in every value of h, each pair's from by its to,

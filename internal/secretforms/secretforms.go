@@ -1,0 +1,103 @@
+// Package secretforms lists the forms in which a secret's value may be
+// carried inside another string: verbatim, percent-encoded as a URL
+// carries it, and base64-encoded as a Basic token or any blob carries it.
+// The broker (scrubbing responses) and the sandbox (holding back launcher
+// variables) look for the same forms, so they are listed in one place.
+package secretforms
+
+import (
+	"encoding/base64"
+	"net/url"
+	"strings"
+)
+
+// Form is one way value is written inside a carrier: Bytes, the bytes to
+// look for, and How, the words a warning uses ("percent-encoded").
+type Form struct {
+	Bytes []byte
+	How   string
+}
+
+// Verbatim, PercentEncoded and Base64Encoded are the Form.How values.
+const (
+	Verbatim       = "verbatim"
+	PercentEncoded = "percent-encoded"
+	Base64Encoded  = "base64-encoded"
+)
+
+// MinBase64Piece is the shortest stable base64 piece Forms lists. A piece
+// of a short value's encoding is a few characters any token may hold by
+// chance (base64 "abc" is "YWJj"): looked for, it would hold back
+// unrelated variables. The value itself is always listed, however short.
+const MinBase64Piece = 8
+
+// Encodings are the base64 alphabets a carrier may use, unpadded: a
+// padded encoding only adds '=' after the stable pieces.
+var Encodings = []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding}
+
+// Forms returns value's forms, each once: the value; its percent-encodings
+// (url.QueryEscape, url.PathEscape, and every byte outside RFC 3986's
+// unreserved set as %XX in upper and in lower hex); and the pieces of its
+// base64 encodings that only value decides (StableBase64), at each of the
+// three alignments in both alphabets, when at least MinBase64Piece long.
+// An empty value has no forms.
+func Forms(value []byte) []Form {
+	if len(value) == 0 {
+		return nil
+	}
+	var out []Form
+	seen := map[string]bool{}
+	add := func(b []byte, how string) {
+		if len(b) > 0 && !seen[string(b)] {
+			seen[string(b)] = true
+			out = append(out, Form{Bytes: b, How: how})
+		}
+	}
+	add(value, Verbatim)
+	s := string(value)
+	add([]byte(url.QueryEscape(s)), PercentEncoded)
+	add([]byte(url.PathEscape(s)), PercentEncoded)
+	add(escapeAll(value, "0123456789ABCDEF"), PercentEncoded)
+	add(escapeAll(value, "0123456789abcdef"), PercentEncoded)
+	for align := range 3 {
+		for _, enc := range Encodings {
+			if piece := StableBase64(enc, align, value); len(piece) >= MinBase64Piece {
+				add(piece, Base64Encoded)
+			}
+		}
+	}
+	return out
+}
+
+// escapeAll writes every byte of b outside RFC 3986's unreserved set
+// (ALPHA DIGIT - . _ ~) as %XX with hex's digits.
+func escapeAll(b []byte, hex string) []byte {
+	var out strings.Builder
+	for _, c := range b {
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~", c) >= 0 {
+			out.WriteByte(c)
+			continue
+		}
+		out.Write([]byte{'%', hex[c>>4], hex[c&15]})
+	}
+	return []byte(out.String())
+}
+
+// StableBase64 is the part of enc's encoding of b, placed align bytes
+// into a 3-byte group, that only b's bits decide: the first character
+// that mixes a neighbour's bits (2 with align 1, 3 with align 2) and the
+// last (unless b ends a group) are cut. It is what an encoding of b
+// with anything before and after it always contains.
+func StableBase64(enc *base64.Encoding, align int, b []byte) []byte {
+	full := make([]byte, align+len(b))
+	copy(full[align:], b)
+	s := []byte(enc.EncodeToString(full))
+	if len(full)%3 != 0 {
+		s = s[:len(s)-1]
+	}
+	skip := [3]int{0, 2, 3}[align]
+	if len(s) <= skip {
+		return nil
+	}
+	return s[skip:]
+}
