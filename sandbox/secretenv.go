@@ -39,16 +39,34 @@ func WithoutSecrets(launcher []string, values map[string]string) (out, carriers 
 
 // carriedSecret says which secret v holds and how ("ACME_KEY" verbatim,
 // "ACME_KEY, base64-encoded"), or "" when it holds none.
+//
+// v is read as it is, with its blanks removed (base64 tools wrap their
+// output at 64 or 76 columns), and percent-decoded (as any escaper wrote
+// it: Python's quote and JavaScript's encodeURIComponent escape other
+// sets than Forms lists; a '+' may stand for a space).
 func carriedSecret(v string, names []string, forms map[string][]secretforms.Form) string {
-	for _, n := range names {
-		for _, f := range forms[n] {
-			if !strings.Contains(v, string(f.Bytes)) {
-				continue
+	decoded := secretforms.PercentDecoded(v)
+	views := []struct{ text, how string }{
+		{v, ""},
+		{strings.Join(strings.Fields(v), ""), ""},
+		{decoded, secretforms.PercentEncoded},
+		{strings.ReplaceAll(decoded, "+", " "), secretforms.PercentEncoded},
+	}
+	for _, view := range views {
+		for _, n := range names {
+			for _, f := range forms[n] {
+				if !strings.Contains(view.text, string(f.Bytes)) {
+					continue
+				}
+				how := f.How
+				if view.how != "" {
+					how = view.how
+				}
+				if how == secretforms.Verbatim {
+					return n
+				}
+				return n + ", " + how
 			}
-			if f.How == secretforms.Verbatim {
-				return n
-			}
-			return n + ", " + f.How
 		}
 	}
 	return ""

@@ -109,3 +109,37 @@ func TestShortSecretBase64PiecesDoNotHoldBackUnrelatedVariables(t *testing.T) {
 		t.Fatalf("out %v, warned %v", out, warned)
 	}
 }
+
+// TestSecretWrappedOrEscapedAnyWayIsHeldBack: the standard base64 tool
+// wraps at 76 columns (openssl at 64), so a long key's base64 pieces held a
+// line break and matched nothing; Python's quote (safe='/') and JavaScript's
+// encodeURIComponent escape other sets than the listed ones, and a value
+// may be escaped twice (round 20 broker attacker). A carrier is also read
+// with its blanks removed, and percent-decoded (up to four times, '+' as
+// itself and as a space).
+func TestSecretWrappedOrEscapedAnyWayIsHeldBack(t *testing.T) {
+	const long = "sk-ant-api03-a15DISTINCT-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-a15END"
+	const slashy = "sk-live/A15+secret=9f3c2a7e51(x)!*'"
+	wrap := func(s string, n int) string {
+		var b strings.Builder
+		for len(s) > n {
+			b.WriteString(s[:n] + "\n")
+			s = s[n:]
+		}
+		return b.String() + s
+	}
+	b64 := base64.StdEncoding.EncodeToString([]byte("user:" + long))
+	for name, c := range map[string]struct{ value, carrier string }{
+		"base64 wrapped at 76":            {long, wrap(b64, 76)},
+		"base64 wrapped at 64, CRLF":      {long, strings.ReplaceAll(wrap(b64, 64), "\n", "\r\n")},
+		"python quote, safe='/'":          {slashy, "https://u:" + strings.NewReplacer("+", "%2B", "=", "%3D", "(", "%28", ")", "%29", "!", "%21", "*", "%2A", "'", "%27").Replace(slashy) + "@api.example/"},
+		"encodeURIComponent keeps !*'()":  {slashy, "k=" + strings.NewReplacer("/", "%2F", "+", "%2B", "=", "%3D").Replace(slashy)},
+		"escaped twice":                   {slashy, "k=" + strings.ReplaceAll(url.QueryEscape(slashy), "%", "%25")},
+		"form-encoded, a space as a plus": {"sk live 9f3c2a7e51", "k=sk+live+9f3c2a7e51"},
+	} {
+		out, warned := WithoutSecrets([]string{"ACME_KEY=" + c.value, "CARRIER=" + c.carrier}, map[string]string{"ACME_KEY": c.value})
+		if len(out) != 0 || len(warned) != 1 {
+			t.Errorf("%s: crossed %q (warned %v)", name, out, warned)
+		}
+	}
+}

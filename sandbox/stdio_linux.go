@@ -144,12 +144,17 @@ func (s *stdio) relayOut(fd int) error {
 	s.files[fd], s.childEnds, s.ownEnds = w, append(s.childEnds, w), append(s.ownEnds, r, dst)
 	s.outputs.Add(1)
 	var out io.Writer = writerOnly{dst}
-	if s.joint != nil && (fd == 2 || sameFile(1, 2)) {
+	shared := s.joint != nil && (fd == 2 || sameFile(1, 2)) // egressd's own lines go here too
+	if shared {
 		out = s.joint.Relayed(out)
 	}
 	var in io.Reader = readerOnly{r}
 	var text *termsafe.TextWriter
-	if isTerminal(fd) {
+	// Escaped on a terminal, and wherever egressd's own lines share the
+	// stream, a file or a pipe included: a cursor move or a lone CR in the
+	// program's bytes would paint over egressd's warning when the log is
+	// read later (round 19).
+	if isTerminal(fd) || shared {
 		text = termsafe.Text(out)
 		out = text
 	}

@@ -155,3 +155,39 @@ func TestConcurrentForgeriesNeverNameACheckpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestAProgramsLineCannotBeginAsEgressdsOwn: the program printed a line
+// shaped like egressd's widening warning ("egressd: warning: … adds
+// cdn.example.com … (egressd approve --digest D …)") carrying the real
+// digest of a widening that adds another host; the operator pasted its
+// command and approved the exfiltration host (round 19 trust-chain
+// attacker). A program's line whose first word (after blanks) is egressd
+// is written with its d as \x64, however the writes split it, so a line
+// that begins "egressd" on the shared stream is egressd's own.
+func TestAProgramsLineCannotBeginAsEgressdsOwn(t *testing.T) {
+	for _, c := range []struct{ name, in, want string }{
+		{"at the start", "egressd: warning: x\n", `egress\x64: warning: x` + "\n"},
+		{"after a line", "ok\negressd run: y\n", "ok\n" + `egress\x64 run: y` + "\n"},
+		{"after blanks", "ok\n  \tegressd: z\n", "ok\n  \t" + `egress\x64: z` + "\n"},
+		{"mid-line is kept", "see egressd: docs\n", "see egressd: docs\n"},
+		{"another word is kept", "egresses\negressx\n", "egresses\negressx\n"},
+	} {
+		for split := 0; split <= len(c.in); split++ {
+			var out bytes.Buffer
+			w := (&linejoin.Joint{}).Relayed(&out)
+			w.Write([]byte(c.in[:split]))
+			w.Write([]byte(c.in[split:]))
+			if out.String() != c.want {
+				t.Errorf("%s, split at %d: %q, want %q", c.name, split, out.String(), c.want)
+			}
+		}
+	}
+	// After egressd's own line, the program's next line starts a line too.
+	var out bytes.Buffer
+	j := &linejoin.Joint{}
+	j.Own(&out).Write([]byte("egressd: real\n"))
+	j.Relayed(&out).Write([]byte("egressd: forged\n"))
+	if want := "egressd: real\n" + `egress\x64: forged` + "\n"; out.String() != want {
+		t.Errorf("%q, want %q", out.String(), want)
+	}
+}

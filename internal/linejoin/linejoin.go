@@ -38,6 +38,10 @@ const tailSize = len(marker) + 1
 type Joint struct {
 	mu      sync.Mutex
 	midLine bool // the last byte written was the program's, and not a line break
+	// lead follows the program's current line's first word (nextLead):
+	// egressd's own lines end in a line break, so the zero value, a line's
+	// start, is right after them too.
+	lead int
 	// tail holds the stream's last bytes, as written (both sides): a
 	// marker split over two writes of the program is caught by it.
 	tail []byte
@@ -98,20 +102,23 @@ type relayed struct {
 	w io.Writer
 }
 
-// Write writes p, escaping each quote that completes a marker. It returns
-// how many of p's bytes were written, as io.Writer requires.
+// Write writes p, escaping each quote that completes a marker and each d
+// that completes "egressd" as a line's first word. It returns how many of
+// p's bytes were written, as io.Writer requires.
 func (r relayed) Write(p []byte) (int, error) {
 	r.j.mu.Lock()
 	defer r.j.mu.Unlock()
-	done, from := 0, 0 // p[:done] is written; p[from:] is still to scan
-	for {
-		i := bytes.IndexByte(p[from:], '"')
-		if i < 0 {
-			break
+	done := 0 // p[:done] is written
+	for q := 0; q < len(p); q++ {
+		escape := ""
+		switch {
+		case p[q] == '"' && r.j.completesMarker(p[done:q]):
+			escape = quoteEscape
+		case p[q] == 'd' && r.j.lead == len(ownWord):
+			escape = ownWordEscape
 		}
-		q := from + i
-		from = q + 1
-		if !r.j.completesMarker(p[done:q]) {
+		r.j.lead = nextLead(r.j.lead, p[q])
+		if escape == "" {
 			continue
 		}
 		n, err := r.write(p[done:q])
@@ -119,13 +126,39 @@ func (r relayed) Write(p []byte) (int, error) {
 		if err != nil {
 			return done, err
 		}
-		if _, err := r.write([]byte(quoteEscape)); err != nil {
+		if _, err := r.write([]byte(escape)); err != nil {
 			return done, err
 		}
-		done++ // the quote, written as its escape
+		done++ // the byte, written as its escape
 	}
 	n, err := r.write(p[done:])
 	return done + n, err
+}
+
+// ownWord is how egressd's own lines on the shared stream begin ("egressd:
+// warning: …", "egressd run: …"), less its last letter; ownWordEscape is
+// that letter as the program's line shows it. A program's line shaped like
+// egressd's warning, with an approve command in it, would otherwise be
+// read as egressd's (round 19: the operator pasted the program's command
+// and approved a host it did not name).
+const (
+	ownWord       = "egress"
+	ownWordEscape = `\x64`
+)
+
+// nextLead follows a line's beginning: 0 at a line's start and while only
+// blanks came; k once its first word's first k letters are ownWord's; -1
+// once it can no longer begin with it.
+func nextLead(lead int, b byte) int {
+	switch {
+	case b == '\n':
+		return 0
+	case lead == 0 && (b == ' ' || b == '\t'):
+		return 0
+	case lead >= 0 && lead < len(ownWord) && b == ownWord[lead]:
+		return lead + 1
+	}
+	return -1
 }
 
 // write writes b as it is and keeps the stream's state.
@@ -155,5 +188,6 @@ func (o own) Write(p []byte) (int, error) {
 	}
 	n, err := o.w.Write(p)
 	o.j.remember(p[:n])
+	o.j.lead = 0
 	return n, err
 }

@@ -101,3 +101,44 @@ func StableBase64(enc *base64.Encoding, align int, b []byte) []byte {
 	}
 	return s[skip:]
 }
+
+// PercentDecoded decodes every valid %XX escape in s, again until nothing
+// changes (at most four times: a placeholder escaped twice is decoded by
+// some origins), leaving malformed ones: the origin decodes what it can,
+// so the check must see what it sees. A decoded '+' stays '+'; no
+// placeholder holds a space.
+func PercentDecoded(s string) string {
+	for range 4 {
+		if !strings.Contains(s, "%") {
+			return s
+		}
+		var b strings.Builder
+		for i := 0; i < len(s); i++ {
+			if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+				b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+				i += 2
+				continue
+			}
+			b.WriteByte(s[i])
+		}
+		if b.String() == s {
+			return s
+		}
+		s = b.String()
+	}
+	return s
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}
