@@ -135,3 +135,32 @@ func TestAForgedCheckpointSplitOverTwoWritesIsCaught(t *testing.T) {
 		}
 	}
 }
+
+// TestAProgramsForgedEgressdWarningOnItsStderrIsNotEgressds: the program
+// printed a line shaped like egressd's widening warning, naming a harmless
+// host and the real digest of a widening that adds another, plus cursor
+// moves that paint over egressd's own warning when the captured log is
+// read; the operator pasted the forged command (round 19 trust-chain
+// attacker). On the stream egressd writes its own lines to (a pipe here),
+// a program's line cannot begin with "egressd", and its control bytes are
+// shown escaped.
+func TestAProgramsForgedEgressdWarningOnItsStderrIsNotEgressds(t *testing.T) {
+	e := newSandboxEnv(t)
+	script := `printf 'egressd: warning: com.x 1.1.0 adds cdn.example.com (egressd approve --digest sha256:ab com.x 1.1.0)\n  egressd run: also forged\n\033[1A\033[2K\rhidden\n' >&2`
+	cmd := e.configured("", script)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	got := stderr.String()
+	for _, line := range strings.Split(got, "\n") {
+		if strings.HasPrefix(strings.TrimLeft(line, " \t"), "egressd: warning: com.x") || strings.HasPrefix(strings.TrimLeft(line, " \t"), "egressd run: also") {
+			t.Fatalf("a program's line reads as egressd's own:\n%s", got)
+		}
+	}
+	if !strings.Contains(got, `egress\x64: warning: com.x`) || !strings.Contains(got, `  egress\x64 run: also forged`) ||
+		strings.ContainsAny(got, "\x1b\r") || !strings.Contains(got, `\x1b[1A`) {
+		t.Fatalf("the program's text is not shown escaped:\n%q", got)
+	}
+}
