@@ -29,7 +29,7 @@ func WithoutSecrets(launcher []string, values map[string]string) (out, carriers 
 	for _, kv := range WithoutNames(launcher, names) {
 		k, v, _ := strings.Cut(kv, "=")
 		if why := carriedSecret(v, names, forms); why != "" {
-			carriers = append(carriers, k+" holds the value of the bound secret "+why)
+			carriers = append(carriers, k+" "+why)
 			continue
 		}
 		out = append(out, kv)
@@ -37,37 +37,37 @@ func WithoutSecrets(launcher []string, values map[string]string) (out, carriers 
 	return out, carriers
 }
 
-// carriedSecret says which secret v holds and how ("ACME_KEY" verbatim,
-// "ACME_KEY, base64-encoded"), or "" when it holds none.
+// carriedSecret says which secret v holds and how ("holds the value of the
+// bound secret ACME_KEY, base64-encoded"), or "" when it holds none.
 //
-// v is read as it is, with its blanks removed (base64 tools wrap their
-// output at 64 or 76 columns), and percent-decoded (as any escaper wrote
-// it: Python's quote and JavaScript's encodeURIComponent escape other
-// sets than Forms lists; a '+' may stand for a space).
+// v is read as it is and as every text secretforms.Views decodes it into
+// (blanks removed, JSON escapes undone, percent-decoded, base64 runs
+// decoded, up to three deep): escapers and wrappers vary, and a program
+// can undo any of them. A variable too tangled to check is not passed.
 func carriedSecret(v string, names []string, forms map[string][]secretforms.Form) string {
-	decoded := secretforms.PercentDecoded(v)
-	views := []struct{ text, how string }{
-		{v, ""},
-		{strings.Join(strings.Fields(v), ""), ""},
-		{decoded, secretforms.PercentEncoded},
-		{strings.ReplaceAll(decoded, "+", " "), secretforms.PercentEncoded},
-	}
-	for _, view := range views {
+	views, complete := secretforms.Views(v)
+	for i, view := range views {
 		for _, n := range names {
+			if i > 0 && len(forms[n]) > 0 && len(forms[n][0].Bytes) < secretforms.MinBase64Piece {
+				continue // a short value turns up by chance in decoded bytes
+			}
 			for _, f := range forms[n] {
-				if !strings.Contains(view.text, string(f.Bytes)) {
+				if !strings.Contains(view, string(f.Bytes)) {
 					continue
 				}
 				how := f.How
-				if view.how != "" {
-					how = view.how
+				if i > 0 {
+					how = "encoded" // found in what decoding it gives
 				}
 				if how == secretforms.Verbatim {
-					return n
+					return "holds the value of the bound secret " + n
 				}
-				return n + ", " + how
+				return "holds the value of the bound secret " + n + ", " + how
 			}
 		}
+	}
+	if !complete && len(names) > 0 {
+		return "decodes into too many nested forms to check for the bound secrets' values, so it is not passed"
 	}
 	return ""
 }

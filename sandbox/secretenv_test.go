@@ -143,3 +143,49 @@ func TestSecretWrappedOrEscapedAnyWayIsHeldBack(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretInNestedEncodingsIsHeldBack: the forms were looked for in the
+// variable, blanks removed or percent-decoded, never combined and never
+// inside base64: a form-encoded wrapped base64 blob, a base64'd connection
+// string holding the value percent-encoded, a .dockerconfigjson, wrapped
+// base64 in a JSON string with \n escapes, and JSON with \/ all crossed
+// (round 21 broker attacker). A variable is read as every text decoding
+// gives, three steps deep.
+func TestSecretInNestedEncodingsIsHeldBack(t *testing.T) {
+	const v = "sk-ant-api03-A15x/Zq+9f3c2a7e51Bq0QwErTyUiOpAsDfGhJkL=="
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	wrap := func(s string, n int, sep string) string {
+		var b strings.Builder
+		for len(s) > n {
+			b.WriteString(s[:n] + sep)
+			s = s[n:]
+		}
+		return b.String() + s
+	}
+	for name, carrier := range map[string]string{
+		"form-encoded wrapped base64": "blob=" + url.QueryEscape(wrap(b64(`{"user":"u","key":"`+v+`"}`), 76, "\n")),
+		"base64'd connection string":  b64("https://user:" + url.QueryEscape(v) + "@api.bound.example/"),
+		".dockerconfigjson":           b64(`{"auths":{"registry.bound.example":{"auth":"` + b64("user:"+v) + `"}}}`),
+		"wrapped base64 in JSON":      `{"blob": "` + wrap(b64("user:"+v+"user:"+v), 64, `\n`) + `"}`,
+		"JSON with slashes escaped":   `{"key": "` + strings.ReplaceAll(v, "/", `\/`) + `"}`,
+		"JSON with unicode escapes":   `{"key": "` + strings.ReplaceAll(v, "+", `\u002b`) + `"}`,
+	} {
+		out, warned := WithoutSecrets([]string{"ACME_KEY=" + v, "CARRIER=" + carrier, "PATH=/usr/bin"}, map[string]string{"ACME_KEY": v})
+		if !slices.Equal(out, []string{"PATH=/usr/bin"}) || len(warned) != 1 || strings.Contains(warned[0], v) {
+			t.Errorf("%s: out %q, warned %q", name, out, warned)
+		}
+	}
+}
+
+// TestAVariableTooTangledToCheckIsNotPassed: decoding is bounded (depth,
+// count, bytes); a variable that reaches a bound is not taken as clear.
+func TestAVariableTooTangledToCheckIsNotPassed(t *testing.T) {
+	var b strings.Builder
+	for i := range 600 {
+		fmt.Fprintf(&b, "%s ", base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("distinct-run-%04d", i))))
+	}
+	out, warned := WithoutSecrets([]string{"ACME_KEY=sk-live-0123456789", "TANGLED=" + b.String()}, map[string]string{"ACME_KEY": "sk-live-0123456789"})
+	if len(out) != 0 || len(warned) != 1 || !strings.Contains(warned[0], "TANGLED decodes into too many nested forms") {
+		t.Fatalf("out %d vars, warned %q", len(out), warned)
+	}
+}

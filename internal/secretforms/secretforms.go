@@ -8,6 +8,7 @@ package secretforms
 import (
 	"encoding/base64"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -141,4 +142,133 @@ func unhex(c byte) byte {
 		return c - 'A' + 10
 	}
 	return c - 'a' + 10
+}
+
+// LenientBase64 decodes tok as the most lenient origins do (Node's
+// Buffer, Python's b64decode): bytes outside the base64 alphabets are
+// skipped, padding is optional, either alphabet. The broker's
+// misdirection check must see whatever some origin would; the sandbox's
+// launcher check whatever a program could decode.
+func LenientBase64(tok string) (string, bool) {
+	var clean strings.Builder
+	for i := 0; i < len(tok); i++ {
+		switch c := tok[i]; {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '+', c == '/':
+			clean.WriteByte(c)
+		case c == '-':
+			clean.WriteByte('+')
+		case c == '_':
+			clean.WriteByte('/')
+		}
+	}
+	s := clean.String()
+	if len(s)%4 == 1 { // a lone trailing character holds no whole byte
+		s = s[:len(s)-1]
+	}
+	raw, err := base64.RawStdEncoding.DecodeString(s)
+	return string(raw), err == nil && s != ""
+}
+
+// Views bounds: how many transforms deep Views goes, how many texts it
+// returns, and how many bytes they hold in all.
+const (
+	viewDepth    = 3
+	maxViews     = 512
+	maxViewBytes = 4 << 20
+)
+
+// Views returns s and what a program could decode s into, up to viewDepth
+// transforms deep, each applied to every view: its blanks removed (base64
+// tools wrap at 64 or 76 columns), JSON string escapes undone (\/, \n,
+// \uXXXX), percent-decoded ('+' kept, and as a space), and each run of
+// base64 characters decoded leniently at its four first offsets. A value
+// is carried by s if one of these holds one of its Forms: a base64'd
+// connection string holding it percent-encoded, a .dockerconfigjson of a
+// Basic token, wrapped base64 in a JSON string. complete is false when a
+// bound was reached before every view was made: the caller must not take
+// s as clear of the value.
+func Views(s string) (views []string, complete bool) {
+	seen := map[string]bool{s: true}
+	views = []string{s}
+	total := len(s)
+	level := []string{s}
+	for depth := 0; depth < viewDepth && len(level) > 0; depth++ {
+		var next []string
+		for _, v := range level {
+			for _, t := range transforms(v) {
+				if seen[t] || t == "" {
+					continue
+				}
+				if len(views) == maxViews || total+len(t) > maxViewBytes {
+					return views, false
+				}
+				seen[t] = true
+				views = append(views, t)
+				total += len(t)
+				next = append(next, t)
+			}
+		}
+		level = next
+	}
+	return views, true
+}
+
+// transforms are the texts one step of decoding makes of v.
+func transforms(v string) []string {
+	decoded := PercentDecoded(v)
+	out := []string{strings.Join(strings.Fields(v), ""), jsonUnescaped(v), decoded, strings.ReplaceAll(decoded, "+", " ")}
+	isB64 := func(r rune) bool {
+		return r < 0x80 && (r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("+/-_", r))
+	}
+	for _, run := range strings.FieldsFunc(v, func(r rune) bool { return !isB64(r) }) {
+		if len(run) < MinBase64Piece {
+			continue
+		}
+		for off := range 4 {
+			if raw, ok := LenientBase64(run[off:]); ok {
+				out = append(out, raw)
+			}
+		}
+	}
+	return out
+}
+
+// jsonUnescaped undoes a JSON string's escapes (\" \\ \/ \b \f \n \r \t
+// \uXXXX) wherever they appear, leaving anything else as it is.
+func jsonUnescaped(v string) string {
+	if !strings.Contains(v, `\`) {
+		return v
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] != '\\' || i+1 == len(v) {
+			b.WriteByte(v[i])
+			continue
+		}
+		switch c := v[i+1]; c {
+		case '"', '\\', '/':
+			b.WriteByte(c)
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'u':
+			if n, err := strconv.ParseUint(v[min(i+2, len(v)):min(i+6, len(v))], 16, 32); err == nil && i+6 <= len(v) {
+				b.WriteRune(rune(n))
+				i += 4
+				break
+			}
+			b.WriteString(v[i : i+2])
+		default:
+			b.WriteString(v[i : i+2])
+		}
+		i++
+	}
+	return b.String()
 }

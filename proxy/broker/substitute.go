@@ -89,7 +89,7 @@ func base64Runs(v string) []string {
 	}
 	var out []string
 	for _, piece := range pieces {
-		if raw, ok := lenientBase64(piece); ok {
+		if raw, ok := secretforms.LenientBase64(piece); ok {
 			out = append(out, raw)
 		}
 	}
@@ -342,30 +342,6 @@ func basicCredential(v string) (decoded, prefix string, ok bool) {
 		}
 	}
 	return "", "", false
-}
-
-// lenientBase64 decodes tok as the most lenient origins do (Node's
-// Buffer, Python's b64decode): bytes outside the base64 alphabets are
-// skipped, padding is optional, either alphabet. It serves only the
-// misdirection check, which must see whatever some origin would.
-func lenientBase64(tok string) (string, bool) {
-	var clean strings.Builder
-	for i := 0; i < len(tok); i++ {
-		switch c := tok[i]; {
-		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '+', c == '/':
-			clean.WriteByte(c)
-		case c == '-':
-			clean.WriteByte('+')
-		case c == '_':
-			clean.WriteByte('/')
-		}
-	}
-	s := clean.String()
-	if len(s)%4 == 1 { // a lone trailing character holds no whole byte
-		s = s[:len(s)-1]
-	}
-	raw, err := base64.RawStdEncoding.DecodeString(s)
-	return string(raw), err == nil && s != ""
 }
 
 // pair is one replacement in responses: from, the bytes the integration
