@@ -11,7 +11,12 @@ import (
 // perRunCommand is e.configured running the integration in folder, with
 // the default per-run audit file STATE/audit/ID.PID.log.
 func (e *sandboxEnv) perRunCommand(yaml, folder string) []string {
-	cmd := e.configured(yaml, "true")
+	return e.perRunScript(yaml, folder, "true")
+}
+
+// perRunScript is perRunCommand running script.
+func (e *sandboxEnv) perRunScript(yaml, folder, script string) []string {
+	cmd := e.configured(yaml, script)
 	var args []string
 	for j := 0; j < len(cmd.Args); j++ {
 		switch cmd.Args[j] {
