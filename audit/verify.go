@@ -417,7 +417,17 @@ func (v *verifier) genesis(file string, f lineFields, firstOfAll bool) bool {
 func (v *verifier) followsRun(file string, f lineFields, id string) bool {
 	prevRun := msgField(f.Msg, "prev_run")
 	sameFile := len(v.out.Chains) > 0 && v.lastChainFile == file
+	name, before := msgField(f.Msg, "integration"), ""
+	if len(v.out.Chains) > 0 {
+		before = v.out.Chains[len(v.out.Chains)-1].Integration
+	}
 	switch {
+	case name != "" && before != "" && name != before:
+		// Each integration's runs link only to each other: given together,
+		// a run would read as following the other id's, or as finding its
+		// link file deleted, which it did not.
+		v.fail(file, f.Seq, fmt.Sprintf("run %s of integration %s follows a run of integration %s here: each integration's runs are linked to each other only, so verify each integration's files separately (egressd audit verify --run-files STATE/audit/ID)", id, name, before))
+		return false
 	case prevRun == "unknown" && msgField(f.Msg, "prev_open") != "":
 		return v.followsOpenRun(file, f, id, msgField(f.Msg, "prev_open"))
 	case prevRun == Unreadable:
