@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -89,5 +90,11 @@ func TestVerifyRunFilesTakesOneIDsRunsAndRotatedFilesInStartOrder(t *testing.T) 
 	out, errs, code = runCLI(t, "audit", "verify", "--key", key, "--checkpoints", ckpt, "--files-from", list)
 	if code != 0 || strings.Count(out, ", closed cleanly\n") != 3 {
 		t.Fatalf("--files-from a list in start order: exit %d\n%s%s", code, out, errs)
+	}
+	fromStdin := exec.Command(egressdBinary(t), "audit", "verify", "--key", key, "--checkpoints", ckpt, "--files-from", "-")
+	fromStdin.Stdin = strings.NewReader(strings.Join(mine, "\n") + "\n")
+	stdout, err := fromStdin.CombinedOutput()
+	if err != nil || strings.Count(string(stdout), ", closed cleanly\n") != 3 {
+		t.Fatalf("--files-from - (stdin): %v\n%s", err, stdout)
 	}
 }
