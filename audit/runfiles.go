@@ -23,8 +23,11 @@ var runFileRest = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?\.log(\.[0-9]+|-[0-9]{8,
 
 // RunFiles finds the files of egressd run's runs of one integration, given
 // as STATE/audit/STEM (STEM the id, or ID@claim), and orders them as
-// verify wants them: by the time of each file's first line, its genesis
-// (a run's start, or the moment a rotation continued it). An id may hold
+// verify wants them: runs in the order they started, each run's files in
+// the order it wrote them (by the time of each file's first line, its
+// genesis: a run's start, or the moment a rotation continued it). Runs of
+// one id may overlap, so a run rotated after the next one started still
+// has all its files before the next run's. An id may hold
 // digit-only parts (com.acme.7), so a name alone may be another id's:
 // a file whose genesis names another integration is left out. Files of
 // egressd before genesis named one are chosen by name alone.
@@ -35,8 +38,8 @@ func RunFiles(prefix string) ([]string, error) {
 		return nil, err
 	}
 	type found struct {
-		path string
-		at   time.Time
+		path, chain string
+		at          time.Time
 	}
 	var files []found
 	for _, e := range entries {
@@ -45,19 +48,32 @@ func RunFiles(prefix string) ([]string, error) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		name, at, err := firstLine(path)
+		g, err := firstLine(path)
 		if err != nil {
 			return nil, err
 		}
-		if name != "" && name != stem {
+		if g.name != "" && g.name != stem {
 			continue
 		}
-		files = append(files, found{path, at})
+		files = append(files, found{path, g.chain, g.at})
+	}
+	started := map[string]time.Time{} // each run's start: its first genesis
+	for _, f := range files {
+		if t, ok := started[f.chain]; !ok || f.at.Before(t) {
+			started[f.chain] = f.at
+		}
 	}
 	if len(files) == 0 {
 		return nil, fmt.Errorf("%s: no run files (%s.PID.log) there", dir, stem)
 	}
 	sort.SliceStable(files, func(i, j int) bool {
+		si, sj := started[files[i].chain], started[files[j].chain]
+		if !si.Equal(sj) {
+			return si.Before(sj)
+		}
+		if files[i].chain != files[j].chain {
+			return files[i].chain < files[j].chain
+		}
 		if !files[i].at.Equal(files[j].at) {
 			return files[i].at.Before(files[j].at)
 		}
@@ -70,31 +86,37 @@ func RunFiles(prefix string) ([]string, error) {
 	return out, nil
 }
 
-// firstLine reads the genesis that begins a run file: the integration it
-// names and its time. A file that does not begin with one is an error
-// naming it: verify would fail on it, and the operator must see which.
-func firstLine(path string) (string, time.Time, error) {
+// runGenesis is what RunFiles reads of a file's first line.
+type runGenesis struct {
+	name, chain string // the integration it names, its chain
+	at          time.Time
+}
+
+// firstLine reads the genesis that begins a run file. A file that does not
+// begin with one is an error naming it: verify would fail on it, and the
+// operator must see which.
+func firstLine(path string) (runGenesis, error) {
 	f, err := safefile.OpenRegular(path)
 	if err != nil {
-		return "", time.Time{}, err
+		return runGenesis{}, err
 	}
 	defer f.Close()
 	line, err := bufio.NewReaderSize(f, 64<<10).ReadSlice('\n')
 	if len(line) == 0 && err != nil {
-		return "", time.Time{}, fmt.Errorf("%s: is empty: no run wrote to it (an egressd before 0.x left one when a run was refused at audit start); look, then remove it", path)
+		return runGenesis{}, fmt.Errorf("%s: is empty: no run wrote to it (an egressd before 0.x left one when a run was refused at audit start); look, then remove it", path)
 	}
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%s: its first line is not a whole audit line (an empty file, or not egressd's): %v", path, err)
+		return runGenesis{}, fmt.Errorf("%s: its first line is not a whole audit line (an empty file, or not egressd's): %v", path, err)
 	}
 	var g struct {
 		Event, Action, Msg, Time string
 	}
 	if json.Unmarshal(line, &g) != nil || g.Event != string(Lifecycle) || g.Action != "genesis" {
-		return "", time.Time{}, fmt.Errorf("%s: its first line is not a genesis record", path)
+		return runGenesis{}, fmt.Errorf("%s: its first line is not a genesis record", path)
 	}
 	at, err := time.Parse(time.RFC3339Nano, g.Time)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%s: its genesis time %q: %v", path, g.Time, err)
+		return runGenesis{}, fmt.Errorf("%s: its genesis time %q: %v", path, g.Time, err)
 	}
-	return msgField(g.Msg, "integration"), at, nil
+	return runGenesis{msgField(g.Msg, "integration"), msgField(g.Msg, "chain"), at}, nil
 }

@@ -12,7 +12,8 @@ import (
 // TestRunFilesPicksOneIDsFilesWithEveryRotatedNameInGenesisOrder: the
 // names egressd run and rotation give a run's files (PID.log, PID.N.log,
 // .1, -DATE, .<timestamp>) are taken in the order of their genesis times,
-// whatever their names sort as; another id's files are left out, by name
+// whatever their names sort as, a run's files together even when it was
+// rotated after the next run started; another id's files are left out, by name
 // (com.x.y.PID.log) or, where the name cannot tell (com.x.7.PID.log reads
 // as com.x's PID.N.log), by the integration its genesis names. An empty
 // file among them is an error naming it.
@@ -31,8 +32,29 @@ func TestRunFilesPicksOneIDsFilesWithEveryRotatedNameInGenesisOrder(t *testing.T
 		}
 		l.Close()
 	}
-	write("com.x.30.log", "com.x", 5)
-	write("com.x.30.log.20261201T000400.000000000Z", "com.x", 4)
+	// A run rotated (max_size_mb) after the next run started: both of
+	// its files come before the next run's.
+	minute := 4
+	rolled, err := CreateFile(filepath.Join(dir, "com.x.30.log.20261201T000400.000000000Z"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(rolled, Options{Integration: "com.x", Now: func() time.Time { return start.Add(time.Duration(minute) * time.Minute) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("com.x.31.log", "com.x", 5)
+	minute = 6
+	current, err := CreateFile(filepath.Join(dir, "com.x.30.log"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Rotate(current); err != nil {
+		t.Fatal(err)
+	}
+	rolled.Close()
+	l.Close()
+	current.Close()
 	write("com.x.20.log-20261201", "com.x", 3)
 	write("com.x.20.log.1", "com.x", 2)
 	write("com.x.9.2.log", "com.x", 1)
@@ -46,7 +68,7 @@ func TestRunFilesPicksOneIDsFilesWithEveryRotatedNameInGenesisOrder(t *testing.T
 	for i := range got {
 		got[i] = filepath.Base(got[i])
 	}
-	want := []string{"com.x.9.2.log", "com.x.20.log.1", "com.x.20.log-20261201", "com.x.30.log.20261201T000400.000000000Z", "com.x.30.log"}
+	want := []string{"com.x.9.2.log", "com.x.20.log.1", "com.x.20.log-20261201", "com.x.30.log.20261201T000400.000000000Z", "com.x.30.log", "com.x.31.log"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("RunFiles:\n got %v\nwant %v", got, want)
 	}
