@@ -48,10 +48,11 @@ type Options struct {
 	// write fails: the operator must hear of it at once, not at the next
 	// look at /readyz.
 	OnFailure func(error)
-	// Integration, for egressd run, is the stem of the run's files (the
-	// integration id, or ID@claim): the genesis and every checkpoint name
-	// it, so verify can tell the checkpoints of the files given from those
-	// of other integrations sharing the journal (see otherIntegrations).
+	// Integration names what the log is written for: for egressd run the
+	// stem of the run's files (the integration id, or ID@claim), for serve
+	// "serve". The genesis and every checkpoint name it, so verify can
+	// tell the checkpoints of the files given from those of other logs
+	// sharing the journal (see ofOtherIntegration).
 	Integration string
 }
 
