@@ -120,3 +120,18 @@ func firstLine(path string) (runGenesis, error) {
 	}
 	return runGenesis{msgField(g.Msg, "integration"), msgField(g.Msg, "chain"), at}, nil
 }
+
+// OneIntegration is the integration every chain verified names, or "" when
+// they name none or several. A prune receipt names it too, so the receipt
+// and the files kept still verify with a journal shared with other
+// integrations (see ofOtherIntegration, which needs every chain named).
+func (v Verdict) OneIntegration() string {
+	name := ""
+	for i, c := range v.Chains {
+		if c.Integration == "" || (i > 0 && c.Integration != name) {
+			return ""
+		}
+		name = c.Integration
+	}
+	return name
+}

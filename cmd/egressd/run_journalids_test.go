@@ -87,4 +87,15 @@ func TestVerifyOfOneIntegrationsRunsWithTheWholeJournalIgnoresOtherIntegrations(
 	if code != 1 || !strings.Contains(out, "match no chain in the files given") {
 		t.Fatalf("this id's last run deleted: exit %d\n%s%s", code, out, errs)
 	}
+	// The first run pruned: its receipt and the run kept verify with the
+	// whole journal too (the receipt names the integration it pruned).
+	receipt := filepath.Join(t.TempDir(), "receipt.log")
+	out, errs, code = runCLI(t, "audit", "prune", "--key", key, "--checkpoints", ckpt, "--receipt", receipt, "--keep", mine[1], mine[0])
+	if code != 0 {
+		t.Fatalf("prune: exit %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = runCLI(t, "audit", "verify", "--key", key, "--checkpoints", ckpt, receipt, mine[1])
+	if code != 0 || !strings.Contains(out, "other integrations (com.test.sandboxed.x) ignored") {
+		t.Fatalf("the receipt and the run kept, with the whole journal: exit %d\n%s%s", code, out, errs)
+	}
 }
