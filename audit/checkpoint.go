@@ -16,6 +16,10 @@ type CheckpointRecord struct {
 	Chain string `json:"chain"`
 	Seq   uint64 `json:"seq"`
 	Hash  string `json:"hash"`
+	// Integration is the stem of the run's files the chain was written
+	// for (egressd run's ID, Options.Integration); "" in checkpoints of
+	// serve and of egressd before it named them.
+	Integration string `json:"integration,omitempty"`
 }
 
 // readCheckpoints indexes cs by chain and seq. Nothing authenticates a
@@ -34,6 +38,10 @@ func (v *verifier) readCheckpoints(cs []CheckpointRecord) {
 			continue
 		}
 		v.checkpoints[c.Chain][c.Seq] = c.Hash
+		if v.checkpointNames[c.Chain] == nil {
+			v.checkpointNames[c.Chain] = map[string]bool{}
+		}
+		v.checkpointNames[c.Chain][c.Integration] = true
 	}
 }
 
@@ -60,6 +68,7 @@ func (v *verifier) unmatchedCheckpoints() {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
+	others := map[string]int{}
 	for _, id := range ids {
 		var top uint64
 		for seq := range v.checkpoints[id] {
@@ -75,12 +84,52 @@ func (v *verifier) unmatchedCheckpoints() {
 			// checkpoints of the runs kept are not theirs to match.
 		case !ok && wasPruned:
 			v.out.Notes = append(v.out.Notes, fmt.Sprintf("%d checkpoint(s) of chain %s were not cross-checked: a prune receipt says its run was removed", len(v.checkpoints[id]), id))
+		case !ok && v.ofOtherIntegration(id):
+			others[v.onlyName(id)] += len(v.checkpoints[id])
 		case !ok:
 			v.fail(v.lastFile, top, fmt.Sprintf("%d checkpoint(s) of chain %s (the last at seq %d) match no chain in the files given: that chain was replaced or removed, or its files were not given", len(v.checkpoints[id]), id, top))
 		case top > end:
 			v.fail(v.lastFile, top, fmt.Sprintf("a checkpoint of chain %s names seq %d but the chain ends at seq %d: the log was cut back (rolled back) after the checkpoint was written", id, top, end))
 		}
 	}
+	if len(others) > 0 {
+		n, names := 0, make([]string, 0, len(others))
+		for name, k := range others {
+			n += k
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		v.out.Notes = append(v.out.Notes, fmt.Sprintf("%d checkpoint(s) of other integrations (%s) ignored: they name runs of files not given", n, strings.Join(names, ", ")))
+	}
+}
+
+// ofOtherIntegration reports whether the checkpoints of chain id, which
+// no file given holds, were all written for runs of another integration
+// than every chain in the files: one journal holds the checkpoints of
+// every id on the host, and verifying one id's files must not fail on
+// another's. It is never so when a chain in the files names no
+// integration (an older log, or serve's), nor when any of its
+// checkpoints names none or names one of the files' integrations: a
+// deleted run of the files' own integration still fails.
+func (v *verifier) ofOtherIntegration(id string) bool {
+	names := v.checkpointNames[id]
+	if len(names) != 1 || names[""] || len(v.out.Chains) == 0 {
+		return false
+	}
+	for _, c := range v.out.Chains {
+		if c.Integration == "" || names[c.Integration] {
+			return false
+		}
+	}
+	return true
+}
+
+// onlyName is the one integration chain id's checkpoints name.
+func (v *verifier) onlyName(id string) string {
+	for n := range v.checkpointNames[id] {
+		return n
+	}
+	return ""
 }
 
 // CheckpointLines is what ReadCheckpoints found in a file of checkpoint

@@ -75,6 +75,9 @@ type ChainVerdict struct {
 	Hash string
 	// FirstTime and LastTime are the times of its first and last lines.
 	FirstTime, LastTime string
+	// Integration is the stem of the run's files its genesis names
+	// (egressd run's ID), "" when it names none.
+	Integration string
 	// Checkpoints counts its checkpoints cross-checked: one at or before
 	// a crashed run's last line, and none past it, proves where it ended.
 	Checkpoints int
@@ -150,7 +153,7 @@ func verifyFiles(files []string, opts VerifyOptions, sink lineSink) (Verdict, er
 	if opts.Key != nil && len(opts.Key) < MinKeyLen {
 		return Verdict{}, fmt.Errorf("the key is %d bytes: egressd refuses keys under %d bytes, so no log was keyed with it", len(opts.Key), MinKeyLen)
 	}
-	v := &verifier{opts: opts, checkpoints: map[string]map[uint64]string{}, prunedChains: map[string]uint64{}, began: map[string]string{}}
+	v := &verifier{opts: opts, checkpoints: map[string]map[uint64]string{}, checkpointNames: map[string]map[string]bool{}, prunedChains: map[string]uint64{}, began: map[string]string{}}
 	v.readCheckpoints(opts.Checkpoints)
 	for i, f := range files {
 		fh, err := safefile.OpenRegular(f)
@@ -193,6 +196,8 @@ func verifyFiles(files []string, opts VerifyOptions, sink lineSink) (Verdict, er
 type verifier struct {
 	opts        VerifyOptions
 	checkpoints map[string]map[uint64]string // chain id -> seq -> hash
+	// checkpointNames are the integrations each chain's checkpoints name.
+	checkpointNames map[string]map[string]bool
 	// receipt is the prune receipt just read, until a chain follows it;
 	// prunedChains are the chains receipts say were removed, by last seq.
 	receipt      *pruneReceipt
@@ -392,7 +397,8 @@ func (v *verifier) genesis(file string, f lineFields, firstOfAll bool) bool {
 		return false
 	}
 	v.out.Chains = append(v.out.Chains, ChainVerdict{ID: id, Keyed: keyed, KeyID: keyID, First: f.Seq,
-		File: file, OwnFile: msgField(f.Msg, "file") == OwnFile, PrevRun: msgField(f.Msg, "prev_run"), FirstTime: f.Time})
+		File: file, OwnFile: msgField(f.Msg, "file") == OwnFile, PrevRun: msgField(f.Msg, "prev_run"), FirstTime: f.Time,
+		Integration: msgField(f.Msg, "integration")})
 	v.cur = &v.out.Chains[len(v.out.Chains)-1]
 	v.began[id] = file
 	v.seq, v.prev = 0, ""
@@ -411,7 +417,17 @@ func (v *verifier) genesis(file string, f lineFields, firstOfAll bool) bool {
 func (v *verifier) followsRun(file string, f lineFields, id string) bool {
 	prevRun := msgField(f.Msg, "prev_run")
 	sameFile := len(v.out.Chains) > 0 && v.lastChainFile == file
+	name, before := msgField(f.Msg, "integration"), ""
+	if len(v.out.Chains) > 0 {
+		before = v.out.Chains[len(v.out.Chains)-1].Integration
+	}
 	switch {
+	case name != "" && before != "" && name != before:
+		// Each integration's runs link only to each other: given together,
+		// a run would read as following the other id's, or as finding its
+		// link file deleted, which it did not.
+		v.fail(file, f.Seq, fmt.Sprintf("run %s of integration %s follows a run of integration %s here: each integration's runs are linked to each other only, so verify each integration's files separately (egressd audit verify --run-files STATE/audit/ID)", id, name, before))
+		return false
 	case prevRun == "unknown" && msgField(f.Msg, "prev_open") != "":
 		return v.followsOpenRun(file, f, id, msgField(f.Msg, "prev_open"))
 	case prevRun == Unreadable:

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,12 @@ type Options struct {
 	// write fails: the operator must hear of it at once, not at the next
 	// look at /readyz.
 	OnFailure func(error)
+	// Integration names what the log is written for: for egressd run the
+	// stem of the run's files (the integration id, or ID@claim), for serve
+	// "serve". The genesis and every checkpoint name it, so verify can
+	// tell the checkpoints of the files given from those of other logs
+	// sharing the journal (see ofOtherIntegration).
+	Integration string
 }
 
 // Log writes audit events as hash-chained JSON lines. It is safe for
@@ -67,6 +74,8 @@ type Log struct {
 	ckEvery uint64
 	onFail  func(error)
 	runLink string // the state folder's link file, for a stream log
+	name    string // Options.Integration, when it is one msg field
+	ckName  string // its JSON-quoted checkpoint field, or ""
 	rolling bool   // the *File out is full; RollIfFull rotates it
 	failed  atomic.Bool
 	lastErr atomic.Value // error
@@ -82,6 +91,10 @@ func New(out io.Writer, opts Options) (*Log, error) {
 	}
 	if l.ckEvery == 0 {
 		l.ckEvery = 1000
+	}
+	if n := opts.Integration; n != "" && !strings.ContainsAny(n, " \t\n\r=\"\\") {
+		q, _ := json.Marshal(n)
+		l.name, l.ckName = n, `,"integration":`+string(q)
 	}
 	l.zl = zerolog.New(&l.buf)
 	l.host, _ = os.Hostname()
@@ -142,7 +155,11 @@ func New(out io.Writer, opts Options) (*Log, error) {
 }
 
 func (l *Log) genesis(prev string) Event {
-	return Event{Kind: Lifecycle, Action: "genesis", Msg: fmt.Sprintf("chain=%s host=%s pid=%d key_id=%s prev_file_hash=%s", l.chainID, l.host, os.Getpid(), l.keyID, orNone(prev))}
+	msg := fmt.Sprintf("chain=%s host=%s pid=%d key_id=%s prev_file_hash=%s", l.chainID, l.host, os.Getpid(), l.keyID, orNone(prev))
+	if l.name != "" {
+		msg += " integration=" + l.name
+	}
+	return Event{Kind: Lifecycle, Action: "genesis", Msg: msg}
 }
 
 // Rotate ends the current file with a rotation record and continues the
@@ -166,7 +183,7 @@ func (l *Log) checkpoint() {
 		return
 	}
 	seq, hash := l.LastHash()
-	fmt.Fprintf(l.ckpt, "{\"event\":\"checkpoint\",\"chain\":%q,\"seq\":%d,\"hash\":%q}\n", l.chainID, seq, hash)
+	fmt.Fprintf(l.ckpt, "{\"event\":\"checkpoint\",\"chain\":%q,\"seq\":%d,\"hash\":%q%s}\n", l.chainID, seq, hash, l.ckName)
 }
 
 // Healthy reports whether every write so far succeeded. Once a write fails
@@ -214,7 +231,7 @@ func (l *Log) Write(e Event) error {
 	}
 	l.chain.advance(line)
 	if l.ckpt != nil && l.chain.seq%l.ckEvery == 0 {
-		fmt.Fprintf(l.ckpt, "{\"event\":\"checkpoint\",\"chain\":%q,\"seq\":%d,\"hash\":%q}\n", l.chainID, l.chain.seq, l.chain.prev)
+		fmt.Fprintf(l.ckpt, "{\"event\":\"checkpoint\",\"chain\":%q,\"seq\":%d,\"hash\":%q%s}\n", l.chainID, l.chain.seq, l.chain.prev, l.ckName)
 	}
 	if f, ok := l.out.(*File); ok && f.Full() && e.Action != "rotate" {
 		l.rolling = true

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/audit"
@@ -47,13 +49,21 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 }
 
 func runAuditVerify(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("audit verify", "usage: egressd audit verify [--key FILE] [--checkpoints FILE] FILE...\n\nChecks the hash chain across the files, oldest first. Exit 0 intact, 1 broken.", stderr)
+	fs := newFlagSet("audit verify", "usage: egressd audit verify [--key FILE] [--checkpoints FILE] [--files-from LIST|-] [--run-files STATE/audit/ID] [FILE...]\n\n"+
+		"Checks the hash chain across the files, oldest first: the FILEs, then those listed in LIST, then the run files of ID. Exit 0 intact, 1 broken.", stderr)
 	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain")
 	ckptFile := fs.String("checkpoints", "", "a file of checkpoint lines (e.g. egressd's captured stderr) to cross-check")
-	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
+	filesFrom := fs.String("files-from", "", "a file (- for stdin) listing the files to verify, one per line, oldest first: never split into two verify runs as xargs does")
+	runFiles := fs.String("run-files", "", "STATE/audit/ID: egressd run's files of integration ID there (ID.PID.log and their rotated files, not another id's), in the order the runs started")
+	if err := fs.Parse(args); err != nil || (fs.NArg() == 0 && *filesFrom == "" && *runFiles == "") {
 		if err == nil {
 			fs.Usage()
 		}
+		return exitUsage
+	}
+	files, err := verifyFileList(fs.Args(), *filesFrom, *runFiles)
+	if err != nil {
+		fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 		return exitUsage
 	}
 	opts, code, err := verifyOptions(*keyFile, *ckptFile)
@@ -61,7 +71,7 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 		return code
 	}
-	v, err := audit.Verify(fs.Args(), opts)
+	v, err := audit.Verify(files, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 		return exitUsage
@@ -71,6 +81,47 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	return exitFail
+}
+
+// verifyFileList is the files verify reads, in order: those named, then
+// those listed in filesFrom (- for stdin), then the run files of
+// runFiles (STATE/audit/ID). A list given whole is verified in one pass:
+// xargs split a long one into two verify runs, and the second failed on
+// honest logs (its first run's predecessor was in the first).
+func verifyFileList(named []string, filesFrom, runFiles string) ([]string, error) {
+	files := append([]string(nil), named...)
+	if filesFrom != "" {
+		r := os.Stdin
+		if filesFrom != "-" {
+			f, err := safefile.OpenRegular(filesFrom)
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			r = f
+		}
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 64<<10)
+		for sc.Scan() {
+			if line := strings.TrimRight(sc.Text(), "\r"); line != "" {
+				files = append(files, line)
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("--files-from %s: %w", filesFrom, err)
+		}
+	}
+	if runFiles != "" {
+		found, err := audit.RunFiles(runFiles)
+		if err != nil {
+			return nil, fmt.Errorf("--run-files: %w", err)
+		}
+		files = append(files, found...)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no files to verify")
+	}
+	return files, nil
 }
 
 // verifyOptions reads verify's --key and --checkpoints files, and says

@@ -102,7 +102,7 @@ func prune(files []string, keep, keyFile, ckptFile, receipt string, stdout io.Wr
 		return err
 	}
 	defer f.Close()
-	log, err := audit.New(f, audit.Options{Key: opts.Key, KeyID: v.KeyID})
+	log, err := audit.New(f, audit.Options{Key: opts.Key, KeyID: v.KeyID, Integration: v.OneIntegration()})
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ usage:
                                              approve a manifest version that widens its list or changes its id
   egressd state [--state DIR] list | forget ID | forget --folder PATH
                                              show what version memory holds; forget an id, or one folder's record
-  egressd audit verify [--key FILE] [--checkpoints FILE] FILE...
+  egressd audit verify [--key FILE] [--checkpoints FILE] [--files-from LIST|-] [--run-files STATE/audit/ID] [FILE...]
                                              prove an audit log is intact
   egressd audit report [--manifest PATH]... [--key FILE] [--checkpoints FILE] [--format text|json|html] FILE...
                                              what each integration used, was refused, and does not need

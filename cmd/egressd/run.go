@@ -23,6 +23,7 @@ import (
 	"github.com/egressd/egressd/proxy"
 	"github.com/egressd/egressd/sandbox"
 	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
 )
 
 type runFlags struct {
@@ -379,12 +380,21 @@ func logName(p *policy.Policy) string {
 // without --config, none.
 func (r *runSetup) openAudit(f runFlags, stateDir, name string) error {
 	maxSize := int64(r.cfg.Audit.MaxSizeMB) << 20
+	// The key is read before any file is made: a run refused here must
+	// leave no empty run file behind to break every later verify.
+	var key []byte
+	if f.auditKey != "" {
+		var err error
+		if key, err = readAuditKey(os.ExpandEnv(f.auditKey)); err != nil {
+			return err
+		}
+	}
 	if f.auditLog != "" && f.auditLog != "-" {
 		file, err := audit.OpenFile(f.auditLog, maxSize)
 		if err != nil {
 			return err
 		}
-		return r.startAudit(f, file, f.auditLog, "")
+		return r.startAudit(f, file, f.auditLog, "", name, key)
 	}
 	// The state folder may be the service user's: a symlink there would
 	// have root create the log and rename NAME.lastrun wherever it points.
@@ -401,7 +411,25 @@ func (r *runSetup) openAudit(f runFlags, stateDir, name string) error {
 	if err != nil {
 		return err
 	}
-	return r.startAudit(f, file, filepath.Join(dir.Name(), fileName), filepath.Join(at, name+".lastrun"))
+	err = r.startAudit(f, file, filepath.Join(dir.Name(), fileName), filepath.Join(at, name+".lastrun"), name, key)
+	if err != nil {
+		removeIfEmpty(at, fileName)
+		// The folder is reached through /proc/self/fd/N: name it as the
+		// operator knows it.
+		return errors.New(strings.ReplaceAll(err.Error(), at+"/", dir.Name()+"/"))
+	}
+	return nil
+}
+
+// removeIfEmpty removes the run's own file, made by this run, when its
+// audit log could not start in it: an empty ID.PID.log holds no run and
+// would break every later verify of the id's files. A file something
+// wrote to is kept.
+func removeIfEmpty(at, fileName string) {
+	var st unix.Stat_t
+	if unix.Fstatat(unix.AT_FDCWD, filepath.Join(at, fileName), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Size == 0 && st.Mode&unix.S_IFMT == unix.S_IFREG {
+		unix.Unlink(filepath.Join(at, fileName))
+	}
 }
 
 // newRunFile creates the run's own file in the folder at: NAME.PID.log, or
@@ -423,22 +451,17 @@ func newRunFile(at, name string, maxSize int64) (*audit.File, string, error) {
 }
 
 // startAudit starts the run's chain in file, which path names.
-func (r *runSetup) startAudit(f runFlags, file *audit.File, path, runLink string) error {
+// name is the stem of the run's files, which the genesis and checkpoints
+// carry (audit.Options.Integration).
+func (r *runSetup) startAudit(f runFlags, file *audit.File, path, runLink, name string, key []byte) error {
 	var err error
-	var key []byte
-	if f.auditKey != "" {
-		if key, err = readAuditKey(os.ExpandEnv(f.auditKey)); err != nil {
-			file.Close()
-			return err
-		}
-	}
 	var checkpoints io.Writer
 	if f.config != "" && r.cfg.Audit.Checkpoints != "none" {
 		checkpoints = f.checkpoints
 	}
 	registry := r.registry
 	r.sink, r.logPath = &auditSink{out: file, file: file}, path
-	r.log, err = audit.New(file, audit.Options{Key: key, KeyID: r.cfg.Audit.KeyID, RunLink: runLink, Checkpoint: checkpoints,
+	r.log, err = audit.New(file, audit.Options{Key: key, KeyID: r.cfg.Audit.KeyID, RunLink: runLink, Checkpoint: checkpoints, Integration: name,
 		Generation: func() uint64 { return registry.Snapshot().Generation }})
 	return err
 }

@@ -14,7 +14,7 @@ import (
 
 // ownCheckpointLine is a checkpoint line as egressd writes it, alone on
 // its line.
-var ownCheckpointLine = regexp.MustCompile(`(?m)^\{"event":"checkpoint","chain":"[0-9a-f]+","seq":\d+,"hash":"[0-9a-f]{64}"\}$`)
+var ownCheckpointLine = regexp.MustCompile(`(?m)^\{"event":"checkpoint","chain":"[0-9a-f]+","seq":\d+,"hash":"[0-9a-f]{64}"(,"integration":"[^"]+")?\}$`)
 
 // TestRunEndsTheProgramsUnterminatedLineBeforeItsCheckpoint is f13g item
 // 3: the program writes "x" to stderr without a line break and exits;

@@ -445,6 +445,10 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 	if cfg.Audit.Checkpoints != "none" {
 		opts.Checkpoint = stderr
 	}
+	// serve's log holds many integrations: its genesis and checkpoints say
+	// serve, which no integration id can be (an id has a dot), so a
+	// journal shared with egressd run's checkpoints verifies either's files.
+	opts.Integration = serveLogName
 	if sink.file == nil {
 		// On stdout, the state folder remembers each run's last hash, so the
 		// next run's genesis links to it as a run appended to a file does.
@@ -523,3 +527,7 @@ func watchSet(cfg policy.Config, configFile string) proxy.WatchSet {
 	}
 	return w
 }
+
+// serveLogName is what serve's genesis and checkpoints name as their
+// integration (audit.Options.Integration).
+const serveLogName = "serve"
