@@ -189,3 +189,33 @@ func TestAVariableTooTangledToCheckIsNotPassed(t *testing.T) {
 		t.Fatalf("out %d vars, warned %q", len(out), warned)
 	}
 }
+
+// TestSecretInOtherTextEncodingsIsHeldBack: base64 of UTF-16LE (PowerShell's
+// -EncodedCommand), octal escapes, HTML numeric entities, quoted-printable
+// and JavaScript's \u{…} crossed (round 22 broker attacker).
+func TestSecretInOtherTextEncodingsIsHeldBack(t *testing.T) {
+	const v = "sk-live-DISTINCT-9f3c2a7e51"
+	each := func(format string) string {
+		var b strings.Builder
+		for i := 0; i < len(v); i++ {
+			fmt.Fprintf(&b, format, v[i])
+		}
+		return b.String()
+	}
+	utf16 := make([]byte, 0, 2*len(v))
+	for i := 0; i < len(v); i++ {
+		utf16 = append(utf16, v[i], 0)
+	}
+	for name, carrier := range map[string]string{
+		"base64 of UTF-16LE": base64.StdEncoding.EncodeToString(utf16),
+		"octal escapes":      each(`\%03o`),
+		"HTML entities":      each("&#%d;"),
+		"quoted-printable":   each("=%02X"),
+		"JS \\u{…}":          each(`\u{%x}`),
+	} {
+		out, warned := WithoutSecrets([]string{"ACME_KEY=" + v, "CARRIER=" + carrier}, map[string]string{"ACME_KEY": v})
+		if len(out) != 0 || len(warned) != 1 {
+			t.Errorf("%s: out %q, warned %q", name, out, warned)
+		}
+	}
+}

@@ -7,6 +7,7 @@ package secretforms
 
 import (
 	"encoding/base64"
+	"html"
 	"net/url"
 	"strconv"
 	"strings"
@@ -179,14 +180,15 @@ const (
 
 // Views returns s and what a program could decode s into, up to viewDepth
 // transforms deep, each applied to every view: its blanks removed (base64
-// tools wrap at 64 or 76 columns), JSON string escapes undone (\/, \n,
-// \uXXXX), percent-decoded ('+' kept, and as a space), and each run of
-// base64 characters decoded leniently at its four first offsets. A value
-// is carried by s if one of these holds one of its Forms: a base64'd
-// connection string holding it percent-encoded, a .dockerconfigjson of a
-// Basic token, wrapped base64 in a JSON string. complete is false when a
-// bound was reached before every view was made: the caller must not take
-// s as clear of the value.
+// tools wrap at 64 or 76 columns); backslash escapes undone (JSON, C,
+// Python, JavaScript); HTML entities and quoted-printable decoded; NUL
+// bytes dropped (UTF-16 of ASCII); percent-decoded ('+' kept, and as a
+// space); and each run of base64 characters decoded leniently at its four
+// first offsets. A value is carried by s if one of these holds one of its
+// Forms: a base64'd connection string holding it percent-encoded, a
+// .dockerconfigjson of a Basic token, wrapped base64 in a JSON string.
+// complete is false when a bound was reached before every view was made:
+// the caller must not take s as clear of the value.
 func Views(s string) (views []string, complete bool) {
 	seen := map[string]bool{s: true}
 	views = []string{s}
@@ -216,7 +218,9 @@ func Views(s string) (views []string, complete bool) {
 // transforms are the texts one step of decoding makes of v.
 func transforms(v string) []string {
 	decoded := PercentDecoded(v)
-	out := []string{strings.Join(strings.Fields(v), ""), jsonUnescaped(v), decoded, strings.ReplaceAll(decoded, "+", " ")}
+	out := []string{strings.Join(strings.Fields(v), ""), backslashUnescaped(v), decoded, strings.ReplaceAll(decoded, "+", " "),
+		strings.ReplaceAll(v, "\x00", ""), // UTF-16 of ASCII (PowerShell's -EncodedCommand is base64 of UTF-16LE)
+		html.UnescapeString(v), qpDecoded(v)}
 	isB64 := func(r rune) bool {
 		return r < 0x80 && (r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("+/-_", r))
 	}
@@ -233,9 +237,10 @@ func transforms(v string) []string {
 	return out
 }
 
-// jsonUnescaped undoes a JSON string's escapes (\" \\ \/ \b \f \n \r \t
-// \uXXXX) wherever they appear, leaving anything else as it is.
-func jsonUnescaped(v string) string {
+// backslashUnescaped undoes the backslash escapes of JSON, C, Python and
+// JavaScript wherever they appear (\" \\ \/ \b \f \n \r \t, \uXXXX,
+// \u{X…}, \xXX, octal \NNN), leaving anything else as it is.
+func backslashUnescaped(v string) string {
 	if !strings.Contains(v, `\`) {
 		return v
 	}
@@ -245,9 +250,17 @@ func jsonUnescaped(v string) string {
 			b.WriteByte(v[i])
 			continue
 		}
-		switch c := v[i+1]; c {
-		case '"', '\\', '/':
-			b.WriteByte(c)
+		rest := v[i+1:]
+		if n, width, ok := escapedRune(rest); ok {
+			if rest[0] == 'x' || rest[0] >= '0' && rest[0] <= '7' {
+				b.WriteByte(byte(n)) // a byte, as C and Python write one
+			} else {
+				b.WriteRune(rune(n))
+			}
+			i += width
+			continue
+		}
+		switch c := rest[0]; c {
 		case 'b':
 			b.WriteByte('\b')
 		case 'f':
@@ -258,17 +271,49 @@ func jsonUnescaped(v string) string {
 			b.WriteByte('\r')
 		case 't':
 			b.WriteByte('\t')
-		case 'u':
-			if n, err := strconv.ParseUint(v[min(i+2, len(v)):min(i+6, len(v))], 16, 32); err == nil && i+6 <= len(v) {
-				b.WriteRune(rune(n))
-				i += 4
-				break
-			}
-			b.WriteString(v[i : i+2])
-		default:
-			b.WriteString(v[i : i+2])
+		default: // \" \\ \/ and any other: the character itself
+			b.WriteByte(c)
 		}
 		i++
 	}
 	return b.String()
+}
+
+// escapedRune reads a numeric escape after a backslash: uXXXX, u{X…}, xXX
+// or up to three octal digits. width is how many bytes of rest it took.
+func escapedRune(rest string) (n uint64, width int, ok bool) {
+	hex := func(s string) (uint64, bool) {
+		n, err := strconv.ParseUint(s, 16, 32)
+		return n, err == nil && s != ""
+	}
+	switch {
+	case strings.HasPrefix(rest, "u{"):
+		if end := strings.IndexByte(rest, '}'); end > 2 && end <= 8 {
+			n, ok = hex(rest[2:end])
+			return n, end + 1, ok
+		}
+	case rest[0] == 'u' && len(rest) >= 5:
+		n, ok = hex(rest[1:5])
+		return n, 5, ok
+	case rest[0] == 'x' && len(rest) >= 3:
+		n, ok = hex(rest[1:3])
+		return n, 3, ok
+	case rest[0] >= '0' && rest[0] <= '7':
+		width = 1
+		for width < 3 && width < len(rest) && rest[width] >= '0' && rest[width] <= '7' {
+			width++
+		}
+		n, err := strconv.ParseUint(rest[:width], 8, 32)
+		return n, width, err == nil && n < 256
+	}
+	return 0, 0, false
+}
+
+// qpDecoded decodes quoted-printable's =XX escapes (and drops its soft
+// line breaks), leaving anything else as it is.
+func qpDecoded(v string) string {
+	if !strings.Contains(v, "=") {
+		return v
+	}
+	return PercentDecoded(strings.NewReplacer("=\r\n", "", "=\n", "", "%", "%25", "=", "%").Replace(v))
 }
