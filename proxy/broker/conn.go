@@ -91,7 +91,13 @@ const maxUpstreamConns = 2
 // upstreamWindow is the HTTP/2 receive window of an upstream connection:
 // the most an origin sends ahead of what the program reads, per connection
 // (a quarter of it per stream).
-const upstreamWindow = 1 << 20
+const upstreamWindow = 256 << 10
+
+// clientWindow is the HTTP/2 receive window egressd offers the program on
+// a brokered connection: the most it sends ahead of an origin that does
+// not read, per connection (a quarter of it per stream). Brokered hosts
+// are APIs; 64 KiB a stream still fills a loopback or LAN path.
+const clientWindow = 256 << 10
 
 // MaxDescriptors is what one brokered client connection may hold: its own
 // socket and maxUpstreamConns to the origin.
@@ -178,9 +184,12 @@ func Serve(ctx context.Context, client net.Conn, c *Conn) (up, down int64) {
 		ReadHeaderTimeout: c.HeaderTimeout,
 		IdleTimeout:       c.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
-		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxStreams},
-		ErrorLog:          discard,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// What the program may send ahead of an origin that does not read:
+		// Go's default, 1 MiB a connection, kept alive by PINGs, parked
+		// ~2.2 MiB per brokered connection in egressd (round 22).
+		HTTP2:       &http.HTTP2Config{MaxConcurrentStreams: maxStreams, MaxReceiveBufferPerConnection: clientWindow, MaxReceiveBufferPerStream: clientWindow / 4},
+		ErrorLog:    discard,
+		BaseContext: func(net.Listener) context.Context { return ctx },
 		ConnState: func(_ net.Conn, st http.ConnState) {
 			if st == http.StateClosed || st == http.StateHijacked {
 				doneOnce.Do(func() { close(connDone) })
