@@ -79,9 +79,18 @@ func (v *verifier) unmatchedCheckpoints() {
 		switch {
 		case !ok && wasPruned && top > pruned:
 			v.fail(v.lastFile, top, fmt.Sprintf("a checkpoint of chain %s names seq %d but the prune receipt says it ended at seq %d: the run was cut back before it was pruned", id, top, pruned))
+		case !ok && v.opts.Keep != "" && v.ofOtherIntegration(id):
+			others[v.onlyName(id)] += len(v.checkpoints[id])
 		case !ok && v.opts.Keep != "":
 			// Prune verifies only the runs before the file kept: the
-			// checkpoints of the runs kept are not theirs to match.
+			// checkpoints of the runs kept after it are not theirs to
+			// match. A chain whose checkpoints begin before the kept run's
+			// started before it, and is in none of the files to prune: a
+			// run removed by hand, which prune must not launder into a
+			// receipt (round 20).
+			if keep, at := v.firstCheckpoint(v.keepChain), v.firstCheckpoint(id); keep < 0 || at < keep {
+				v.fail(v.lastFile, top, fmt.Sprintf("%d checkpoint(s) of chain %s match none of the files to prune, and the checkpoints given do not show it started after the run kept (chain %s): a run before the one kept is missing from the files, or the checkpoints hold none of the kept run's", len(v.checkpoints[id]), id, v.keepChain))
+			}
 		case !ok && wasPruned:
 			v.out.Notes = append(v.out.Notes, fmt.Sprintf("%d checkpoint(s) of chain %s were not cross-checked: a prune receipt says its run was removed", len(v.checkpoints[id]), id))
 		case !ok && v.ofOtherIntegration(id):
@@ -101,6 +110,17 @@ func (v *verifier) unmatchedCheckpoints() {
 		sort.Strings(names)
 		v.out.Notes = append(v.out.Notes, fmt.Sprintf("%d checkpoint(s) of other integrations (%s) ignored: they name runs of files not given", n, strings.Join(names, ", ")))
 	}
+}
+
+// firstCheckpoint is the position, in the checkpoints given (the journal's
+// order, which is time's), of chain id's first checkpoint, or -1.
+func (v *verifier) firstCheckpoint(id string) int {
+	for i, c := range v.opts.Checkpoints {
+		if c.Chain == id {
+			return i
+		}
+	}
+	return -1
 }
 
 // ofOtherIntegration reports whether the checkpoints of chain id, which

@@ -64,6 +64,7 @@ func (v *verifier) keptAfter(name string) error {
 		return nil
 	}
 	id, keyID, prevRun := msgField(f.Msg, "chain"), msgField(f.Msg, "key_id"), msgField(f.Msg, "prev_run")
+	v.keepChain = id
 	if len(v.out.Chains) == 0 {
 		v.fail(name, f.Seq, "no run to prune comes before the file to keep")
 		return nil

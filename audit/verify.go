@@ -194,6 +194,8 @@ func verifyFiles(files []string, opts VerifyOptions, sink lineSink) (Verdict, er
 }
 
 type verifier struct {
+	// keepChain is the chain of prune's file to keep (VerifyOptions.Keep).
+	keepChain   string
 	opts        VerifyOptions
 	checkpoints map[string]map[uint64]string // chain id -> seq -> hash
 	// checkpointNames are the integrations each chain's checkpoints name.
@@ -431,12 +433,12 @@ func (v *verifier) followsRun(file string, f lineFields, id string) bool {
 	case prevRun == "unknown" && msgField(f.Msg, "prev_open") != "":
 		return v.followsOpenRun(file, f, id, msgField(f.Msg, "prev_open"))
 	case prevRun == Unreadable:
-		v.lostLink(file, f.Seq, fmt.Sprintf("the link file was missing or unreadable when run %s (%s) started: its content was not what egressd writes, so a run before it may have been removed and the link rewritten to hide it", id, file))
+		v.lostLink(file, f.Seq, id, fmt.Sprintf("the link file was missing or unreadable when run %s (%s) started: its content was not what egressd writes, so a run before it may have been removed and the link rewritten to hide it", id, file))
 		return true
 	case prevRun == "none" && len(v.out.Chains) > 0 && msgField(f.Msg, "file") == OwnFile:
 		// egressd run's own file: the link file was there for the run
 		// before it, so "no run before" means it was deleted since.
-		v.lostLink(file, f.Seq, fmt.Sprintf("the link file was missing or unreadable when run %s (%s) started: it says no run came before it, yet chain %s comes before it here, so the link file was deleted after that run and a run in between may have been removed (if the runs before it were written by an egressd without ID.lastrun, verify the files from this one on separately)", id, file, v.out.Chains[len(v.out.Chains)-1].ID))
+		v.lostLink(file, f.Seq, id, fmt.Sprintf("the link file was missing or unreadable when run %s (%s) started: it says no run came before it, yet chain %s comes before it here, so the link file was deleted after that run and a run in between may have been removed (if the runs before it were written by an egressd without ID.lastrun, verify the files from this one on separately)", id, file, v.out.Chains[len(v.out.Chains)-1].ID))
 		return true
 	case prevRun == "" || prevRun == "unknown":
 		v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s (%s) does not name the run before it (prev_run %s): that no run was removed, replayed or reordered before it is not proven", id, file, orNone(prevRun)))
@@ -463,13 +465,19 @@ func (v *verifier) followsRun(file string, f lineFields, id string) bool {
 // lostLink records a run that started without the link file egressd
 // wrote: a problem unless checkpoints are given, which are held to every
 // chain, so a removed run they cover fails verify anyway.
-func (v *verifier) lostLink(file string, seq uint64, what string) {
+//
+// Only checkpoints of that run's own chain count: the journal then held
+// this integration's checkpoints, and a run removed before it would have
+// left its own there. Checkpoints of other integrations alone, or of no
+// run of these files, rule nothing out (round 20: adding another
+// integration's journal turned BROKEN into intact).
+func (v *verifier) lostLink(file string, seq uint64, chain, what string) {
 	v.unlinked++
-	if len(v.opts.Checkpoints) > 0 {
-		v.out.Notes = append(v.out.Notes, what+"; the checkpoints given are held to every chain, so a removed run they cover is caught")
+	if len(v.checkpoints[chain]) > 0 {
+		v.out.Notes = append(v.out.Notes, what+"; the checkpoints given hold this run's own, so a run of this integration removed before it is caught by its checkpoints")
 		return
 	}
-	v.linkLost = append(v.linkLost, fmt.Sprintf("%s: seq %d: %s; give the checkpoints (--checkpoints) to rule that out", file, seq, what))
+	v.linkLost = append(v.linkLost, fmt.Sprintf("%s: seq %d: %s; give the checkpoints that hold this run's own (--checkpoints) to rule that out", file, seq, what))
 }
 
 // hashMatches checks a line's hash over its bytes, unless the chain is

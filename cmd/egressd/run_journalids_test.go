@@ -99,3 +99,71 @@ func TestVerifyOfOneIntegrationsRunsWithTheWholeJournalIgnoresOtherIntegrations(
 		t.Fatalf("the receipt and the run kept, with the whole journal: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestAnotherIntegrationsJournalDoesNotClearARunWithItsLinkRewrittenNorLetPruneLaunderIt:
+// run R2 of one id deleted and the link file garbled before R3 started:
+// verify said BROKEN without checkpoints, and "intact" once a journal
+// holding only another integration's checkpoints was given (the lost link
+// became a note whatever the checkpoints held); and prune --keep R4, given a
+// journal holding R2's own checkpoints, ignored them as the kept runs' and
+// wrote a receipt that verified intact (round 20 trust-chain attacker).
+func TestAnotherIntegrationsJournalDoesNotClearARunWithItsLinkRewrittenNorLetPruneLaunderIt(t *testing.T) {
+	e := newSandboxEnv(t)
+	key := filepath.Join(t.TempDir(), "audit.key")
+	os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef"), 0o600)
+	quiet := "audit:\n  key_file: " + key + "\n  checkpoints: none\n"
+	loud := "audit:\n  key_file: " + key + "\n  checkpoints: stderr\n"
+	other := t.TempDir()
+	os.Chmod(other, 0o755)
+	m, _ := os.ReadFile(filepath.Join(e.dir, "voiceos.integration.json"))
+	os.WriteFile(filepath.Join(other, "voiceos.integration.json"), []byte(strings.Replace(string(m), `"com.test.sandboxed"`, `"com.test.other"`, 1)), 0o644)
+	run := func(yaml, folder string, journal *strings.Builder) string {
+		t.Helper()
+		cmd := e.configured(yaml, "true")
+		cmd.Args = e.perRunCommand(yaml, folder)
+		_, errs, code := runCmd(t, cmd)
+		f := regexp.MustCompile(`egressd run: audit log (\S+)`).FindStringSubmatch(errs)
+		if code != 0 || f == nil {
+			t.Fatalf("run: exit %d\n%s", code, errs)
+		}
+		if journal != nil {
+			journal.WriteString(errs)
+		}
+		return f[1]
+	}
+	garble := func(runFile string) {
+		link := filepath.Join(filepath.Dir(runFile), "com.test.sandboxed.lastrun")
+		if err := os.WriteFile(link, []byte("junk\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Checkpoints off for this id; another id's in the journal.
+	var journal strings.Builder
+	r1 := run(quiet, e.dir, nil)
+	r2 := run(quiet, e.dir, nil)
+	run(loud, other, &journal)
+	os.Remove(r2)
+	garble(r1)
+	r3 := run(quiet, e.dir, nil)
+	ckpt := filepath.Join(t.TempDir(), "journal")
+	os.WriteFile(ckpt, []byte(journal.String()), 0o600)
+	if out, errs, code := runCLI(t, "audit", "verify", "--key", key, "--checkpoints", ckpt, r1, r3); code == 0 {
+		t.Fatalf("another integration's checkpoints cleared a run whose link was rewritten: exit 0\n%s%s", out, errs)
+	}
+
+	// Checkpoints on for this id: R2's own are in the journal; prune of
+	// R1 and R3 keeping R4 must not take them as the kept runs'.
+	journal.Reset()
+	s1 := run(loud, e.dir, &journal)
+	s2 := run(loud, e.dir, &journal)
+	os.Remove(s2)
+	garble(s1)
+	s3 := run(loud, e.dir, &journal)
+	s4 := run(loud, e.dir, &journal)
+	os.WriteFile(ckpt, []byte(journal.String()), 0o600)
+	receipt := filepath.Join(t.TempDir(), "receipt.log")
+	if out, errs, code := runCLI(t, "audit", "prune", "--key", key, "--checkpoints", ckpt, "--receipt", receipt, "--keep", s4, s1, s3); code == 0 {
+		t.Fatalf("prune laundered a deleted run into a receipt: exit 0\n%s%s", out, errs)
+	}
+}
