@@ -171,6 +171,10 @@ func TestAProgramsLineCannotBeginAsEgressdsOwn(t *testing.T) {
 		{"after blanks", "ok\n  \tegressd: z\n", "ok\n  \t" + `egress\x64: z` + "\n"},
 		{"mid-line is kept", "see egressd: docs\n", "see egressd: docs\n"},
 		{"another word is kept", "egresses\negressx\n", "egresses\negressx\n"},
+		// Round 20: a Cyrillic look-alike first letter.
+		{"a non-ASCII first rune", "\u0435gressd: warning\n", `\xd0\xb5gressd: warning` + "\n"},
+		{"a non-ASCII first rune after blanks", " \u0435gressd\n", ` \xd0\xb5gressd` + "\n"},
+		{"non-ASCII later is kept", "caf\u00e9 ok\n", "caf\u00e9 ok\n"},
 	} {
 		for split := 0; split <= len(c.in); split++ {
 			var out bytes.Buffer

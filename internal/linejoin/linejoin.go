@@ -13,6 +13,7 @@ package linejoin
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"sync"
 )
@@ -42,6 +43,9 @@ type Joint struct {
 	// egressd's own lines end in a line break, so the zero value, a line's
 	// start, is right after them too.
 	lead int
+	// firstRune counts the bytes of a line's non-ASCII first rune still to
+	// be shown escaped.
+	firstRune int
 	// tail holds the stream's last bytes, as written (both sides): a
 	// marker split over two writes of the program is caught by it.
 	tail []byte
@@ -116,6 +120,16 @@ func (r relayed) Write(p []byte) (int, error) {
 			escape = quoteEscape
 		case p[q] == 'd' && r.j.lead == len(ownWord):
 			escape = ownWordEscape
+		case p[q] >= 0x80 && (r.j.lead == 0 || r.j.firstRune > 0):
+			// A line's first word beginning with a non-ASCII rune may be a
+			// look-alike of egressd's ("\u0435gressd", Cyrillic): that whole
+			// first rune is shown escaped (round 20).
+			escape = fmt.Sprintf(`\x%02x`, p[q])
+			if r.j.firstRune > 0 {
+				r.j.firstRune--
+			} else {
+				r.j.firstRune = continuationBytes(p[q])
+			}
 		}
 		r.j.lead = nextLead(r.j.lead, p[q])
 		if escape == "" {
@@ -145,6 +159,20 @@ const (
 	ownWord       = "egress"
 	ownWordEscape = `\x64`
 )
+
+// continuationBytes is how many bytes follow b, the first byte of a UTF-8
+// sequence (none for a byte that begins none).
+func continuationBytes(b byte) int {
+	switch {
+	case b&0xe0 == 0xc0:
+		return 1
+	case b&0xf0 == 0xe0:
+		return 2
+	case b&0xf8 == 0xf0:
+		return 3
+	}
+	return 0
+}
 
 // nextLead follows a line's beginning: 0 at a line's start and while only
 // blanks came; k once its first word's first k letters are ownWord's; -1
