@@ -79,6 +79,8 @@ func (v *verifier) unmatchedCheckpoints() {
 		switch {
 		case !ok && wasPruned && top > pruned:
 			v.fail(v.lastFile, top, fmt.Sprintf("a checkpoint of chain %s names seq %d but the prune receipt says it ended at seq %d: the run was cut back before it was pruned", id, top, pruned))
+		case !ok && wasPruned:
+			v.out.Notes = append(v.out.Notes, fmt.Sprintf("%d checkpoint(s) of chain %s were not cross-checked: a prune receipt says its run was removed", len(v.checkpoints[id]), id))
 		case !ok && v.opts.Keep != "" && v.ofOtherIntegration(id):
 			others[v.onlyName(id)] += len(v.checkpoints[id])
 		case !ok && v.opts.Keep != "":
@@ -91,8 +93,6 @@ func (v *verifier) unmatchedCheckpoints() {
 			if keep, at := v.firstCheckpoint(v.keepChain), v.firstCheckpoint(id); keep < 0 || at < keep {
 				v.fail(v.lastFile, top, fmt.Sprintf("%d checkpoint(s) of chain %s match none of the files to prune, and the checkpoints given do not show it started after the run kept (chain %s): a run before the one kept is missing from the files, or the checkpoints hold none of the kept run's", len(v.checkpoints[id]), id, v.keepChain))
 			}
-		case !ok && wasPruned:
-			v.out.Notes = append(v.out.Notes, fmt.Sprintf("%d checkpoint(s) of chain %s were not cross-checked: a prune receipt says its run was removed", len(v.checkpoints[id]), id))
 		case !ok && v.ofOtherIntegration(id):
 			others[v.onlyName(id)] += len(v.checkpoints[id])
 		case !ok:

@@ -390,6 +390,13 @@ func (v *verifier) genesis(file string, f lineFields, firstOfAll bool) bool {
 		v.fail(file, f.Seq, fmt.Sprintf("chain %s begins at seq %d with no earlier file: a chain begins at seq 1, so it was re-chained or its start is missing", id, f.Seq))
 		return false
 	}
+	// A receipt given before says this run was removed: its file here is
+	// a copy put back (round 21), whose own checkpoints would otherwise
+	// vouch for it.
+	if _, pruned := v.prunedChains[id]; pruned {
+		v.fail(file, f.Seq, fmt.Sprintf("chain %s was removed by egressd audit prune (a receipt given lists it), yet its file is here: a copy of a pruned run was put back", id))
+		return false
+	}
 	if !v.aloneInOwnFile(file, f.Seq, id, msgField(f.Msg, "file") == OwnFile) || !v.followsRun(file, f, id) {
 		return false
 	}

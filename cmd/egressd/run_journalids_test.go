@@ -167,3 +167,49 @@ func TestAnotherIntegrationsJournalDoesNotClearARunWithItsLinkRewrittenNorLetPru
 		t.Fatalf("prune laundered a deleted run into a receipt: exit 0\n%s%s", out, errs)
 	}
 }
+
+// TestAPrunedRunPutBackIsACopyAndASecondPruneWithTheJournalWorks: after a
+// prune, a copy of the pruned run's file put back verified intact with
+// the journal (its own checkpoints cleared it), though the receipt lists
+// its chain as removed; and a second prune with the journal was refused,
+// blaming a missing run for the chain the first receipt removed (round 21
+// trust-chain attacker, two MEDIUMs).
+func TestAPrunedRunPutBackIsACopyAndASecondPruneWithTheJournalWorks(t *testing.T) {
+	e := newSandboxEnv(t)
+	key := filepath.Join(t.TempDir(), "audit.key")
+	os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef"), 0o600)
+	yaml := "audit:\n  key_file: " + key + "\n  checkpoints: stderr\n"
+	var journal strings.Builder
+	var runs []string
+	for range 4 {
+		cmd := e.configured(yaml, "true")
+		cmd.Args = e.perRunCommand(yaml, e.dir)
+		_, errs, code := runCmd(t, cmd)
+		f := regexp.MustCompile(`egressd run: audit log (\S+)`).FindStringSubmatch(errs)
+		if code != 0 || f == nil {
+			t.Fatalf("run: exit %d\n%s", code, errs)
+		}
+		journal.WriteString(errs)
+		runs = append(runs, f[1])
+	}
+	ckpt := filepath.Join(t.TempDir(), "journal")
+	os.WriteFile(ckpt, []byte(journal.String()), 0o600)
+	copyOfFirst, _ := os.ReadFile(runs[0])
+	dir := t.TempDir()
+	first, second := filepath.Join(dir, "first.log"), filepath.Join(dir, "second.log")
+	if out, errs, code := runCLI(t, "audit", "prune", "--key", key, "--checkpoints", ckpt, "--receipt", first, "--keep", runs[1], runs[0]); code != 0 {
+		t.Fatalf("first prune: exit %d\n%s%s", code, out, errs)
+	}
+	planted := filepath.Join(filepath.Dir(runs[0]), "com.test.sandboxed.99999.log")
+	os.WriteFile(planted, copyOfFirst, 0o600)
+	if out, errs, code := runCLI(t, "audit", "verify", "--key", key, "--checkpoints", ckpt, first, planted, runs[1], runs[2], runs[3]); code == 0 || !strings.Contains(out+errs, "a copy of a pruned run was put back") {
+		t.Fatalf("a pruned run put back verified: exit %d\n%s%s", code, out, errs)
+	}
+	os.Remove(planted)
+	if out, errs, code := runCLI(t, "audit", "prune", "--key", key, "--checkpoints", ckpt, "--receipt", second, "--keep", runs[2], first, runs[1]); code != 0 {
+		t.Fatalf("second prune with the journal: exit %d\n%s%s", code, out, errs)
+	}
+	if out, errs, code := runCLI(t, "audit", "verify", "--key", key, "--checkpoints", ckpt, second, runs[2], runs[3]); code != 0 {
+		t.Fatalf("after two prunes: exit %d\n%s%s", code, out, errs)
+	}
+}
