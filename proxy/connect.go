@@ -110,6 +110,9 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		return
 	}
 	t := &tunnel{conn: ev.Conn, client: client, upstream: upstream, host: d.Host, port: d.Port, addr: addr, started: time.Now(), secrets: secretsPrint(bound)}
+	if len(bound) > 0 {
+		t.allSecrets = secretsPrint(p.Secrets()) // its answers are scrubbed of every secret's value
+	}
 	s.tunnels.add(t) // before the generation check, so a reload cannot miss it
 	release := func() { s.tunnels.remove(t); s.limiter.endTunnel() }
 	handedOff := false

@@ -238,7 +238,8 @@ func (s *Server) Redecide() {
 
 func stillAllowed(p *policy.Policy, t *tunnel) bool {
 	return p.Decide(t.host.String(), t.port).Verdict.Permits() && p.CheckAddr(t.addr.Addr()).Verdict.Permits() &&
-		secretsPrint(p.SecretsFor(t.host)) == t.secrets // a binding added, changed or removed: broker anew, or splice
+		secretsPrint(p.SecretsFor(t.host)) == t.secrets && // a binding added, changed or removed: broker anew, or splice
+		(t.secrets == "" || secretsPrint(p.Secrets()) == t.allSecrets) // brokered: any value its answers are scrubbed of
 }
 
 func (s *Server) sweepLoop() {

@@ -22,8 +22,13 @@ type tunnel struct {
 	port     uint16
 	addr     netip.AddrPort
 	started  time.Time
-	secrets  string  // secretsPrint of the secrets bound to host when it opened
-	closing  closing // what its close record needs of the connect event (spliced tunnels)
+	secrets  string // secretsPrint of the secrets bound to host when it opened
+	// allSecrets is, for a brokered tunnel, secretsPrint of every secret in
+	// force when it opened: its responses' scrub patterns are fixed at
+	// each answer's head, so a rotated or added value is let through by
+	// a stream begun before the reload (round 23). Any change closes it.
+	allSecrets string
+	closing    closing // what its close record needs of the connect event (spliced tunnels)
 
 	// Watched by the sweeper only.
 	lastSent, lastRecv uint64
