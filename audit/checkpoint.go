@@ -53,6 +53,7 @@ func (v *verifier) unmatchedCheckpoints() {
 	for _, c := range v.out.Chains {
 		last[c.ID] = c.Last
 	}
+	v.prunedButPresent()
 	if n := len(v.opts.UnreadCheckpoints); n > 0 {
 		v.out.Notes = append(v.out.Notes, fmt.Sprintf("%d line(s) of the checkpoints file name a checkpoint but do not parse as one (line %s): they were not cross-checked; give the checkpoints as egressd wrote them (journalctl -o cat or the default short format)", n, lineList(v.opts.UnreadCheckpoints)))
 	}
@@ -109,6 +110,19 @@ func (v *verifier) unmatchedCheckpoints() {
 		}
 		sort.Strings(names)
 		v.out.Notes = append(v.out.Notes, fmt.Sprintf("%d checkpoint(s) of other integrations (%s) ignored: they name runs of files not given", n, strings.Join(names, ", ")))
+	}
+}
+
+// prunedButPresent fails on a chain the files hold that a receipt among
+// them lists as removed, whatever their order: a copy of a pruned run put
+// back (before the receipt too: round 22), whose own checkpoints would
+// otherwise vouch for it.
+func (v *verifier) prunedButPresent() {
+	for _, c := range v.out.Chains {
+		if _, pruned := v.prunedChains[c.ID]; pruned {
+			v.fail(c.File, 1, fmt.Sprintf("chain %s was removed by egressd audit prune (a receipt given lists it), yet its file is here: a copy of a pruned run was put back", c.ID))
+			return
+		}
 	}
 }
 

@@ -447,16 +447,23 @@ func (s *State) PendingCannotApply(place string) string {
 }
 
 // ForgetFolder removes what version memory holds for place (a folder, or
-// "listener ADDR"): its binding to an id and any id change or claim that
-// waits there. It only ever takes an approval away: the place's next load
-// of an id bound elsewhere, or of one now bound to no place, waits for the
-// operator again. It returns the record it removed.
+// "listener ADDR"): its binding to an id, or a claim that waits there. The
+// place's next load of an id bound elsewhere, or of one now bound to no
+// place, waits for the operator again; a new id loads as a new folder's
+// would. It refuses while an id change waits there, as Forget does. It
+// returns the record it removed.
 func (m *Memory) ForgetFolder(place string) (Folder, error) {
 	var f Folder
 	err := m.update(func(s *State) error {
 		var found bool
 		if f, found = s.Folders[place]; !found {
 			return fmt.Errorf("%s is not in version memory (%s)", place, m.where())
+		}
+		// The binding is what makes an id change there wait: dropped with
+		// the change, the next load takes the new id as a first load
+		// (round 22).
+		if p := f.Pending; f.ID != "" && p != nil {
+			return fmt.Errorf("%s, bound to %s, holds an id change to %s %s that waits for approval; forgetting the folder would let %s load as a first load, with its list. Approve the change (%s), or restore the manifest's id, first (%s)", place, f.ID, p.ID, p.Version, p.ID, WithState(ApproveCommandFor(place, p.Digest, p.ID, p.Version), m.dir), m.where())
 		}
 		delete(s.Folders, place)
 		return nil

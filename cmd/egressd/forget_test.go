@@ -110,3 +110,24 @@ func TestForgetRefusesWhileAnotherFolderClaimsTheID(t *testing.T) {
 		t.Fatalf("after forget --folder of the owner, a claim loaded: %+v", o)
 	}
 }
+
+// TestForgetFolderRefusesWhileAnIDChangeWaitsThere: forget --folder of a
+// folder bound to com.acme.erp whose manifest changed its id (to a new id,
+// adding a host) dropped the binding with the change, and the next load
+// took the new id as a first load, its list in force (round 22
+// trust-chain attacker). As forget ID does, forget --folder refuses while
+// an id change waits there.
+func TestForgetFolderRefusesWhileAnIDChangeWaitsThere(t *testing.T) {
+	state, dir := t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "1.0.0", "erp.acme.example"))
+	if o := loadAsServe(t, state, erpFolder(t, dir, "com.acme.evil", "2.0.0", "erp.acme.example", "exfil.example")); o.Result != policy.Pending {
+		t.Fatalf("id change: %+v", o)
+	}
+	_, errs, code := runCLI(t, "state", "--state", state, "forget", "--folder", dir)
+	if code != exitFail || !strings.Contains(errs, "id change") {
+		t.Fatalf("forget --folder with an id change waiting: exit %d\n%s", code, errs)
+	}
+	if o := loadAsServe(t, state, dir); o.Result != policy.Pending {
+		t.Fatalf("after the refused forget, the id change loaded: %+v", o)
+	}
+}

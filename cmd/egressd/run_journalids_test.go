@@ -202,8 +202,14 @@ func TestAPrunedRunPutBackIsACopyAndASecondPruneWithTheJournalWorks(t *testing.T
 	}
 	planted := filepath.Join(filepath.Dir(runs[0]), "com.test.sandboxed.99999.log")
 	os.WriteFile(planted, copyOfFirst, 0o600)
-	if out, errs, code := runCLI(t, "audit", "verify", "--key", key, "--checkpoints", ckpt, first, planted, runs[1], runs[2], runs[3]); code == 0 || !strings.Contains(out+errs, "a copy of a pruned run was put back") {
-		t.Fatalf("a pruned run put back verified: exit %d\n%s%s", code, out, errs)
+	for _, order := range [][]string{
+		{first, planted, runs[1], runs[2], runs[3]},
+		{planted, first, runs[1], runs[2], runs[3]}, // the receipt after the copy (round 22)
+		{planted, runs[1], runs[2], runs[3], first},
+	} {
+		if out, errs, code := runCLI(t, append([]string{"audit", "verify", "--key", key, "--checkpoints", ckpt}, order...)...); code == 0 || !strings.Contains(out+errs, "a copy of a pruned run was put back") {
+			t.Fatalf("a pruned run put back verified: exit %d\n%s%s", code, out, errs)
+		}
 	}
 	os.Remove(planted)
 	if out, errs, code := runCLI(t, "audit", "prune", "--key", key, "--checkpoints", ckpt, "--receipt", second, "--keep", runs[2], first, runs[1]); code != 0 {

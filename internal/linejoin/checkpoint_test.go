@@ -175,6 +175,8 @@ func TestAProgramsLineCannotBeginAsEgressdsOwn(t *testing.T) {
 		{"a non-ASCII first rune", "\u0435gressd: warning\n", `\xd0\xb5gressd: warning` + "\n"},
 		{"a non-ASCII first rune after blanks", " \u0435gressd\n", ` \xd0\xb5gressd` + "\n"},
 		{"non-ASCII later is kept", "caf\u00e9 ok\n", "caf\u00e9 ok\n"},
+		{"a look-alike 7th letter", "egres\u0455d: warning\n", `egres\xd1\x95d: warning` + "\n"},
+		{"a look-alike last letter", "egress\u0501: x\n", `egress\xd4\x81: x` + "\n"},
 	} {
 		for split := 0; split <= len(c.in); split++ {
 			var out bytes.Buffer

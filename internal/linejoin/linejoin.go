@@ -120,10 +120,10 @@ func (r relayed) Write(p []byte) (int, error) {
 			escape = quoteEscape
 		case p[q] == 'd' && r.j.lead == len(ownWord):
 			escape = ownWordEscape
-		case p[q] >= 0x80 && (r.j.lead == 0 || r.j.firstRune > 0):
-			// A line's first word beginning with a non-ASCII rune may be a
-			// look-alike of egressd's ("\u0435gressd", Cyrillic): that whole
-			// first rune is shown escaped (round 20).
+		case p[q] >= 0x80 && (r.j.lead >= 0 || r.j.firstRune > 0):
+			// A non-ASCII rune in a line's first word while it can still
+			// read as egressd's may be a look-alike ("\u0435gressd",
+			// "egres\u0455d", Cyrillic): it is shown escaped (rounds 20, 22).
 			escape = fmt.Sprintf(`\x%02x`, p[q])
 			if r.j.firstRune > 0 {
 				r.j.firstRune--
