@@ -114,15 +114,10 @@ func TestBrokerReloadRotatingAnotherSecretClosesOpenBrokeredConnections(t *testi
 	if resp, _ := do(t, c, b.credentialRequest(t, "api.allowed.example")); resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	in := &b.cfg.Integrations[0]
-	in.PassedEnv = []string{"TOKEN", "OTHER"}
-	in.Secrets = []policy.SecretSpec{
-		{At: "t", Name: "TOKEN", Hosts: []string{"api.allowed.example"}, Placeholder: tokenPH, Value: []byte(tokenValue), From: "test"},
-		{At: "o", Name: "OTHER", Hosts: []string{"other.allowed.example"}, Placeholder: otherPH, Value: []byte(rotated), From: "test"},
-	}
-	if outs := b.registry.Load(b.cfg); outs[0].Err != nil {
-		t.Fatalf("reload: %+v", outs)
-	}
+	b.reloadSecrets(t,
+		policy.SecretSpec{At: "t", Name: "TOKEN", Hosts: []string{"api.allowed.example"}, Placeholder: tokenPH, Value: []byte(tokenValue), From: "test"},
+		policy.SecretSpec{At: "o", Name: "OTHER", Hosts: []string{"other.allowed.example"}, Placeholder: otherPH, Value: []byte(rotated), From: "test"},
+	)
 	// Before Redecide: a request on the open connection is refused.
 	reused := false
 	req := b.credentialRequest(t, "api.allowed.example")
@@ -199,15 +194,10 @@ func TestBrokerReloadGivingAnotherSecretANewPlaceholderRefusesItOnAnOpenConnecti
 	if resp, _ := do(t, c, b.credentialRequest(t, "api.allowed.example")); resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	in := &b.cfg.Integrations[0]
-	in.PassedEnv = []string{"TOKEN", "OTHER"}
-	in.Secrets = []policy.SecretSpec{
-		{At: "t", Name: "TOKEN", Hosts: []string{"api.allowed.example"}, Placeholder: tokenPH, Value: []byte(tokenValue), From: "test"},
-		{At: "o", Name: "OTHER", Hosts: []string{"other.allowed.example"}, Placeholder: newPH, Value: []byte(otherValue), From: "test"},
-	}
-	if outs := b.registry.Load(b.cfg); outs[0].Err != nil {
-		t.Fatalf("reload: %+v", outs)
-	}
+	b.reloadSecrets(t,
+		policy.SecretSpec{At: "t", Name: "TOKEN", Hosts: []string{"api.allowed.example"}, Placeholder: tokenPH, Value: []byte(tokenValue), From: "test"},
+		policy.SecretSpec{At: "o", Name: "OTHER", Hosts: []string{"other.allowed.example"}, Placeholder: newPH, Value: []byte(otherValue), From: "test"},
+	)
 	reused := false
 	req := b.credentialRequest(t, "api.allowed.example")
 	req.Header.Set("X-Leak", "Bearer "+newPH)
@@ -239,14 +229,9 @@ func TestBrokerRequestAfterAReloadUnbindsTheHostIsRefusedBeforeTheCloseComes(t *
 	if resp, _ := do(t, c, b.credentialRequest(t, "api.allowed.example")); resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	in := &b.cfg.Integrations[0]
-	in.PassedEnv = []string{"TOKEN", "OTHER"}
-	in.Secrets = []policy.SecretSpec{
-		{At: "o", Name: "OTHER", Hosts: []string{"other.allowed.example"}, Placeholder: otherPH, Value: []byte(otherValue), From: "test"},
-	}
-	if outs := b.registry.Load(b.cfg); outs[0].Err != nil {
-		t.Fatalf("reload: %+v", outs)
-	}
+	b.reloadSecrets(t,
+		policy.SecretSpec{At: "o", Name: "OTHER", Hosts: []string{"other.allowed.example"}, Placeholder: otherPH, Value: []byte(otherValue), From: "test"},
+	)
 	reused := false
 	req := b.credentialRequest(t, "api.allowed.example")
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
@@ -261,5 +246,17 @@ func TestBrokerRequestAfterAReloadUnbindsTheHostIsRefusedBeforeTheCloseComes(t *
 	}
 	if n := len(b.origin.requests()); n != 1 {
 		t.Fatalf("the origin received %d requests, want only the one before the reload", n)
+	}
+}
+
+// reloadSecrets reloads b's integration with specs as its bound secrets
+// (TOKEN and OTHER passed from the environment), as a config edit would.
+func (b *brokerEnv) reloadSecrets(t *testing.T, specs ...policy.SecretSpec) {
+	t.Helper()
+	in := &b.cfg.Integrations[0]
+	in.PassedEnv = []string{"TOKEN", "OTHER"}
+	in.Secrets = specs
+	if outs := b.registry.Load(b.cfg); outs[0].Err != nil {
+		t.Fatalf("reload: %+v", outs)
 	}
 }

@@ -634,11 +634,7 @@ func TestASandboxGIDIsNeverAnAccountsPrimaryGroup(t *testing.T) {
 	useTempHostUIDRecord(t)
 	key := StateName("com.acme.pgid", "/srv/pgid")
 	want := stateUIDOf(key)
-	passwd := filepath.Join(t.TempDir(), "passwd")
-	os.WriteFile(passwd, []byte("root:x:0:0:root:/root:/bin/sh\na12g:x:1999:"+strconv.Itoa(want)+"::/nonexistent:/usr/sbin/nologin\n"), 0o644)
-	old := passwdFile
-	passwdFile = passwd
-	t.Cleanup(func() { passwdFile = old })
+	usePasswd(t, "root:x:0:0:root:/root:/bin/sh\na12g:x:1999:"+strconv.Itoa(want)+"::/nonexistent:/usr/sbin/nologin\n")
 	if _, uid, err := ClaimStateFolder(t.TempDir(), key, ""); err != nil || uid == want {
 		t.Fatalf("got uid %d, %v; %d is an account's primary gid", uid, err, want)
 	}
@@ -652,11 +648,7 @@ func TestAZeroPaddedPrimaryGIDIsReadAsANumber(t *testing.T) {
 	useTempHostUIDRecord(t)
 	key := StateName("com.acme.padded", "/srv/padded")
 	want := stateUIDOf(key)
-	passwd := filepath.Join(t.TempDir(), "passwd")
-	os.WriteFile(passwd, []byte("a12z:x:3999:0"+strconv.Itoa(want)+"::/nonexistent:/usr/sbin/nologin\n"), 0o644)
-	old := passwdFile
-	passwdFile = passwd
-	t.Cleanup(func() { passwdFile = old })
+	usePasswd(t, "a12z:x:3999:0"+strconv.Itoa(want)+"::/nonexistent:/usr/sbin/nologin\n")
 	if _, uid, err := ClaimStateFolder(t.TempDir(), key, ""); err != nil || uid == want {
 		t.Fatalf("got uid %d, %v; %d is an account's primary gid, written 0%d", uid, err, want, want)
 	}
@@ -691,4 +683,16 @@ func TestAUIDOnlyOneThreadHoldsIsNotASandboxs(t *testing.T) {
 	if _, uid, err := ClaimStateFolder(t.TempDir(), key, ""); err != nil || uid == want {
 		t.Fatalf("got uid %d, %v; a thread of this process runs as %d", uid, err, want)
 	}
+}
+
+// usePasswd points the account list the pick reads at a file holding text.
+func usePasswd(t *testing.T, text string) {
+	t.Helper()
+	passwd := filepath.Join(t.TempDir(), "passwd")
+	if err := os.WriteFile(passwd, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := passwdFile
+	passwdFile = passwd
+	t.Cleanup(func() { passwdFile = old })
 }
