@@ -112,8 +112,14 @@ type Limits struct {
 	ConnectionsPerSecond float64 // token bucket rate for new connections
 	Burst                int     // token bucket depth
 	MaxTunnels           int     // concurrent tunnels per integration
-	MaxHandshakes        int     // CONNECTs between accept and splice, per integration
-	MaxConnections       int     // all connections, all integrations; 0 means derived from RLIMIT_NOFILE
+	// MaxBrokeredConnections caps, per integration, the tunnels to hosts
+	// a secret is bound to (issue 15), at most MaxTunnels of them: egressd
+	// terminates TLS on each, two TLS stacks and HTTP/2 windows where a
+	// spliced tunnel holds a few KiB, so MaxTunnels alone would let one
+	// integration hold gigabytes of a sidecar that serves many.
+	MaxBrokeredConnections int
+	MaxHandshakes          int // CONNECTs between accept and splice, per integration
+	MaxConnections         int // all connections, all integrations; 0 means derived from RLIMIT_NOFILE
 	// RequestsPerSecond and RequestBurst bound the requests on brokered
 	// connections (issue 15), per integration: each allowed one is an
 	// audit line of its own, the record of where a secret went.
@@ -236,12 +242,13 @@ func DefaultConfig() Config {
 	return Config{
 		Audit: AuditConfig{Path: "-", Checkpoints: "stderr"},
 		Limits: Limits{
-			ConnectionsPerSecond: 100,
-			Burst:                200,
-			MaxTunnels:           1024,
-			MaxHandshakes:        256,
-			RequestsPerSecond:    50,
-			RequestBurst:         100,
+			ConnectionsPerSecond:   100,
+			Burst:                  200,
+			MaxTunnels:             1024,
+			MaxBrokeredConnections: DefaultMaxBrokeredConnections,
+			MaxHandshakes:          256,
+			RequestsPerSecond:      50,
+			RequestBurst:           100,
 		},
 		Timeouts: Timeouts{
 			RequestHeader: 10 * time.Second,
@@ -256,6 +263,10 @@ func DefaultConfig() Config {
 		Sandbox: sandbox.DefaultLimits,
 	}
 }
+
+// DefaultMaxBrokeredConnections is limits.max_brokered_connections when
+// the config sets none (and max_tunnels is not below it).
+const DefaultMaxBrokeredConnections = 32
 
 // DefaultManifestRead is timeouts.manifest_read when the config sets none.
 const DefaultManifestRead = 5 * time.Second

@@ -55,6 +55,7 @@ type fileLimits struct {
 	ConnectionsPerSecond *float64 `yaml:"connections_per_second"`
 	Burst                *int     `yaml:"burst"`
 	MaxTunnels           *int     `yaml:"max_tunnels"`
+	MaxBrokered          *int     `yaml:"max_brokered_connections"`
 	MaxHandshakes        *int     `yaml:"max_handshakes"`
 	MaxConnections       *int     `yaml:"max_connections"`
 	RequestsPerSecond    *float64 `yaml:"requests_per_second"`
@@ -401,6 +402,26 @@ func applyLimits(l *Limits, f *fileLimits, ps *problems) {
 	setPositive("max_tunnels", &l.MaxTunnels, f.MaxTunnels)
 	setPositive("max_handshakes", &l.MaxHandshakes, f.MaxHandshakes)
 	setPositive("max_connections", &l.MaxConnections, f.MaxConnections)
+	applyMaxBrokered(l, f.MaxBrokered, ps)
+}
+
+// applyMaxBrokered sets limits.max_brokered_connections: at least 1 and at
+// most max_tunnels, since every brokered connection is a tunnel too. Left
+// unset it is the default, or max_tunnels when that is lower, so lowering
+// max_tunnels alone never makes a config invalid.
+func applyMaxBrokered(l *Limits, v *int, ps *problems) {
+	if v == nil {
+		l.MaxBrokeredConnections = min(l.MaxBrokeredConnections, l.MaxTunnels)
+		return
+	}
+	switch {
+	case *v < 1:
+		ps.add("limits.max_brokered_connections", fmt.Sprintf("must be at least 1 (%d)", *v))
+	case *v > l.MaxTunnels:
+		ps.add("limits.max_brokered_connections", fmt.Sprintf("must be at most limits.max_tunnels, %d (%d): each brokered connection is a tunnel too", l.MaxTunnels, *v))
+	default:
+		l.MaxBrokeredConnections = *v
+	}
 }
 
 // maxWait is the ceiling for the timeouts that guard a connection before it

@@ -50,6 +50,8 @@ func TestConfigProblems(t *testing.T) {
 		{"no_cpu_for_the_sandbox", "sandbox_limits:\n  cpus: 0\n", `sandbox_limits.cpus: must be from 0.01 to 1024 CPUs (0)`},
 		{"nan_cpus_is_no_bound", "sandbox_limits:\n  cpus: .nan\n", `sandbox_limits.cpus: must be from 0.01 to 1024 CPUs (NaN)`},
 		{"unbounded_cpus", "sandbox_limits:\n  cpus: 1e9\n", `sandbox_limits.cpus: must be from 0.01 to 1024 CPUs (1e+09)`},
+		{"no_brokered_connection_at_all", "limits:\n  max_brokered_connections: 0\n", `limits.max_brokered_connections: must be at least 1 (0)`},
+		{"more_brokered_connections_than_tunnels", "limits:\n  max_tunnels: 16\n  max_brokered_connections: 17\n", `limits.max_brokered_connections: must be at most limits.max_tunnels, 16 (17): each brokered connection is a tunnel too`},
 		{"bad_resolver", "resolvers: [dns.example]\n", `resolvers[0]: must be an address and port like "127.0.0.53:53" ("dns.example")`},
 	}
 	for _, tc := range cases {
@@ -60,6 +62,20 @@ func TestConfigProblems(t *testing.T) {
 				t.Fatalf("got  %v\nwant %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestLoweringMaxTunnelsAloneKeepsTheBrokeredCapWithinIt: a config that
+// sets max_tunnels below the brokered default, and no brokered cap, is
+// valid, and its brokered cap is max_tunnels; one that sets both keeps both.
+func TestLoweringMaxTunnelsAloneKeepsTheBrokeredCapWithinIt(t *testing.T) {
+	c, err := ParseConfig([]byte("limits:\n  max_tunnels: 8\n"))
+	if err != nil || c.Limits.MaxBrokeredConnections != 8 {
+		t.Fatalf("max_tunnels 8 alone: brokered cap %d, %v; want 8", c.Limits.MaxBrokeredConnections, err)
+	}
+	c, err = ParseConfig([]byte("limits:\n  max_tunnels: 8\n  max_brokered_connections: 3\n"))
+	if err != nil || c.Limits.MaxBrokeredConnections != 3 || c.Limits.MaxTunnels != 8 {
+		t.Fatalf("got %+v, %v", c.Limits, err)
 	}
 }
 

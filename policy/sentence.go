@@ -1,6 +1,10 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/egressd/egressd/allowlist"
+)
 
 // Sentence is the one line egressd tells an integration's author about a
 // decision: what happened and what to do. The 403 body and "egressd
@@ -98,6 +102,19 @@ func Sentence(d Decision, p *Policy) string {
 		return fmt.Sprintf("egressd: a secret is bound to %s but this egressd has no broker CA to add it with; the operator must configure one (tls.ca_cert and tls.ca_key)", host)
 	}
 	return "egressd: denied"
+}
+
+// BrokeredCapSentence refuses a connection to host, a host a secret is
+// bound to, while the integration holds max such connections already
+// (limits.max_brokered_connections): egressd decrypts each to add the
+// secret, which costs far more than a tunnel it splices.
+func BrokeredCapSentence(host allowlist.Name, max int64, p *Policy) string {
+	who := "this integration"
+	if p != nil && p.Manifest != nil {
+		id, version := p.InForce()
+		who = id + " " + version
+	}
+	return fmt.Sprintf("egressd: %s already holds limits.max_brokered_connections (%d) connections egressd decrypts to add a secret, the most it may hold at once; %s is allowed: reuse or close one of them (keep-alive, HTTP/2), or retry later", who, max, host)
 }
 
 func orAddress(host string) string {

@@ -19,12 +19,24 @@ import (
 // goBrokered runs a brokered tunnel on a goroutine of its own, counted
 // like a spliced one (handlers, the gate, the tunnel slot until release),
 // and records its close. No handshake guard: egressd is the TLS server
-// here, so a second ClientHello reaches egressd, never the origin.
+// here, so a second ClientHello reaches egressd, never the origin. The
+// tunnel holds one of the integration's brokered slots
+// (limits.max_brokered_connections), given back however serveBrokered
+// ends (the client's close, an error, a reload or shutdown closing it)
+// and before the close line, so a client that reads that line finds the
+// slot free.
 func (s *Server) goBrokered(p *policy.Policy, t *tunnel, ev audit.Event, bound []policy.Secret, replay []byte, release func()) {
 	s.goTunnel(p, release, func() {
-		up, down := s.serveBrokered(p, t, ev, bound, replay)
+		up, down := s.serveBrokeredHolding(p, t, ev, bound, replay)
 		s.recordClose(p, t, ev, up, down, 0)
 	})
+}
+
+// serveBrokeredHolding is serveBrokered, giving the tunnel's brokered slot
+// back when it returns, panic included.
+func (s *Server) serveBrokeredHolding(p *policy.Policy, t *tunnel, ev audit.Event, bound []policy.Secret, replay []byte) (up, down int64) {
+	defer s.limiter.endBrokered()
+	return s.serveBrokered(p, t, ev, bound, replay)
 }
 
 // goTunnel runs body on a goroutine of its own, counted as a live tunnel

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -84,6 +85,17 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		refuse(policy.Decision{Reason: policy.BrokerUnavailable, Host: d.Host, Port: d.Port})
 		return
 	}
+	// A brokered connection costs up to a MiB where a spliced one costs a
+	// few KiB: its own cap is taken before any work is done for it.
+	brokeredHeld := len(bound) > 0
+	if brokeredHeld && !s.takeBrokeredSlot(client, p, d, &ev, how) {
+		return
+	}
+	defer func() {
+		if brokeredHeld {
+			s.limiter.endBrokered()
+		}
+	}()
 	ctx, cancel := context.WithDeadline(s.baseCtx, deadline)
 	defer cancel()
 	addrs, refused := s.resolveChecked(ctx, p, d, &ev)
@@ -157,7 +169,7 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		return
 	}
 	if len(bound) > 0 {
-		handedOff = true
+		handedOff, brokeredHeld = true, false // goBrokered gives the slot back
 		s.goBrokered(p, t, ev, bound, append(raw, drain(br)...), release)
 		return
 	}
@@ -382,12 +394,35 @@ func (s *Server) refuse(client net.Conn, p *policy.Policy, d policy.Decision, ev
 		ev.Manifest, ev.Err = s.opts.Key, audit.Cap(s.opts.Registry.NotLoaded(s.opts.Key), 500)
 		sentence = policy.NotLoadedSentence(s.opts.Registry.NotLoadedToClient(s.opts.Key))
 	}
+	s.refuseSaying(client, d, ev, how, sentence)
+}
+
+// refuseSaying records a refusal decided before the 200 and answers it
+// with sentence (a captured connection is closed).
+func (s *Server) refuseSaying(client net.Conn, d policy.Decision, ev *audit.Event, how arrival, sentence string) {
+	ev.Decision, ev.Reason = "deny", string(d.Reason)
 	s.recordDenial(*ev)
 	if how == captured {
 		client.Close()
 		return
 	}
 	writeAndClose(client, refusal(d.Reason, sentence))
+}
+
+// takeBrokeredSlot takes one of the integration's brokered connection
+// slots for a tunnel to a host a secret is bound to, or refuses the
+// CONNECT (limit_exceeded, naming the cap) and reports false. A true
+// result must be paired with limiter.endBrokered.
+func (s *Server) takeBrokeredSlot(client net.Conn, p *policy.Policy, d policy.Decision, ev *audit.Event, how arrival) bool {
+	full := s.limiter.startBrokered()
+	if full == 0 {
+		return true
+	}
+	refused := policy.Decision{Reason: policy.LimitExceeded, Host: d.Host, Port: d.Port}
+	sentence := policy.BrokeredCapSentence(d.Host, full, p)
+	ev.Msg = fmt.Sprintf("limits.max_brokered_connections %d reached", full)
+	s.refuseSaying(client, refused, ev, how, sentence)
+	return false
 }
 
 // refusedAfterConnect records a connection refused after its CONNECT was

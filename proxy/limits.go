@@ -10,8 +10,10 @@ import (
 // limiter holds one integration's connection limits: a token bucket for new
 // requests, a cap on connections between accept and splice (handshake
 // slots, taken at accept so that connections that never send a request are
-// counted too), and a cap on open tunnels. A reload changes the limits in
-// place; the counts carry over.
+// counted too), a cap on open tunnels, and a lower one on those of them
+// egressd terminates TLS on to add a secret (brokered: two TLS stacks and
+// HTTP/2 windows each, where a spliced tunnel holds a few KiB). A reload
+// changes the limits in place; the counts carry over.
 type limiter struct {
 	rate          *rate.Limiter
 	requests      *rate.Limiter // requests on brokered connections
@@ -19,6 +21,8 @@ type limiter struct {
 	maxHandshakes atomic.Int64
 	tunnels       atomic.Int64
 	maxTunnels    atomic.Int64
+	brokered      atomic.Int64
+	maxBrokered   atomic.Int64
 }
 
 func newLimiter(l policy.Limits) *limiter {
@@ -39,6 +43,7 @@ func (l *limiter) apply(lim policy.Limits) {
 	l.requests.SetBurst(lim.RequestBurst)
 	l.maxHandshakes.Store(int64(lim.MaxHandshakes))
 	l.maxTunnels.Store(int64(lim.MaxTunnels))
+	l.maxBrokered.Store(int64(lim.MaxBrokeredConnections))
 }
 
 // takeSlot takes a handshake slot for a connection just accepted, or
@@ -70,6 +75,20 @@ func (l *limiter) startTunnel() bool {
 }
 
 func (l *limiter) endTunnel() { l.tunnels.Add(-1) }
+
+// startBrokered admits a brokered connection under its own cap, or
+// returns the cap it found full (limits.max_brokered_connections, for the
+// refusal to name). A zero result must be paired with endBrokered.
+func (l *limiter) startBrokered() (full int64) {
+	max := l.maxBrokered.Load()
+	if l.brokered.Add(1) > max {
+		l.brokered.Add(-1)
+		return max
+	}
+	return 0
+}
+
+func (l *limiter) endBrokered() { l.brokered.Add(-1) }
 
 // Gate is the global cap on connections across every listener, kept below
 // RLIMIT_NOFILE so egressd never runs out of descriptors while holding a
