@@ -97,7 +97,7 @@ type recOrigin struct {
 	accepted atomic.Int32
 }
 
-func startRecOrigin(t *testing.T, ca *proxytest.CA, h2 bool, handle http.HandlerFunc) *recOrigin {
+func startRecOrigin(t testing.TB, ca *proxytest.CA, h2 bool, handle http.HandlerFunc) *recOrigin {
 	ln, err := net.Listen("tcp", "127.0.0.2:0")
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ type brokerEnv struct {
 	origin *recOrigin
 }
 
-func newBrokerEnv(t *testing.T, h2Origin bool, handle http.HandlerFunc, opts ...envOption) *brokerEnv {
+func newBrokerEnv(t testing.TB, h2Origin bool, handle http.HandlerFunc, opts ...envOption) *brokerEnv {
 	bca, err := broker.NewEphemeralCA(time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +171,7 @@ func newBrokerEnv(t *testing.T, h2Origin bool, handle http.HandlerFunc, opts ...
 
 // newBrokerEnvWith verifies origins against roots (nil: the recording
 // origin's own CA, so it verifies); bca nil means no broker.
-func newBrokerEnvWith(t *testing.T, bca *broker.CA, roots *x509.CertPool, h2Origin bool, handle http.HandlerFunc, opts ...envOption) *brokerEnv {
+func newBrokerEnvWith(t testing.TB, bca *broker.CA, roots *x509.CertPool, h2Origin bool, handle http.HandlerFunc, opts ...envOption) *brokerEnv {
 	o := startRecOrigin(t, proxytest.NewCA(t), h2Origin, handle)
 	if roots == nil {
 		roots = o.ca.Pool
@@ -225,7 +225,7 @@ func (b *brokerEnv) url(host, path string) string {
 
 // credentialRequest carries TOKEN's placeholder as a bearer token, in a
 // custom header (twice, and adjacent) and inside a Basic credential.
-func (b *brokerEnv) credentialRequest(t *testing.T, host string) *http.Request {
+func (b *brokerEnv) credentialRequest(t testing.TB, host string) *http.Request {
 	req, err := http.NewRequest("GET", b.url(host, "/v1/items?key=q"), nil)
 	if err != nil {
 		t.Fatal(err)
