@@ -213,6 +213,7 @@ func brokerChild(js string) error {
 	cfg := policy.DefaultConfig()
 	cfg.Limits.ConnectionsPerSecond, cfg.Limits.Burst, cfg.Limits.MaxTunnels, cfg.Limits.MaxHandshakes = 1000000, 1000000, 100000, 100000
 	cfg.Limits.RequestsPerSecond, cfg.Limits.RequestBurst = 1000000, 1000000
+	cfg.Limits.MaxBrokeredConnections = cfg.Limits.MaxTunnels // the bench measures throughput, not the cap
 	cfg.Integrations = []policy.Integration{{Manifest: dir, Listen: a.Listen, Exemptions: policy.Exemptions{
 		AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}, AllowPorts: []uint16{a.OriginPort}}}}
 	reg := policy.NewRegistry(policy.InMemory(), nil)
