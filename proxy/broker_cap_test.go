@@ -175,6 +175,29 @@ func TestBrokeredSlotIsFreedWhenTheOriginFailsVerification(t *testing.T) {
 	}
 }
 
+// TestBrokeredSlotIsFreedWhenTheClientNeverSpeaksTLS: a CONNECT to a
+// bound host answered 200, then refused before egressd terminates TLS (no
+// ClientHello: plain HTTP, or a hello naming another host), gives its slot
+// back; refusals before the hand-off cannot use up the cap.
+func TestBrokeredSlotIsFreedWhenTheClientNeverSpeaksTLS(t *testing.T) {
+	b := newBrokerEnv(t, false, nil, withFoldWindow(time.Hour), withConfig(func(c *policy.Config) {
+		c.Limits.MaxBrokeredConnections = 1
+	}))
+	target := "api.allowed.example:" + itoa(b.origin.addr.Port())
+	for i := range 3 {
+		c, _, resp := b.rawConnect("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n")
+		if resp.StatusCode != 200 {
+			t.Fatalf("attempt %d: CONNECT to the bound host: %d %q", i, resp.StatusCode, resp.Header.Get(ReasonHeader))
+		}
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: api.allowed.example\r\n\r\n")
+		io.Copy(io.Discard, c) // egressd closes it
+		c.Close()
+	}
+	b.srv.opts.Suppress.Flush(true)
+	b.log.waitEvent(t, map[string]any{"event": "connect", "decision": "deny", "reason": "not_tls", "host": "api.allowed.example"})
+	b.holdBrokered(t, false)
+}
+
 // TestReloadedBrokeredCapAppliesToNewConnections: a reload that lowers
 // limits.max_brokered_connections refuses the next connection past it and
 // leaves those open; one that raises it admits the next.

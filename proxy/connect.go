@@ -58,7 +58,19 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	if how == captured {
 		ev.Method = "captured"
 	}
-	refuse := func(d policy.Decision) { s.refuse(client, p, d, &ev, how) }
+	// brokered: the connection holds one of the integration's brokered
+	// slots (a bound host); it goes back before a refusal is answered or
+	// recorded, so a client that sees the refusal finds the slot free,
+	// or to goBrokered at the hand-off.
+	brokered := false
+	freeBrokered := func() {
+		if brokered {
+			brokered = false
+			s.limiter.endBrokered()
+		}
+	}
+	defer freeBrokered()
+	refuse := func(d policy.Decision) { freeBrokered(); s.refuse(client, p, d, &ev, how) }
 	set := s.settings()
 	deadline := time.Now().Add(set.timeouts.DNS + set.timeouts.Dial)
 	client.SetDeadline(deadline)
@@ -87,15 +99,12 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	}
 	// A brokered connection costs up to a MiB where a spliced one costs a
 	// few KiB: its own cap is taken before any work is done for it.
-	brokeredHeld := len(bound) > 0
-	if brokeredHeld && !s.takeBrokeredSlot(client, p, d, &ev, how) {
-		return
-	}
-	defer func() {
-		if brokeredHeld {
-			s.limiter.endBrokered()
+	if len(bound) > 0 {
+		if !s.takeBrokeredSlot(client, p, d, &ev, how) {
+			return
 		}
-	}()
+		brokered = true
+	}
 	ctx, cancel := context.WithDeadline(s.baseCtx, deadline)
 	defer cancel()
 	addrs, refused := s.resolveChecked(ctx, p, d, &ev)
@@ -142,6 +151,7 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	if how == explicit {
 		client.SetWriteDeadline(time.Now().Add(set.timeouts.ClientHello))
 		if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
+			freeBrokered()
 			t.abort()
 			s.refusedAfterConnect(&ev, policy.Timeout, "client went away before 200")
 			return
@@ -150,6 +160,7 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	client.SetDeadline(time.Now().Add(set.timeouts.ClientHello))
 	raw, sni, err := ReadClientHello(br)
 	if reason := helloReason(err, sni, d.Host); reason != "" {
+		freeBrokered()
 		t.abort()
 		if reason == policy.SNIMismatch && sni != (allowlist.Name{}) {
 			ev.SNI = sni.String() // where the client really meant to go
@@ -165,11 +176,12 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		ev.Msg = "brokered: TLS terminated by egressd, secrets added per request"
 	}
 	if err := s.record(p, ev); err != nil && set.onFailure == policy.DenyOnAuditFailure {
+		freeBrokered()
 		t.abort() // nothing is allowed without a record
 		return
 	}
 	if len(bound) > 0 {
-		handedOff, brokeredHeld = true, false // goBrokered gives the slot back
+		handedOff, brokered = true, false // goBrokered gives the slot back
 		s.goBrokered(p, t, ev, bound, append(raw, drain(br)...), release)
 		return
 	}
