@@ -229,3 +229,18 @@ func mustRequest(t *testing.T, u string) *http.Request {
 	}
 	return req
 }
+
+// TestBrokeredCapOfZeroAdmitsNoneAndCountsNothing: a Server given limits
+// with no brokered cap (a caller that built policy.Limits by hand) refuses
+// every brokered connection, fails closed, and its count stays at zero:
+// the refusal is not mistaken for an admission.
+func TestBrokeredCapOfZeroAdmitsNoneAndCountsNothing(t *testing.T) {
+	b := newBrokerEnv(t, false, nil, withFoldWindow(time.Hour), withConfig(func(c *policy.Config) {
+		c.Limits.MaxBrokeredConnections = 0
+	}))
+	b.wantBrokeredCapRefusal(t, 0)
+	b.wantBrokeredCapRefusal(t, 0)
+	if got := b.srv.limiter.brokered.Load(); got != 0 {
+		t.Fatalf("after two refusals %d brokered connections are counted", got)
+	}
+}

@@ -426,8 +426,8 @@ func (s *Server) refuseSaying(client net.Conn, d policy.Decision, ev *audit.Even
 // CONNECT (limit_exceeded, naming the cap) and reports false. A true
 // result must be paired with limiter.endBrokered.
 func (s *Server) takeBrokeredSlot(client net.Conn, p *policy.Policy, d policy.Decision, ev *audit.Event, how arrival) bool {
-	full := s.limiter.startBrokered()
-	if full == 0 {
+	ok, full := s.limiter.startBrokered()
+	if ok {
 		return true
 	}
 	refused := policy.Decision{Reason: policy.LimitExceeded, Host: d.Host, Port: d.Port}

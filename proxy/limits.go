@@ -77,15 +77,16 @@ func (l *limiter) startTunnel() bool {
 func (l *limiter) endTunnel() { l.tunnels.Add(-1) }
 
 // startBrokered admits a brokered connection under its own cap, or
-// returns the cap it found full (limits.max_brokered_connections, for the
-// refusal to name). A zero result must be paired with endBrokered.
-func (l *limiter) startBrokered() (full int64) {
-	max := l.maxBrokered.Load()
+// reports false with the cap it found full (limits.max_brokered_connections,
+// for the refusal to name). A cap of 0 admits none. A true result must be
+// paired with endBrokered.
+func (l *limiter) startBrokered() (ok bool, max int64) {
+	max = l.maxBrokered.Load()
 	if l.brokered.Add(1) > max {
 		l.brokered.Add(-1)
-		return max
+		return false, max
 	}
-	return 0
+	return true, max
 }
 
 func (l *limiter) endBrokered() { l.brokered.Add(-1) }
