@@ -217,7 +217,7 @@ func (b *broker) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.Header.Del("If-Range")
 	st := stateOf(pr.Out.Context())
 	st.used, st.echoes = substituteHeaders(pr.Out.Header, b.c.Bound)
-	b.built.remember(st.echoes)
+	b.built.remember(b.c.Host, st.echoes)
 }
 
 // unbound is every secret whose placeholder this connection refuses: the
@@ -292,8 +292,8 @@ func (b *broker) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode == http.StatusSwitchingProtocols || resp.Body == nil || resp.Body == http.NoBody {
 		return nil
 	}
-	resp.Body = newScrubReader(resp.Body, pairs, func() { scrubHeader(resp.Trailer, pairs) })
-	for _, p := range pairs {
+	resp.Body = newResponseScrubber(resp.Body, pairs, func() { scrubHeader(resp.Trailer, pairs) })
+	for _, p := range pairs.all() {
 		if len(p.from) != len(p.to) {
 			resp.ContentLength = -1
 			resp.Header.Del("Content-Length")
@@ -355,8 +355,8 @@ func partial(resp *http.Response) bool {
 // those of this request (never forgotten before its answer). There are at
 // most len(secrets) + maxBuiltTokens + maxBasicPerRequest: the scrubber's
 // work is linear in the body with that constant.
-func (b *broker) pairs(st *reqState) []pair {
-	return scrubPairs(b.every(), append(b.built.all(), st.echoes...))
+func (b *broker) pairs(st *reqState) scrubSet {
+	return scrubPairs(b.every(), append(b.built.all(b.c.Host), st.echoes...))
 }
 
 // redact applies to s what responses get (pairs). An error from the
@@ -368,7 +368,7 @@ func (b *broker) pairs(st *reqState) []pair {
 // it uses prints a string in (escapedForms): a value holding `"`, `\` or
 // a control byte is not itself in an error that quoted it with %q.
 func (b *broker) redact(s string, st *reqState) string {
-	for _, p := range b.pairs(st) {
+	for _, p := range b.pairs(st).all() {
 		for _, form := range escapedForms(string(p.from)) {
 			s = strings.ReplaceAll(s, form, string(p.to))
 		}
