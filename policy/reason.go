@@ -51,6 +51,12 @@ const (
 	// for and will not relay: a 206 or a multipart/byteranges body, which
 	// could carry a piece of a value the scrubber cannot recognise.
 	ResponseRefused Reason = "response_refused"
+	// SecretGuessed is a brokered request the program wrote carrying a
+	// secret's real value (raw, or a stable piece of its base64), which it
+	// never legitimately holds: a guess, or a leak. Refusing it, and every
+	// later brokered request of the integration, bounds what an echoing
+	// origin tells a program about its guesses to one bit per process.
+	SecretGuessed Reason = "secret_guessed"
 )
 
 // Verdict is the outcome of a decision. The zero Verdict denies.

@@ -71,6 +71,10 @@ type Server struct {
 	// (builtTokens); by integration name.
 	builtMu sync.Mutex
 	built   map[string]*broker.BuiltTokens
+	// quarantines holds each integration's brokering quarantine
+	// (broker.Quarantine), under builtMu: tripped, it stays so for the
+	// server's life.
+	quarantines map[string]*broker.Quarantine
 
 	connPrefix string
 	connSeq    atomic.Uint64

@@ -33,7 +33,11 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer b.handlers.Done()
 	st := &reqState{seq: b.nextSeq()}
 	body := &countingReader{ReadCloser: r.Body}
-	r.Body = &trailerCheck{ReadCloser: body, trailer: r, unbound: b.unbound(), st: st}
+	forms := valueForms(b.every())
+	r.Body = newGuessGuard(&trailerCheck{ReadCloser: body, trailer: r, unbound: b.unbound(), st: st}, forms, r, func(name string) {
+		st.guessed.Store(&name)
+		b.quarantine.trip(name, b)
+	})
 	cw := &countingWriter{ResponseWriter: w, scrub: func(h http.Header) { scrubHeader(h, b.pairs(st)) }}
 	defer func() {
 		aborted := recover()
@@ -42,6 +46,11 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			panic(aborted)
 		}
 	}()
+	if reason := b.guard(r, st, forms); reason != "" {
+		st.reason = reason
+		b.refuse(cw, reason)
+		return
+	}
 	if reason := b.check(r); reason != "" {
 		st.reason = reason
 		b.refuse(cw, reason)
@@ -88,6 +97,9 @@ func (b *broker) finish(r *http.Request, st *reqState, body *countingReader, cw 
 	if st.trailerMisdirected.Load() {
 		st.reason = policy.SecretMisdirected
 	}
+	if name := st.guessed.Load(); name != nil {
+		st.reason, st.err = policy.SecretGuessed, guessedErr(*name)
+	}
 	status := cw.status
 	if status == 0 {
 		status = st.status
@@ -127,6 +139,29 @@ func (b *broker) waitBounded(parent context.Context) (ctx context.Context, stop 
 		GotConn: func(httptrace.GotConnInfo) { timer.Stop() },
 	})
 	return ctx, func() { timer.Stop(); cancel(nil) }
+}
+
+// guard refuses a request once the integration's brokering is
+// quarantined, and a request whose head carries a secret's value (which
+// quarantines it): guard.go says why. It runs before every other check, on
+// the head as the program wrote it.
+func (b *broker) guard(r *http.Request, st *reqState, forms []valueForm) policy.Reason {
+	if name := b.quarantine.Tripped(); name != "" {
+		st.err = "brokering for this integration is quarantined: an earlier request carried the real value of secret " + name
+		return policy.SecretGuessed
+	}
+	if name := guessedInHead(r, forms); name != "" {
+		b.quarantine.trip(name, b)
+		st.err = guessedErr(name)
+		return policy.SecretGuessed
+	}
+	return ""
+}
+
+// guessedErr is the audit log's account of a request that carried the
+// value of the secret name: by name, never the value.
+func guessedErr(name string) string {
+	return "the request carried the real value of secret " + name + " (a guess or a leak); brokering for this integration is quarantined"
 }
 
 // enter counts a request in, unless the connection is already done.
@@ -385,6 +420,13 @@ func (b *broker) upstreamError(w http.ResponseWriter, r *http.Request, err error
 		b.refuse(w, st.reason)
 		return
 	}
+	if name := st.guessed.Load(); name != nil {
+		st.reason, st.err = policy.SecretGuessed, guessedErr(*name)
+		if r.Context().Err() == nil {
+			b.refuse(w, st.reason)
+		}
+		return
+	}
 	st.reason, st.err = policy.DialError, b.redact(err.Error(), st)
 	if errors.Is(context.Cause(r.Context()), errUpstreamBusy) {
 		st.reason = policy.Timeout
@@ -438,6 +480,9 @@ func (b *broker) refuse(w http.ResponseWriter, reason policy.Reason) {
 		code = http.StatusServiceUnavailable
 	}
 	h := w.Header()
+	if reason == policy.SecretGuessed {
+		h.Set("Connection", "close") // HTTP/2 too: net/http sends GOAWAY for it
+	}
 	h.Set(ReasonHeader, string(reason))
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(code)
@@ -456,6 +501,9 @@ type reqState struct {
 	// trailerMisdirected is set by the transport's goroutine reading the
 	// request body, when the trailer names another host's secret.
 	trailerMisdirected atomic.Bool
+	// guessed is the name of the secret whose value the request body (or
+	// its trailer) carried, set by the transport's goroutine reading it.
+	guessed atomic.Pointer[string]
 }
 
 type stateKey struct{}
