@@ -101,7 +101,7 @@ func (s *Server) serveBrokered(p *policy.Policy, t *tunnel, connect audit.Event,
 		IdleTimeout:      set.timeouts.Idle,
 		WaitTimeout:      set.timeouts.Dial,
 		Built:            s.builtTokens(integrationName(p)),
-		Quarantine:       s.quarantine(integrationName(p)),
+		Quarantine:       s.quarantine(),
 	}
 	client := &replayConn{Conn: t.client, r: io.MultiReader(bytes.NewReader(replay), t.client)}
 	return broker.Serve(s.baseCtx, client, c)
@@ -149,19 +149,20 @@ func (s *Server) builtTokens(integration string) *broker.BuiltTokens {
 	return t
 }
 
-// quarantine is an integration's brokering quarantine: one per
-// integration name, kept in memory for the process's life, so a tripped
-// one holds until egressd restarts (broker.Quarantine).
-func (s *Server) quarantine(integration string) *broker.Quarantine {
-	s.builtMu.Lock()
-	defer s.builtMu.Unlock()
-	if s.quarantines == nil {
-		s.quarantines = map[string]*broker.Quarantine{}
+// quarantine is an integration's brokering quarantine: one per manifest,
+// kept in memory for the process's life, so a tripped one holds until
+// egressd restarts (broker.Quarantine).
+func (s *Server) quarantine() *broker.Quarantine {
+	o := s.opts.Broker
+	o.quarantineMu.Lock()
+	defer o.quarantineMu.Unlock()
+	if o.quarantines == nil {
+		o.quarantines = map[string]*broker.Quarantine{}
 	}
-	q := s.quarantines[integration]
+	q := o.quarantines[s.opts.Key]
 	if q == nil {
 		q = broker.NewQuarantine()
-		s.quarantines[integration] = q
+		o.quarantines[s.opts.Key] = q
 	}
 	return q
 }
