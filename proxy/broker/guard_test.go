@@ -1,0 +1,55 @@
+package broker
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"testing"
+
+	"github.com/egressd/egressd/policy"
+)
+
+// TestAValueSplitAcrossAnyReadsOfARequestBodyNeverGoesUpstreamWhole: a
+// program's body carrying a value (raw, or in a base64 blob it encoded
+// itself), cut into reads anywhere: the guard fails the read in which the
+// value completes, so what it passes on never holds the value whole, and
+// it names the secret. A body with only placeholders passes as it is.
+func TestAValueSplitAcrossAnyReadsOfARequestBodyNeverGoesUpstreamWhole(t *testing.T) {
+	a, b := secret(t, "A", "a.example", phA, valA), secret(t, "B", "b.example", phB, valB)
+	forms := valueForms([]policy.Secret{a, b})
+	blob := base64.StdEncoding.EncodeToString([]byte("xy:" + valB + "!"))
+	rng := rand.New(rand.NewPCG(24, 15))
+	for _, tc := range []struct {
+		body, want string
+	}{
+		{"guesses\n" + valA + "\nmore", "A"},
+		{"Basic " + blob, "B"},
+		{"only " + phA + " and " + base64.StdEncoding.EncodeToString([]byte("u:"+phB)), ""},
+	} {
+		for round := range 50 {
+			sizes := make([]byte, len(tc.body))
+			for i := range sizes {
+				sizes[i] = byte(rng.IntN(256))
+			}
+			var named string
+			r := &http.Request{}
+			g := newGuessGuard(io.NopCloser(&splitReader{r: bytes.NewReader([]byte(tc.body)), sizes: sizes}), forms, r, func(n string) { named = n })
+			passed, err := io.ReadAll(g)
+			if tc.want == "" {
+				if err != nil || string(passed) != tc.body || named != "" {
+					t.Fatalf("round %d: a body with no value: %q, %v, named %q", round, passed, err, named)
+				}
+				continue
+			}
+			if !errors.Is(err, errGuessed) || named != tc.want {
+				t.Fatalf("round %d: %q: err %v, named %q, want errGuessed naming %s", round, tc.body, err, named, tc.want)
+			}
+			if bytes.Contains(passed, []byte(valA)) || bytes.Contains(passed, []byte(blob)) {
+				t.Fatalf("round %d: the value went on whole: %q", round, passed)
+			}
+		}
+	}
+}
