@@ -403,7 +403,9 @@ func (b *broker) pairs(st *reqState) scrubSet {
 // it uses prints a string in (escapedForms): a value holding `"`, `\` or
 // a control byte is not itself in an error that quoted it with %q.
 func (b *broker) redact(s string, st *reqState) string {
-	for _, p := range b.pairs(st).all() {
+	set := b.pairs(st)
+	s = string(set.scrub([]byte(s))) // the raw forms, by the chain rule
+	for _, p := range set.all() {
 		for _, form := range escapedForms(string(p.from)) {
 			s = strings.ReplaceAll(s, form, string(p.to))
 		}
