@@ -53,3 +53,22 @@ func TestAValueSplitAcrossAnyReadsOfARequestBodyNeverGoesUpstreamWhole(t *testin
 		}
 	}
 }
+
+// BenchmarkGuessGuardBody reads a 1 MiB request body of printable bytes
+// through the guard of two secrets (14 forms): the cost a brokered upload
+// pays for being searched for values.
+func BenchmarkGuessGuardBody(b *testing.B) {
+	forms := valueForms([]policy.Secret{secret(b, "A", "a.example", phA, valA), secret(b, "B", "b.example", phB, valB)})
+	body := make([]byte, 1<<20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range body {
+		body[i] = byte(' ' + rng.IntN(95))
+	}
+	b.SetBytes(int64(len(body)))
+	for range b.N {
+		g := newGuessGuard(io.NopCloser(bytes.NewReader(body)), forms, &http.Request{}, func(string) { b.Fatal("a value was found") })
+		if _, err := io.Copy(io.Discard, g); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
