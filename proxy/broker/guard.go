@@ -154,15 +154,22 @@ var errGuessed = errors.New("the request body carried the real value of a secret
 
 // guessGuard reads a request body and looks for every value form in it as
 // it streams, one matcher per form (match.go: linear, state carried across
-// reads). The read in which a form completes is withheld and fails, so the
-// form's last byte never goes upstream and the request is never complete:
-// a body sent with a length ends short, a chunked one without its last
-// chunk, an HTTP/2 one with a reset. Nothing is buffered beyond one read.
+// reads), in the bytes as they are and as a form decoder reads them
+// (percent-escapes decoded, '+' as a space: an origin that decodes a form
+// body and shows a field back would otherwise hear a value the guard did
+// not, `Summer2019%21`). The read in which a form completes is withheld
+// and fails, so the form's last byte never goes upstream and the request
+// is never complete: a body sent with a length ends short, a chunked one
+// without its last chunk, an HTTP/2 one with a reset. Nothing is buffered
+// beyond one read.
 type guessGuard struct {
 	io.ReadCloser
 	trailer *http.Request // its Trailer is filled in when the body ends
 	forms   []valueForm
-	finds   []matcher
+	finds   []matcher // on the bytes as they are
+	decoded []matcher // on the bytes form-decoded
+	dec     formDecoder
+	scratch []byte
 	ends    []int
 	hit     func(name string) // called once, with the secret's name
 	err     error
@@ -172,6 +179,7 @@ func newGuessGuard(body io.ReadCloser, forms []valueForm, trailer *http.Request,
 	g := &guessGuard{ReadCloser: body, trailer: trailer, forms: forms, hit: hit}
 	for _, f := range forms {
 		g.finds = append(g.finds, matcher{pattern: f.form})
+		g.decoded = append(g.decoded, matcher{pattern: f.form})
 	}
 	return g
 }
@@ -181,8 +189,11 @@ func (g *guessGuard) Read(p []byte) (int, error) {
 		return 0, g.err
 	}
 	n, err := g.ReadCloser.Read(p)
+	g.scratch = g.dec.decode(p[:n], g.scratch[:0])
 	for i := range g.finds {
-		if g.ends = g.finds[i].feed(p[:n], g.ends[:0]); len(g.ends) > 0 {
+		g.ends = g.finds[i].feed(p[:n], g.ends[:0])
+		g.ends = g.decoded[i].feed(g.scratch, g.ends)
+		if len(g.ends) > 0 {
 			g.err = errGuessed
 			g.hit(g.forms[i].name)
 			return 0, g.err
@@ -196,4 +207,53 @@ func (g *guessGuard) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// formDecoder decodes application/x-www-form-urlencoded bytes as they
+// stream: %XX as the byte, '+' as a space, anything else (a '%' not
+// followed by two hex digits included) as it is. Its state is the escape
+// begun at the end of the last read.
+type formDecoder struct {
+	pending []byte // "%" or "%X", awaiting the rest of an escape
+}
+
+func (d *formDecoder) decode(b, out []byte) []byte {
+	for _, c := range b {
+		if len(d.pending) > 0 {
+			if !isHex(c) {
+				out = append(out, d.pending...)
+				d.pending = d.pending[:0]
+			} else if len(d.pending) == 2 {
+				out = append(out, unhex(d.pending[1])<<4|unhex(c))
+				d.pending = d.pending[:0]
+				continue
+			} else {
+				d.pending = append(d.pending, c)
+				continue
+			}
+		}
+		switch c {
+		case '%':
+			d.pending = append(d.pending, c)
+		case '+':
+			out = append(out, ' ')
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
 }

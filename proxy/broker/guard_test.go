@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/egressd/egressd/policy"
@@ -27,6 +29,7 @@ func TestAValueSplitAcrossAnyReadsOfARequestBodyNeverGoesUpstreamWhole(t *testin
 	}{
 		{"guesses\n" + valA + "\nmore", "A"},
 		{"Basic " + blob, "B"},
+		{"a=1&q=" + formEscape(valA) + "&b=2", "A"},
 		{"only " + phA + " and " + base64.StdEncoding.EncodeToString([]byte("u:"+phB)), ""},
 	} {
 		for round := range 50 {
@@ -47,7 +50,7 @@ func TestAValueSplitAcrossAnyReadsOfARequestBodyNeverGoesUpstreamWhole(t *testin
 			if !errors.Is(err, errGuessed) || named != tc.want {
 				t.Fatalf("round %d: %q: err %v, named %q, want errGuessed naming %s", round, tc.body, err, named, tc.want)
 			}
-			if bytes.Contains(passed, []byte(valA)) || bytes.Contains(passed, []byte(blob)) {
+			if bytes.Contains(passed, []byte(valA)) || bytes.Contains(passed, []byte(blob)) || bytes.Contains(passed, []byte(formEscape(valA))) {
 				t.Fatalf("round %d: the value went on whole: %q", round, passed)
 			}
 		}
@@ -71,4 +74,13 @@ func BenchmarkGuessGuardBody(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// formEscape writes every byte of s as %XX, as a form encoder may.
+func formEscape(s string) string {
+	var b strings.Builder
+	for i := range len(s) {
+		fmt.Fprintf(&b, "%%%02X", s[i])
+	}
+	return b.String()
 }
