@@ -117,7 +117,7 @@ func carriedValue(s string, forms []valueForm) string {
 }
 
 // guessedInHead is the name of a secret whose value the request's target
-// (as sent, and percent-decoded) or a header field (name or value, as the
+// (as sent, percent-decoded, and form-decoded) or a header field (name or value, as the
 // program wrote it, before substitution) carries, or "".
 func guessedInHead(r *http.Request, forms []valueForm) string {
 	if len(forms) == 0 {
@@ -128,6 +128,10 @@ func guessedInHead(r *http.Request, forms []valueForm) string {
 		return name
 	}
 	if name := carriedValue(secretforms.PercentDecoded(target), forms); name != "" {
+		return name
+	}
+	var query formDecoder // a query's '+' is a space to a form decoder
+	if name := carriedValue(string(query.decode([]byte(target), nil)), forms); name != "" {
 		return name
 	}
 	return guessedInHeader(r.Header, forms)

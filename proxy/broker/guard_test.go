@@ -84,3 +84,18 @@ func formEscape(s string) string {
 	}
 	return b.String()
 }
+
+// TestAValueWithASpaceWrittenAsPlusInTheQueryIsFound: a form decoder reads
+// '+' in a query as a space, so an origin showing a query field back
+// would hear "correct horse battery" from "correct+horse+battery".
+func TestAValueWithASpaceWrittenAsPlusInTheQueryIsFound(t *testing.T) {
+	forms := valueForms([]policy.Secret{secret(t, "P", "a.example", phA, "correct horse battery")})
+	for _, uri := range []string{"/s?q=correct+horse+battery", "/s?q=correct%20horse+battery"} {
+		if got := guessedInHead(&http.Request{Method: "GET", RequestURI: uri, Header: http.Header{}}, forms); got != "P" {
+			t.Errorf("%s: found %q, want P", uri, got)
+		}
+	}
+	if got := guessedInHead(&http.Request{Method: "GET", RequestURI: "/s?q=correct+horse", Header: http.Header{}}, forms); got != "" {
+		t.Errorf("a piece of the value was taken for it: %q", got)
+	}
+}
