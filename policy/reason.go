@@ -54,8 +54,9 @@ const (
 	// SecretGuessed is a brokered request the program wrote carrying a
 	// secret's real value (raw, or a stable piece of its base64), which it
 	// never legitimately holds: a guess, or a leak. Refusing it, and every
-	// later brokered request of the integration, bounds what an echoing
-	// origin tells a program about its guesses to one bit per process.
+	// later brokered request of the integration, ends what an echoing
+	// origin told a program about its guesses (a whole list per request)
+	// at the first hit.
 	SecretGuessed Reason = "secret_guessed"
 )
 

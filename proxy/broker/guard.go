@@ -21,9 +21,13 @@ import (
 // refused (secret_guessed), and the integration's brokering is
 // quarantined: every open brokered connection of it ends, and every later
 // request to any bound host is refused, for the life of the process. A
-// guess list then tells the program at most one bit per process (whether
-// some value was in it), and the operator reads which secret in the audit
-// log, by name.
+// guess list in one request then tells the program one bit (some value
+// was in it), never which line, and the operator reads which secret in
+// the audit log, by name. The refusal is itself an answer, though: a
+// program sending one guess per request learns that its last guess was
+// right from the first refusal (an online guessing attack at the request
+// rate, ended by the first hit; the README names it). Any reaction to a
+// value in a request shows at that request, so no proxy can close it.
 //
 // Built tokens are not looked for here: the integration writes the
 // placeholder, never the token. Transformed values (hex, reversed, split
