@@ -51,6 +51,13 @@ const (
 	// for and will not relay: a 206 or a multipart/byteranges body, which
 	// could carry a piece of a value the scrubber cannot recognise.
 	ResponseRefused Reason = "response_refused"
+	// SecretGuessed is a brokered request the program wrote carrying a
+	// secret's real value (raw, or a stable piece of its base64), which it
+	// never legitimately holds: a guess, or a leak. Refusing it, and every
+	// later brokered request of the integration, ends what an echoing
+	// origin told a program about its guesses (a whole list per request)
+	// at the first hit.
+	SecretGuessed Reason = "secret_guessed"
 )
 
 // Verdict is the outcome of a decision. The zero Verdict denies.

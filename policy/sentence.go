@@ -92,6 +92,8 @@ func Sentence(d Decision, p *Policy) string {
 		return fmt.Sprintf("egressd: this request to %s carries the placeholder of a secret the operator bound to other hosts; send it only to the hosts it is bound to", host)
 	case SecretMisplaced:
 		return fmt.Sprintf("egressd: this request to %s carries a placeholder where the secret would not reach %s as it is: as plain text inside a Basic credential (put it in user:password and base64-encode that; egressd adds the secret inside), or in a Cookie while the secret holds ';'", host, host)
+	case SecretGuessed:
+		return fmt.Sprintf("egressd: a request of %s to %s carried the real value of a secret, which a program is never given and should never hold (a guess, or a leak); egressd now refuses every request of this integration to the hosts it adds secrets for, until egressd restarts", who, host)
 	case HostMismatch:
 		return fmt.Sprintf("egressd: the request's Host (or :authority) must be %s, the host this connection was opened to", host)
 	case UpstreamUnverified:

@@ -113,6 +113,7 @@ func (s *Server) serveBrokered(p *policy.Policy, t *tunnel, connect audit.Event,
 		IdleTimeout:      set.timeouts.Idle,
 		WaitTimeout:      set.timeouts.Dial,
 		Built:            s.builtTokens(integrationName(p)),
+		Quarantine:       s.quarantine(),
 	}
 	client := &replayConn{Conn: t.client, r: io.MultiReader(bytes.NewReader(replay), t.client)}
 	return broker.Serve(s.baseCtx, client, c)
@@ -158,6 +159,24 @@ func (s *Server) builtTokens(integration string) *broker.BuiltTokens {
 		s.built[integration] = t
 	}
 	return t
+}
+
+// quarantine is an integration's brokering quarantine: one per manifest,
+// kept in memory for the process's life, so a tripped one holds until
+// egressd restarts (broker.Quarantine).
+func (s *Server) quarantine() *broker.Quarantine {
+	o := s.opts.Broker
+	o.quarantineMu.Lock()
+	defer o.quarantineMu.Unlock()
+	if o.quarantines == nil {
+		o.quarantines = map[string]*broker.Quarantine{}
+	}
+	q := o.quarantines[s.opts.Key]
+	if q == nil {
+		q = broker.NewQuarantine()
+		o.quarantines[s.opts.Key] = q
+	}
+	return q
 }
 
 // redial opens another connection to the brokered tunnel's address, by the

@@ -52,6 +52,13 @@ type BrokerOptions struct {
 	CA *broker.CA
 	// UpstreamRoots verify origins; nil means the system roots.
 	UpstreamRoots *x509.CertPool
+
+	// quarantines holds each integration's brokering quarantine, by its
+	// manifest (Options.Key): here, not on a Server, so that a listener
+	// opened again for the integration finds it tripped. The options live
+	// as long as the process (a reload keeps them).
+	quarantineMu sync.Mutex
+	quarantines  map[string]*broker.Quarantine
 }
 
 // Server is the CONNECT proxy for one integration on one listener. It is

@@ -57,6 +57,13 @@ func startHeaderRecordingOrigin(t *testing.T, ca *proxytest.CA) *headerRecording
 			}
 			o.seen[host] = append(o.seen[host], got)
 			o.mu.Unlock()
+			if r.URL.Path == "/notes" { // an origin that shows the program's data back
+				b, err := io.ReadAll(r.Body)
+				if err == nil {
+					w.Write(b)
+				}
+				return
+			}
 			if r.URL.Path == "/echo" { // an origin that hands the credential back
 				w.Header().Set("X-Echo", r.Header.Get("X-Api-Key"))
 				io.WriteString(w, "echo:"+r.Header.Get("X-Api-Key")+"\n")

@@ -38,10 +38,10 @@ func TestScrubPairsOfAResponseAreBoundedWhateverTheRequests(t *testing.T) {
 		}
 		st = &reqState{}
 		st.used, st.echoes = substituteHeaders(h, b.c.Bound)
-		b.built.remember(st.echoes)
+		b.built.remember(b.c.Host, st.echoes)
 	}
 	want := pairsPerSecret + maxBuiltTokens + maxBasicPerRequest
-	if got := len(b.pairs(st)); got > want {
+	if got := len(b.pairs(st).all()); got > want {
 		t.Fatalf("a response is scrubbed with %d pairs, want at most %d", got, want)
 	}
 }
@@ -93,7 +93,7 @@ func BenchmarkScrubManyMatchesManyPairs(b *testing.B) {
 func TestAnyBase64BlobHoldingAValueIsScrubbedWithNoTokenRemembered(t *testing.T) {
 	a := secret(t, "A", "a.example", phA, valA)
 	b := &broker{c: &Conn{Bound: []policy.Secret{a}}, built: NewBuiltTokens()}
-	pairs := b.pairs(&reqState{})
+	pairs := b.pairs(&reqState{}).all()
 	if len(pairs) > pairsPerSecret {
 		t.Fatalf("one secret makes %d pairs, want at most %d", len(pairs), pairsPerSecret)
 	}

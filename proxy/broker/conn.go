@@ -63,6 +63,11 @@ type Conn struct {
 	// show it back); shared by the connections of one integration. Nil
 	// means one store for this connection alone.
 	Built *BuiltTokens
+	// Quarantine is the brokering state of the integration, shared by its
+	// connections like Built: once a request carried a secret's value,
+	// every connection ends and every later request is refused (guard.go).
+	// Nil means one for this connection alone.
+	Quarantine *Quarantine
 }
 
 // Request is one request, or its outcome, for the audit log.
@@ -127,6 +132,11 @@ func Serve(ctx context.Context, client net.Conn, c *Conn) (up, down int64) {
 	if b.built == nil {
 		b.built = NewBuiltTokens()
 	}
+	if b.quarantine = c.Quarantine; b.quarantine == nil {
+		b.quarantine = NewQuarantine()
+	}
+	b.quarantine.join(b, cancel)
+	defer b.quarantine.leave(b)
 	defer b.closeUpstreams()
 
 	tc := tls.Server(client, &tls.Config{
@@ -223,7 +233,8 @@ type broker struct {
 	proxy    *httputil.ReverseProxy
 	handlers sync.WaitGroup
 
-	built *BuiltTokens
+	built      *BuiltTokens
+	quarantine *Quarantine
 	// slots holds one token per upstream connection open, from either
 	// transport; idle are the transports, whose idle connections give
 	// their slots up when the other transport needs one.

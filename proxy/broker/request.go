@@ -33,7 +33,11 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer b.handlers.Done()
 	st := &reqState{seq: b.nextSeq()}
 	body := &countingReader{ReadCloser: r.Body}
-	r.Body = &trailerCheck{ReadCloser: body, trailer: r, unbound: b.unbound(), st: st}
+	forms := valueForms(b.every())
+	r.Body = newGuessGuard(&trailerCheck{ReadCloser: body, trailer: r, unbound: b.unbound(), st: st}, forms, r, func(name string) {
+		st.guessed.Store(&name)
+		b.quarantine.trip(name, b)
+	})
 	cw := &countingWriter{ResponseWriter: w, scrub: func(h http.Header) { scrubHeader(h, b.pairs(st)) }}
 	defer func() {
 		aborted := recover()
@@ -42,6 +46,11 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			panic(aborted)
 		}
 	}()
+	if reason := b.guard(r, st, forms); reason != "" {
+		st.reason = reason
+		b.refuse(cw, reason)
+		return
+	}
 	if reason := b.check(r); reason != "" {
 		st.reason = reason
 		b.refuse(cw, reason)
@@ -88,6 +97,9 @@ func (b *broker) finish(r *http.Request, st *reqState, body *countingReader, cw 
 	if st.trailerMisdirected.Load() {
 		st.reason = policy.SecretMisdirected
 	}
+	if name := st.guessed.Load(); name != nil {
+		st.reason, st.err = policy.SecretGuessed, guessedErr(*name)
+	}
 	status := cw.status
 	if status == 0 {
 		status = st.status
@@ -127,6 +139,29 @@ func (b *broker) waitBounded(parent context.Context) (ctx context.Context, stop 
 		GotConn: func(httptrace.GotConnInfo) { timer.Stop() },
 	})
 	return ctx, func() { timer.Stop(); cancel(nil) }
+}
+
+// guard refuses a request once the integration's brokering is
+// quarantined, and a request whose head carries a secret's value (which
+// quarantines it): guard.go says why. It runs before every other check, on
+// the head as the program wrote it.
+func (b *broker) guard(r *http.Request, st *reqState, forms []valueForm) policy.Reason {
+	if name := b.quarantine.Tripped(); name != "" {
+		st.err = "brokering for this integration is quarantined: an earlier request carried the real value of secret " + name
+		return policy.SecretGuessed
+	}
+	if name := guessedInHead(r, forms); name != "" {
+		b.quarantine.trip(name, b)
+		st.err = guessedErr(name)
+		return policy.SecretGuessed
+	}
+	return ""
+}
+
+// guessedErr is the audit log's account of a request that carried the
+// value of the secret name: by name, never the value.
+func guessedErr(name string) string {
+	return "the request carried the real value of secret " + name + " (a guess or a leak); brokering for this integration is quarantined"
 }
 
 // enter counts a request in, unless the connection is already done.
@@ -217,7 +252,7 @@ func (b *broker) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.Header.Del("If-Range")
 	st := stateOf(pr.Out.Context())
 	st.used, st.echoes = substituteHeaders(pr.Out.Header, b.c.Bound)
-	b.built.remember(st.echoes)
+	b.built.remember(b.c.Host, st.echoes)
 }
 
 // unbound is every secret whose placeholder this connection refuses: the
@@ -292,8 +327,8 @@ func (b *broker) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode == http.StatusSwitchingProtocols || resp.Body == nil || resp.Body == http.NoBody {
 		return nil
 	}
-	resp.Body = newScrubReader(resp.Body, pairs, func() { scrubHeader(resp.Trailer, pairs) })
-	for _, p := range pairs {
+	resp.Body = newResponseScrubber(resp.Body, pairs, func() { scrubHeader(resp.Trailer, pairs) })
+	for _, p := range pairs.all() {
 		if len(p.from) != len(p.to) {
 			resp.ContentLength = -1
 			resp.Header.Del("Content-Length")
@@ -355,8 +390,8 @@ func partial(resp *http.Response) bool {
 // those of this request (never forgotten before its answer). There are at
 // most len(secrets) + maxBuiltTokens + maxBasicPerRequest: the scrubber's
 // work is linear in the body with that constant.
-func (b *broker) pairs(st *reqState) []pair {
-	return scrubPairs(b.every(), append(b.built.all(), st.echoes...))
+func (b *broker) pairs(st *reqState) scrubSet {
+	return scrubPairs(b.every(), append(b.built.all(b.c.Host), st.echoes...))
 }
 
 // redact applies to s what responses get (pairs). An error from the
@@ -368,7 +403,9 @@ func (b *broker) pairs(st *reqState) []pair {
 // it uses prints a string in (escapedForms): a value holding `"`, `\` or
 // a control byte is not itself in an error that quoted it with %q.
 func (b *broker) redact(s string, st *reqState) string {
-	for _, p := range b.pairs(st) {
+	set := b.pairs(st)
+	s = string(set.scrub([]byte(s))) // the raw forms, by the chain rule
+	for _, p := range set.all() {
 		for _, form := range escapedForms(string(p.from)) {
 			s = strings.ReplaceAll(s, form, string(p.to))
 		}
@@ -383,6 +420,13 @@ func (b *broker) upstreamError(w http.ResponseWriter, r *http.Request, err error
 	st := stateOf(r.Context())
 	if st.reason == policy.AuditUnavailable { // sent closed the connection: no record, no request
 		b.refuse(w, st.reason)
+		return
+	}
+	if name := st.guessed.Load(); name != nil {
+		st.reason, st.err = policy.SecretGuessed, guessedErr(*name)
+		if r.Context().Err() == nil {
+			b.refuse(w, st.reason)
+		}
 		return
 	}
 	st.reason, st.err = policy.DialError, b.redact(err.Error(), st)
@@ -438,6 +482,9 @@ func (b *broker) refuse(w http.ResponseWriter, reason policy.Reason) {
 		code = http.StatusServiceUnavailable
 	}
 	h := w.Header()
+	if reason == policy.SecretGuessed {
+		h.Set("Connection", "close") // HTTP/2 too: net/http sends GOAWAY for it
+	}
 	h.Set(ReasonHeader, string(reason))
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(code)
@@ -456,6 +503,9 @@ type reqState struct {
 	// trailerMisdirected is set by the transport's goroutine reading the
 	// request body, when the trailer names another host's secret.
 	trailerMisdirected atomic.Bool
+	// guessed is the name of the secret whose value the request body (or
+	// its trailer) carried, set by the transport's goroutine reading it.
+	guessed atomic.Pointer[string]
 }
 
 type stateKey struct{}

@@ -1,13 +1,26 @@
 package broker
 
-import "io"
+import (
+	"bytes"
+	"io"
+)
 
 // scrubReader replaces, in a response body as it streams, each pair's from
 // by its to, across read boundaries: at each position the longest from
-// that starts there (the first pair on a tie), scanning on past it, so
-// replaced output is never scanned again. What comes out is the same
+// that starts there (the first pair on a tie). What comes out is the same
 // whatever reads the origin's bytes arrive in: exactly that replacement
 // of the whole body.
+//
+// The chain rule: a from that begins inside the bytes a replacement took
+// and ends past them is replaced too (its to follows the first's), and so
+// on. Skipping it, as the scrubber once did, let the bytes of a value past
+// the end of an earlier match out raw: a Basic token egressd built whose
+// last characters the integration chose to be a key's first ones, shown
+// back by the origin followed by the key, hid the key's head and gave its
+// tail (round 24). No byte of any from found in the body is ever released,
+// and the output depends on nothing but which whole froms the body holds
+// and where: the same oracle a single value already gives, which the
+// request side closes (guard.go).
 //
 // Nothing it does depends on what the body holds beyond whole values: it
 // always holds back the last (longest from − 1) bytes until more arrive or
@@ -44,6 +57,7 @@ type scrubReader struct {
 	longest []int32
 	next    int
 	last    int
+	covered int   // window[:covered] is replaced or released: the end of the last replacement
 	ends    []int // scratch for matcher.feed
 
 	out   []byte // out[sent:] is scanned, ready for the caller
@@ -93,7 +107,7 @@ func (s *scrubReader) take(b []byte) {
 	if s.next > len(s.window)/2 {
 		n := copy(s.window, s.window[s.next:])
 		copy(s.longest, s.longest[s.next:])
-		s.window, s.longest, s.last, s.next = s.window[:n], s.longest[:n], s.last-s.next, 0
+		s.window, s.longest, s.last, s.covered, s.next = s.window[:n], s.longest[:n], s.last-s.next, max(0, s.covered-s.next), 0
 	}
 	at := len(s.window)
 	s.window = append(s.window, b...)
@@ -111,19 +125,23 @@ func (s *scrubReader) take(b []byte) {
 	}
 }
 
-// release moves to out every position whose fate is known: the longest
-// from starting there replaced, or the byte as it is. Unless final, the
-// last hold bytes stay, whatever they are: a from starting there may end
-// in the next read, so no position there is decided (a shorter value
+// release moves to out every position whose fate is known. Unless final,
+// the last hold bytes stay, whatever they are: a from starting there may
+// end in the next read, so no position there is decided (a shorter value
 // complete there may lose to a longer one starting before it). On an
 // error other than EOF nothing more is released (the held bytes may be a
 // value's first ones).
+//
+// A position before covered was replaced already; if the longest from
+// starting there runs past covered, it is replaced too (its to follows
+// the last one) and covered moves to its end: the chain rule of the type's
+// doc comment. Every position is visited once, so the work stays linear.
 func (s *scrubReader) release(final bool) {
 	limit := len(s.window) - s.hold
 	if final {
 		limit = len(s.window)
 	}
-	raw := s.next
+	raw := max(s.next, s.covered) // window[raw:] is not yet in out, nor replaced
 	for s.next < limit {
 		if s.next > s.last {
 			s.next = limit
@@ -135,12 +153,21 @@ func (s *scrubReader) release(final bool) {
 			continue
 		}
 		p := s.pairs[w-1]
-		s.out = append(s.out, s.window[raw:s.next]...)
-		s.out = append(s.out, p.to...)
-		s.next += len(p.from)
-		raw = s.next
+		end := s.next + len(p.from)
+		switch {
+		case s.next >= s.covered: // a match of its own
+			s.out = append(s.out, s.window[raw:s.next]...)
+			s.out = append(s.out, p.to...)
+			s.covered, raw = end, end
+		case end > s.covered: // begins inside a replacement, ends past it
+			s.out = append(s.out, p.to...)
+			s.covered, raw = end, end
+		}
+		s.next++
 	}
-	s.out = append(s.out, s.window[raw:s.next]...)
+	if raw < s.next {
+		s.out = append(s.out, s.window[raw:s.next]...)
+	}
 }
 
 // examined is the bytes the matchers examined: for tests.
@@ -153,3 +180,48 @@ func (s *scrubReader) examined() int {
 }
 
 func (s *scrubReader) Close() error { return s.src.Close() }
+
+// scrubSet is what an answer is scrubbed of, in two layers. values are each
+// secret's value and its stable base64 pieces (scrubPairs): they come
+// first, and nothing of them is ever released. built are the Basic tokens
+// egressd built for the host (BuiltTokens), each from already scrubbed of
+// the values: the second layer reads the first's output, so it sees a
+// token only where no value match crossed the token's edge (a value match
+// that does takes precedence, and the token's other bytes pass as they
+// are), and whatever it does or skips, its input holds no value to let
+// out. It gives the integration back exactly the token it wrote, the
+// characters that mix a value's edge bits with the integration's own
+// included.
+type scrubSet struct {
+	values, built []pair
+}
+
+// all is every pair of both layers.
+func (set scrubSet) all() []pair {
+	return append(append([]pair(nil), set.values...), set.built...)
+}
+
+// newResponseScrubber scrubs src of set's values, then of its built tokens.
+func newResponseScrubber(src io.ReadCloser, set scrubSet, onEOF func()) io.ReadCloser {
+	if len(set.built) == 0 {
+		return newScrubReader(src, set.values, onEOF)
+	}
+	return newScrubReader(newScrubReader(src, set.values, nil), set.built, onEOF)
+}
+
+// scrubBytes is b scrubbed of pairs, as a body holding only b would be.
+func scrubBytes(b []byte, pairs []pair) []byte {
+	s := newScrubReader(io.NopCloser(bytes.NewReader(b)), pairs, nil)
+	s.buf = make([]byte, len(b)+1) // one read takes it all
+	out, _ := io.ReadAll(s)
+	return out
+}
+
+// scrub is b scrubbed of both layers of set.
+func (set scrubSet) scrub(b []byte) []byte {
+	b = scrubBytes(b, set.values)
+	if len(set.built) > 0 {
+		b = scrubBytes(b, set.built)
+	}
+	return b
+}

@@ -15,11 +15,14 @@ import (
 
 // replaceLeftmostLongest is the scrubber's meaning on a whole body, written
 // the slow, obvious way: at each position the longest pair that starts
-// there (the first such pair on a tie) is replaced and the scan goes on
-// past it; replaced output is never scanned again.
+// there (the first such pair on a tie) is replaced; a pair that starts
+// inside the bytes replaced so far and ends past them is replaced too (the
+// chain rule), and one wholly inside them is dropped. It checks, too, that
+// no byte of any occurrence of any from is left as it is.
 func replaceLeftmostLongest(body []byte, pairs []pair) []byte {
 	var out []byte
-	for i := 0; i < len(body); {
+	covered, raw := 0, 0
+	for i := 0; i < len(body); i++ {
 		best := -1
 		for k, p := range pairs {
 			if len(p.from) > 0 && bytes.HasPrefix(body[i:], p.from) && (best < 0 || len(p.from) > len(pairs[best].from)) {
@@ -27,12 +30,19 @@ func replaceLeftmostLongest(body []byte, pairs []pair) []byte {
 			}
 		}
 		if best < 0 {
-			out = append(out, body[i])
-			i++
+			continue
+		}
+		end := i + len(pairs[best].from)
+		if i >= covered {
+			out = append(out, body[raw:i]...)
+		} else if end <= covered {
 			continue
 		}
 		out = append(out, pairs[best].to...)
-		i += len(pairs[best].from)
+		covered, raw = end, end
+	}
+	if raw < len(body) {
+		out = append(out, body[raw:]...)
 	}
 	return out
 }
@@ -120,7 +130,7 @@ func TestAnEchoedBasicTokenComesBackAsTheIntegrationWroteItWhateverTheReads(t *t
 		if split == "one byte" {
 			src = iotest.OneByteReader(src)
 		}
-		got, err := io.ReadAll(newScrubReader(io.NopCloser(src), pairs, nil))
+		got, err := io.ReadAll(newResponseScrubber(io.NopCloser(src), pairs, nil))
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s: got %s (%v), want %s", split, got, err, want)
 		}
@@ -142,6 +152,7 @@ func FuzzScrubOverlappingValues(f *testing.F) {
 		if got, want := scrubSplit(t, body, pairs, sizes), replaceLeftmostLongest(body, pairs); !bytes.Equal(got, want) {
 			t.Fatalf("got  %q\nwant %q", got, want)
 		}
+
 	})
 }
 
@@ -194,5 +205,47 @@ func BenchmarkScrubOneByteReads(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestAValueBeginningInsideAnEarlierValueComesBackAsItsPlaceholderNotItsTail:
+// two values where the second begins inside the first: the scrubber
+// replaced the first and skipped past it, and the second's bytes after the
+// first's end came back raw. Both are replaced now, in any split.
+func TestAValueBeginningInsideAnEarlierValueComesBackAsItsPlaceholderNotItsTail(t *testing.T) {
+	pairs := []pair{{from: []byte("first-value-XYZ"), to: []byte("<A>")}, {from: []byte("XYZ-second-value"), to: []byte("<B>")}}
+	body := []byte("[first-value-XYZ-second-value]")
+	for _, sizes := range [][]byte{nil, {15}, {3, 7, 15, 1}} {
+		if got := scrubSplit(t, body, pairs, append(sizes, 255)); string(got) != "[<A><B>]" {
+			t.Fatalf("split %v: got %q, want [<A><B>]", sizes, got)
+		}
+	}
+}
+
+// TestABuiltTokenWhoseTailIsAValuesHeadDoesNotHideTheValuesTail: a Basic
+// token egressd built ends in bytes the integration chose, the first ones
+// of another secret's value; the origin shows the token followed by the
+// rest of that value. The token's match took the value's head and the
+// value's own match was skipped: its tail came back raw (round 24). The
+// value's match comes first now.
+func TestABuiltTokenWhoseTailIsAValuesHeadDoesNotHideTheValuesTail(t *testing.T) {
+	const key = "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"
+	weak := secret(t, "W", "a.example", phA, "Summer2019!")
+	strong := secret(t, "K", "a.example", phB, key)
+	tail, _ := base64.StdEncoding.DecodeString("AIza")
+	h := http.Header{"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte("abc:"+phA+string(tail)))}}
+	_, echoes := substituteHeaders(h, []policy.Secret{weak})
+	set := scrubPairs([]policy.Secret{weak, strong}, echoes)
+	token := h.Get("Authorization")[len("Basic "):]
+	body := []byte(token + key[4:])
+	for _, split := range []string{"whole", "one byte"} {
+		var src io.Reader = bytes.NewReader(body)
+		if split == "one byte" {
+			src = iotest.OneByteReader(src)
+		}
+		got, err := io.ReadAll(newResponseScrubber(io.NopCloser(src), set, nil))
+		if err != nil || !bytes.HasSuffix(got, []byte(phB)) || bytes.Contains(got, []byte(key[4:12])) {
+			t.Fatalf("%s: got %q (%v), want the key's placeholder and none of its bytes", split, got, err)
+		}
 	}
 }

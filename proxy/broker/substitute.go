@@ -349,23 +349,24 @@ func basicCredential(v string) (decoded, prefix string, ok bool) {
 type pair struct{ from, to []byte }
 
 // scrubPairs are the replacements for responses on a connection: each
-// secret's value by its placeholder, its base64 encodings by the
-// placeholder's (encodedPairs), then the Basic tokens a request was sent
-// with by the tokens the integration wrote.
-func scrubPairs(secrets []policy.Secret, echoes []pair) []pair {
-	var out []pair
+// secret's value by its placeholder and its base64 encodings by the
+// placeholder's (encodedPairs), the first layer; then the Basic tokens a
+// request to this host was sent with by the tokens the integration wrote,
+// each token as the first layer leaves it (scrubSet).
+func scrubPairs(secrets []policy.Secret, echoes []pair) scrubSet {
+	var set scrubSet
 	for _, sec := range secrets {
 		if len(sec.Value) > 0 {
-			out = append(out, pair{from: sec.Value, to: []byte(sec.Placeholder)})
-			out = append(out, encodedPairs(sec.Value, []byte(sec.Placeholder))...)
+			set.values = append(set.values, pair{from: sec.Value, to: []byte(sec.Placeholder)})
+			set.values = append(set.values, encodedPairs(sec.Value, []byte(sec.Placeholder))...)
 		}
 	}
 	for _, e := range echoes {
 		if len(e.from) > 0 {
-			out = append(out, e)
+			set.built = append(set.built, pair{from: scrubBytes(e.from, set.values), to: e.to})
 		}
 	}
-	return out
+	return set
 }
 
 // pairsPerSecret bounds the pairs one secret adds (its value, and its
@@ -413,18 +414,15 @@ func encodedPairs(value, placeholder []byte) []pair {
 // No credential belongs in a field name, so an honest origin loses
 // nothing. Names are checked before values, in the same pass, for the 103
 // Early Hints, the response header and the trailers alike.
-func scrubHeader(h http.Header, pairs []pair) {
+func scrubHeader(h http.Header, set scrubSet) {
+	pairs := set.all()
 	for name, values := range h {
 		if nameCarries(name, pairs) {
 			delete(h, name)
 			continue
 		}
 		for i, v := range values {
-			b := []byte(v)
-			for _, p := range pairs {
-				b = bytes.ReplaceAll(b, p.from, p.to)
-			}
-			h[name][i] = string(b)
+			h[name][i] = string(set.scrub([]byte(v)))
 		}
 	}
 }

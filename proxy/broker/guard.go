@@ -1,0 +1,267 @@
+package broker
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/egressd/egressd/internal/secretforms"
+	"github.com/egressd/egressd/policy"
+)
+
+// A program never legitimately holds a secret's real value: it is given a
+// placeholder, and egressd adds the value on the way out. A request it
+// wrote that carries a value (raw, or a stable piece of its base64) is a
+// guess or a leak. Let through, an origin that shows the program's data
+// back made the response scrubber an oracle: a list of guesses posted as
+// a body came back with the right one as the placeholder (round 24: a
+// password in one request of 1 600 candidates). So such a request is
+// refused (secret_guessed), and the integration's brokering is
+// quarantined: every open brokered connection of it ends, and every later
+// request to any bound host is refused, for the life of the process. A
+// guess list in one request then tells the program one bit (some value
+// was in it), never which line, and the operator reads which secret in
+// the audit log, by name. The refusal is itself an answer, though: a
+// program sending one guess per request learns that its last guess was
+// right from the first refusal (an online guessing attack at the request
+// rate, ended by the first hit; the README names it). Any reaction to a
+// value in a request shows at that request, so no proxy can close it.
+//
+// Built tokens are not looked for here: the integration writes the
+// placeholder, never the token. Transformed values (hex, reversed, split
+// across fields an origin joins) are not recognised: a residual the
+// README names.
+
+// Quarantine is the brokering state one integration's connections share:
+// once a request of any of them carried a value, it is tripped for good.
+// It is safe for concurrent use.
+type Quarantine struct {
+	mu     sync.Mutex
+	secret string // the name of the secret whose value tripped it; "" while clear
+	open   map[*broker]func()
+}
+
+// NewQuarantine returns a clear quarantine; one serves an integration.
+func NewQuarantine() *Quarantine { return &Quarantine{open: map[*broker]func(){}} }
+
+// Tripped is the name of the secret whose value tripped q, or "".
+func (q *Quarantine) Tripped() string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.secret
+}
+
+// trip records that a request of by carried name's value, and ends every
+// other open connection of the integration (by's ends after its refusal:
+// the refusal asks for the connection to close).
+func (q *Quarantine) trip(name string, by *broker) {
+	q.mu.Lock()
+	if q.secret == "" {
+		q.secret = name
+	}
+	var ends []func()
+	for b, end := range q.open {
+		if b != by {
+			ends = append(ends, end)
+		}
+	}
+	q.mu.Unlock()
+	for _, end := range ends {
+		end()
+	}
+}
+
+// join counts b's connection among the open ones, ended by end if q trips;
+// leave takes it out. A connection that joins a tripped quarantine is
+// refused request by request (check).
+func (q *Quarantine) join(b *broker, end func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.open[b] = end
+}
+
+func (q *Quarantine) leave(b *broker) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.open, b)
+}
+
+// valueForm is one form of a secret's value a request must not carry.
+type valueForm struct {
+	name string
+	form []byte
+}
+
+// valueForms are each secret's value and the stable pieces of its base64
+// (the same patterns the response scrubber's first layer uses).
+func valueForms(secrets []policy.Secret) []valueForm {
+	var out []valueForm
+	for _, sec := range secrets {
+		if len(sec.Value) == 0 {
+			continue
+		}
+		out = append(out, valueForm{sec.Name, sec.Value})
+		for _, p := range encodedPairs(sec.Value, []byte(sec.Placeholder)) {
+			out = append(out, valueForm{sec.Name, p.from})
+		}
+	}
+	return out
+}
+
+// carriedValue is the name of a secret one of whose forms s holds, or "".
+func carriedValue(s string, forms []valueForm) string {
+	for _, f := range forms {
+		if strings.Contains(s, string(f.form)) {
+			return f.name
+		}
+	}
+	return ""
+}
+
+// guessedInHead is the name of a secret whose value the request's target
+// (as sent, percent-decoded, and form-decoded) or a header field (name or value, as the
+// program wrote it, before substitution) carries, or "".
+func guessedInHead(r *http.Request, forms []valueForm) string {
+	if len(forms) == 0 {
+		return ""
+	}
+	target := r.Method + " " + r.RequestURI
+	if name := carriedValue(target, forms); name != "" {
+		return name
+	}
+	if name := carriedValue(secretforms.PercentDecoded(target), forms); name != "" {
+		return name
+	}
+	var query formDecoder // a query's '+' is a space to a form decoder
+	if name := carriedValue(string(query.decode([]byte(target), nil)), forms); name != "" {
+		return name
+	}
+	return guessedInHeader(r.Header, forms)
+}
+
+// guessedInHeader is guessedInHead for a header (or trailer) alone.
+func guessedInHeader(h http.Header, forms []valueForm) string {
+	for name, values := range h {
+		if n := carriedValue(name, forms); n != "" {
+			return n
+		}
+		for _, v := range values {
+			if n := carriedValue(v, forms); n != "" {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
+// errGuessed ends a request body that carried a secret's value: the
+// transport aborts the request, so the origin never has it whole.
+var errGuessed = errors.New("the request body carried the real value of a secret")
+
+// guessGuard reads a request body and looks for every value form in it as
+// it streams, one matcher per form (match.go: linear, state carried across
+// reads), in the bytes as they are and as a form decoder reads them
+// (percent-escapes decoded, '+' as a space: an origin that decodes a form
+// body and shows a field back would otherwise hear a value the guard did
+// not, `Summer2019%21`). The read in which a form completes is withheld
+// and fails, so the form's last byte never goes upstream and the request
+// is never complete: a body sent with a length ends short, a chunked one
+// without its last chunk, an HTTP/2 one with a reset. Nothing is buffered
+// beyond one read.
+type guessGuard struct {
+	io.ReadCloser
+	trailer *http.Request // its Trailer is filled in when the body ends
+	forms   []valueForm
+	finds   []matcher // on the bytes as they are
+	decoded []matcher // on the bytes form-decoded
+	dec     formDecoder
+	scratch []byte
+	ends    []int
+	hit     func(name string) // called once, with the secret's name
+	err     error
+}
+
+func newGuessGuard(body io.ReadCloser, forms []valueForm, trailer *http.Request, hit func(string)) *guessGuard {
+	g := &guessGuard{ReadCloser: body, trailer: trailer, forms: forms, hit: hit}
+	for _, f := range forms {
+		g.finds = append(g.finds, matcher{pattern: f.form})
+		g.decoded = append(g.decoded, matcher{pattern: f.form})
+	}
+	return g
+}
+
+func (g *guessGuard) Read(p []byte) (int, error) {
+	if g.err != nil {
+		return 0, g.err
+	}
+	n, err := g.ReadCloser.Read(p)
+	g.scratch = g.dec.decode(p[:n], g.scratch[:0])
+	for i := range g.finds {
+		g.ends = g.finds[i].feed(p[:n], g.ends[:0])
+		g.ends = g.decoded[i].feed(g.scratch, g.ends)
+		if len(g.ends) > 0 {
+			g.err = errGuessed
+			g.hit(g.forms[i].name)
+			return 0, g.err
+		}
+	}
+	if err == io.EOF {
+		if name := guessedInHeader(g.trailer.Trailer, g.forms); name != "" {
+			g.err = errGuessed
+			g.hit(name)
+			return 0, g.err
+		}
+	}
+	return n, err
+}
+
+// formDecoder decodes application/x-www-form-urlencoded bytes as they
+// stream: %XX as the byte, '+' as a space, anything else (a '%' not
+// followed by two hex digits included) as it is. Its state is the escape
+// begun at the end of the last read.
+type formDecoder struct {
+	pending []byte // "%" or "%X", awaiting the rest of an escape
+}
+
+func (d *formDecoder) decode(b, out []byte) []byte {
+	for _, c := range b {
+		if len(d.pending) > 0 {
+			if !isHex(c) {
+				out = append(out, d.pending...)
+				d.pending = d.pending[:0]
+			} else if len(d.pending) == 2 {
+				out = append(out, unhex(d.pending[1])<<4|unhex(c))
+				d.pending = d.pending[:0]
+				continue
+			} else {
+				d.pending = append(d.pending, c)
+				continue
+			}
+		}
+		switch c {
+		case '%':
+			d.pending = append(d.pending, c)
+		case '+':
+			out = append(out, ' ')
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}

@@ -1,0 +1,101 @@
+package broker
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/egressd/egressd/policy"
+)
+
+// TestAValueSplitAcrossAnyReadsOfARequestBodyNeverGoesUpstreamWhole: a
+// program's body carrying a value (raw, or in a base64 blob it encoded
+// itself), cut into reads anywhere: the guard fails the read in which the
+// value completes, so what it passes on never holds the value whole, and
+// it names the secret. A body with only placeholders passes as it is.
+func TestAValueSplitAcrossAnyReadsOfARequestBodyNeverGoesUpstreamWhole(t *testing.T) {
+	a, b := secret(t, "A", "a.example", phA, valA), secret(t, "B", "b.example", phB, valB)
+	forms := valueForms([]policy.Secret{a, b})
+	blob := base64.StdEncoding.EncodeToString([]byte("xy:" + valB + "!"))
+	rng := rand.New(rand.NewPCG(24, 15))
+	for _, tc := range []struct {
+		body, want string
+	}{
+		{"guesses\n" + valA + "\nmore", "A"},
+		{"Basic " + blob, "B"},
+		{"a=1&q=" + formEscape(valA) + "&b=2", "A"},
+		{"only " + phA + " and " + base64.StdEncoding.EncodeToString([]byte("u:"+phB)), ""},
+	} {
+		for round := range 50 {
+			sizes := make([]byte, len(tc.body))
+			for i := range sizes {
+				sizes[i] = byte(rng.IntN(256))
+			}
+			var named string
+			r := &http.Request{}
+			g := newGuessGuard(io.NopCloser(&splitReader{r: bytes.NewReader([]byte(tc.body)), sizes: sizes}), forms, r, func(n string) { named = n })
+			passed, err := io.ReadAll(g)
+			if tc.want == "" {
+				if err != nil || string(passed) != tc.body || named != "" {
+					t.Fatalf("round %d: a body with no value: %q, %v, named %q", round, passed, err, named)
+				}
+				continue
+			}
+			if !errors.Is(err, errGuessed) || named != tc.want {
+				t.Fatalf("round %d: %q: err %v, named %q, want errGuessed naming %s", round, tc.body, err, named, tc.want)
+			}
+			if bytes.Contains(passed, []byte(valA)) || bytes.Contains(passed, []byte(blob)) || bytes.Contains(passed, []byte(formEscape(valA))) {
+				t.Fatalf("round %d: the value went on whole: %q", round, passed)
+			}
+		}
+	}
+}
+
+// BenchmarkGuessGuardBody reads a 1 MiB request body of printable bytes
+// through the guard of two secrets (14 forms): the cost a brokered upload
+// pays for being searched for values.
+func BenchmarkGuessGuardBody(b *testing.B) {
+	forms := valueForms([]policy.Secret{secret(b, "A", "a.example", phA, valA), secret(b, "B", "b.example", phB, valB)})
+	body := make([]byte, 1<<20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range body {
+		body[i] = byte(' ' + rng.IntN(95))
+	}
+	b.SetBytes(int64(len(body)))
+	for range b.N {
+		g := newGuessGuard(io.NopCloser(bytes.NewReader(body)), forms, &http.Request{}, func(string) { b.Fatal("a value was found") })
+		if _, err := io.Copy(io.Discard, g); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// formEscape writes every byte of s as %XX, as a form encoder may.
+func formEscape(s string) string {
+	var b strings.Builder
+	for i := range len(s) {
+		fmt.Fprintf(&b, "%%%02X", s[i])
+	}
+	return b.String()
+}
+
+// TestAValueWithASpaceWrittenAsPlusInTheQueryIsFound: a form decoder reads
+// '+' in a query as a space, so an origin showing a query field back
+// would hear "correct horse battery" from "correct+horse+battery".
+func TestAValueWithASpaceWrittenAsPlusInTheQueryIsFound(t *testing.T) {
+	forms := valueForms([]policy.Secret{secret(t, "P", "a.example", phA, "correct horse battery")})
+	for _, uri := range []string{"/s?q=correct+horse+battery", "/s?q=correct%20horse+battery"} {
+		if got := guessedInHead(&http.Request{Method: "GET", RequestURI: uri, Header: http.Header{}}, forms); got != "P" {
+			t.Errorf("%s: found %q, want P", uri, got)
+		}
+	}
+	if got := guessedInHead(&http.Request{Method: "GET", RequestURI: "/s?q=correct+horse", Header: http.Header{}}, forms); got != "" {
+		t.Errorf("a piece of the value was taken for it: %q", got)
+	}
+}
