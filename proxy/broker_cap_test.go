@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
@@ -112,7 +111,7 @@ func TestIntegrationHoldingItsBrokeredCapCannotOpenAnotherButSplicesAndOtherInte
 
 	// A spliced tunnel is not a brokered one: it still opens, and shows
 	// the origin's own certificate.
-	spliced, body := do(t, hostile.client(true), mustRequest(t, hostile.url("x.cdn.allowed.example", "/")))
+	spliced, body := do(t, hostile.client(true), mustRequest(t, "GET", hostile.url("x.cdn.allowed.example", "/"), ""))
 	if spliced.StatusCode != 200 || body != "ok" || issuedBy(t, spliced, brokerCert(t, hostile.bca)) {
 		t.Fatalf("spliced host past the brokered cap: %d %q", spliced.StatusCode, body)
 	}
@@ -219,15 +218,6 @@ func TestReloadedBrokeredCapAppliesToNewConnections(t *testing.T) {
 	higher.MaxBrokeredConnections = 3
 	b.srv.Apply(higher, b.cfg.Timeouts, b.cfg.Audit.OnFailure)
 	b.holdBrokered(t, false)
-}
-
-func mustRequest(t *testing.T, u string) *http.Request {
-	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), "GET", u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return req
 }
 
 // TestBrokeredCapOfZeroAdmitsNoneAndCountsNothing: a Server given limits
