@@ -7,6 +7,7 @@ import (
 
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/internal/termsafe"
+	"github.com/egressd/egressd/internal/workdir"
 )
 
 // Approval says what "egressd approve" bound: one id, one version, one
@@ -99,7 +100,7 @@ const listenerPlace = "listener "
 // spellings of one place are two places: a second spelling claims the id
 // and waits (see sameFolder).
 func ManifestPlace(manifestFile string) string {
-	file, err := filepath.Abs(manifestFile)
+	file, err := workdir.Abs(manifestFile)
 	if err != nil {
 		file = filepath.Clean(manifestFile)
 	}

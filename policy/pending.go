@@ -2,12 +2,12 @@ package policy
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/audit"
 	"github.com/egressd/egressd/internal/termsafe"
+	"github.com/egressd/egressd/internal/workdir"
 )
 
 // setPending records that version (the manifest's own) waits for the
@@ -114,7 +114,7 @@ func WithState(cmd, dir string) string {
 	if dir == "" {
 		return cmd
 	}
-	if abs, err := filepath.Abs(dir); err == nil {
+	if abs, err := workdir.Abs(dir); err == nil {
 		dir = abs
 	}
 	for _, sub := range []string{"egressd approve ", "egressd state "} {
