@@ -24,7 +24,9 @@ func TestServeOfARelativeConfigFromAShellThatEnteredThroughALinkIsTheSamePlace(t
 	}
 	start := func() (*lockedBuffer, func()) {
 		stderr, done, sig := &lockedBuffer{}, make(chan int, 1), make(chan os.Signal, 1)
-		go func() { done <- serve(context.Background(), []string{"--config", "cfg.yaml"}, &lockedBuffer{}, stderr, sig) }()
+		go func() {
+			done <- serve(context.Background(), []string{"--config", "cfg.yaml"}, &lockedBuffer{}, stderr, sig)
+		}()
 		return stderr, func() {
 			sig <- syscall.SIGTERM
 			if code := <-done; code != 0 {
