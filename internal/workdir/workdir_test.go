@@ -1,8 +1,12 @@
 package workdir_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/egressd/egressd/internal/workdir"
@@ -55,5 +59,42 @@ func TestAbsFailsWhenTheWorkingDirectoryIsGone(t *testing.T) {
 	}
 	if got, err := workdir.Abs("F"); err == nil {
 		t.Fatalf("Abs(F) in a removed folder = %q, want an error", got)
+	}
+}
+
+// TestNoSourceMakesAPathAbsoluteThroughPWD: every path egressd makes
+// absolute goes through Abs. A filepath.Abs or os.Getwd call added later
+// would bring $PWD back as a place's spelling; this test names it.
+func TestNoSourceMakesAPathAbsoluteThroughPWD(t *testing.T) {
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if pkg, ok := sel.X.(*ast.Ident); ok && (pkg.Name == "filepath" && sel.Sel.Name == "Abs" || pkg.Name == "os" && sel.Sel.Name == "Getwd") {
+				t.Errorf("%s: %s.%s reads $PWD; use workdir.Abs or workdir.Get", fset.Position(sel.Pos()), pkg.Name, sel.Sel.Name)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
