@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/egressd/egressd/internal/safefile"
+	"github.com/egressd/egressd/internal/workdir"
 	"golang.org/x/sys/unix"
 )
 
@@ -168,7 +169,7 @@ func locateIn(folder *os.File, path string) (string, error) {
 // the name of another folder, which then ran as the first one's id with
 // no claim notice while the real one was refused as a claim.
 func utf8Path(path string) error {
-	abs, err := filepath.Abs(path)
+	abs, err := workdir.Abs(path)
 	if err != nil {
 		abs = path
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/internal/termsafe"
+	"github.com/egressd/egressd/internal/workdir"
 )
 
 // Approval says what "egressd approve" bound: one id, one version, one
@@ -99,7 +100,7 @@ const listenerPlace = "listener "
 // spellings of one place are two places: a second spelling claims the id
 // and waits (see sameFolder).
 func ManifestPlace(manifestFile string) string {
-	file, err := filepath.Abs(manifestFile)
+	file, err := workdir.Abs(manifestFile)
 	if err != nil {
 		file = filepath.Clean(manifestFile)
 	}
@@ -398,7 +399,7 @@ func (m *Memory) Forget(id string) (Record, []string, error) {
 				// by then, and the approval covers nothing.
 				return fmt.Errorf("%s, bound to %s, holds an approved id change to %s %s that has not loaded yet; forgetting %s now would let %s load as a first load, with any list. Let egressd load it first (a reload of serve, or the next run), then forget %s (%s)", place, id, p.ID, p.Version, id, p.ID, id, m.where())
 			}
-			return fmt.Errorf("%s, bound to %s, holds an id change to %s %s that waits for approval; forgetting %s would let %s load as a first load, with any list. Approve the change first (%s), or restore the manifest's id, then forget %s (%s)", place, id, p.ID, p.Version, id, p.ID, WithState(ApproveCommandFor(place, p.Digest, p.ID, p.Version), m.dir), id, m.where())
+			return fmt.Errorf("%s, bound to %s, holds an id change to %s %s that waits for approval; forgetting %s would let %s load as a first load, with any list. Approve the change first (%s), or %s; then forget %s (%s)", place, id, p.ID, p.Version, id, p.ID, WithState(ApproveCommandFor(place, p.Digest, p.ID, p.Version), m.dir), restoreTheID, id, m.where())
 		}
 		// A claim of id by a place bound to nothing else: once id is
 		// forgotten, whichever place loads it first takes it as a first
@@ -446,6 +447,14 @@ func (s *State) PendingCannotApply(place string) string {
 	return ""
 }
 
+// restoreTheID is the other way out of a waiting id change that forget
+// names. Forget does not read the manifest to see the id restored: the
+// author could restore it for the forget and change it again after, and
+// the folder, its binding gone, would load the new id as a first load. A
+// load that sees the folder's own id again drops the change and keeps the
+// binding, so the refusal says one must run.
+const restoreTheID = "restore the manifest's id and let egressd load it (a reload of serve, or the next run), which drops the change"
+
 // ForgetFolder removes what version memory holds for place (a folder, or
 // "listener ADDR"): its binding to an id, or a claim that waits there. The
 // place's next load of an id bound elsewhere, or of one now bound to no
@@ -463,7 +472,7 @@ func (m *Memory) ForgetFolder(place string) (Folder, error) {
 		// the change, the next load takes the new id as a first load
 		// (round 22).
 		if p := f.Pending; f.ID != "" && p != nil {
-			return fmt.Errorf("%s, bound to %s, holds an id change to %s %s that waits for approval; forgetting the folder would let %s load as a first load, with its list. Approve the change (%s), or restore the manifest's id, first (%s)", place, f.ID, p.ID, p.Version, p.ID, WithState(ApproveCommandFor(place, p.Digest, p.ID, p.Version), m.dir), m.where())
+			return fmt.Errorf("%s, bound to %s, holds an id change to %s %s that waits for approval; forgetting the folder would let %s load as a first load, with its list. Approve the change (%s), or %s, first (%s)", place, f.ID, p.ID, p.Version, p.ID, WithState(ApproveCommandFor(place, p.Digest, p.ID, p.Version), m.dir), restoreTheID, m.where())
 		}
 		delete(s.Folders, place)
 		return nil

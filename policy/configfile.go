@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/egressd/egressd/internal/safefile"
+	"github.com/egressd/egressd/internal/workdir"
 	"github.com/egressd/egressd/sandbox"
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -122,8 +123,14 @@ const maxConfigBytes = 1 << 20
 
 // LoadConfig reads and parses a config file. Relative manifest paths are
 // taken relative to the config file's folder, so a config and its manifests
-// can move together.
+// can move together. A relative config path is read against the kernel's
+// working directory (workdir), never $PWD: the places it names key version
+// memory, and one "--config cfg.yaml" typed in one folder is one place.
 func LoadConfig(file string) (Config, error) {
+	file, err := workdir.Abs(file)
+	if err != nil {
+		return Config{}, err
+	}
 	data, err := safefile.ReadRegular(file, maxConfigBytes)
 	if err != nil {
 		return Config{}, err

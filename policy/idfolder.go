@@ -126,10 +126,11 @@ func holdClaim(s *State, folder string, m *allowlist.Manifest) {
 	s.Folders[folder] = f
 }
 
-// claimNotice is PendingNotice for a claim: both folders, and both ways out.
+// claimNotice is PendingNotice for a claim: both folders, and both ways
+// out, each a command that works as printed while the claim waits.
 func claimNotice(p *Policy) string {
-	return fmt.Sprintf("%s claims the id %s %s, which version memory binds to %s; it is not that integration until the operator says so, and nothing is allowed for it until then: %s lets this folder carry the id too, or, if %s is gone, %s makes the next load a first load",
-		p.ManifestAt, p.Manifest.ID, p.Pending, folderList(p.PendingClaimOf), p.ApproveCommand(), folderList(p.PendingClaimOf), p.forgetCommand())
+	return fmt.Sprintf("%s claims the id %s %s, which version memory binds to %s; it is not that integration until the operator says so, and nothing is allowed for it until then: %s lets this folder carry the id too, or, if %s is gone, %s drops this claim and then forgets the id, so that this folder's next load is a first load",
+		p.ManifestAt, p.Manifest.ID, p.Pending, folderList(p.PendingClaimOf), p.ApproveCommand(), folderList(p.PendingClaimOf), p.dropClaimAndForgetCommand())
 }
 
 // unboundClaimNotice is PendingNotice for a claim of an id that version

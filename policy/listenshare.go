@@ -3,8 +3,9 @@ package policy
 import (
 	"fmt"
 	"net/netip"
-	"path/filepath"
 	"strings"
+
+	"github.com/egressd/egressd/internal/workdir"
 )
 
 // sharedListeners refuses two integrations on one listener address. A
@@ -42,7 +43,7 @@ func sharedListeners(ins []Integration, labels []string, ps *problems) {
 // not parse (ListenProblem reports that).
 func listenerKey(s string) (key string, ok bool) {
 	if path, isUnix := strings.CutPrefix(s, "unix:"); isUnix {
-		abs, err := filepath.Abs(path)
+		abs, err := workdir.Abs(path)
 		if err != nil {
 			return "", false
 		}

@@ -2,12 +2,12 @@ package policy
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/audit"
 	"github.com/egressd/egressd/internal/termsafe"
+	"github.com/egressd/egressd/internal/workdir"
 )
 
 // setPending records that version (the manifest's own) waits for the
@@ -114,7 +114,7 @@ func WithState(cmd, dir string) string {
 	if dir == "" {
 		return cmd
 	}
-	if abs, err := filepath.Abs(dir); err == nil {
+	if abs, err := workdir.Abs(dir); err == nil {
 		dir = abs
 	}
 	for _, sub := range []string{"egressd approve ", "egressd state "} {
@@ -131,9 +131,14 @@ func (p *Policy) approveManifestCommand() string {
 	return WithState("egressd approve --manifest "+termsafe.ShellWord(ManifestPlace(p.ManifestAt)), p.StateDir)
 }
 
-// forgetCommand forgets the id in this load's version memory.
-func (p *Policy) forgetCommand() string {
-	return WithState("egressd state forget "+termsafe.ShellWord(p.Manifest.ID), p.StateDir)
+// dropClaimAndForgetCommand drops the claim this load holds, then forgets
+// the id in this load's version memory. Forgetting the id alone is refused
+// while the claim waits (Memory.Forget: it would hand the id to whichever
+// folder loads first), so the notice that offers a fresh start prints both,
+// joined so that the second runs only if the first did.
+func (p *Policy) dropClaimAndForgetCommand() string {
+	drop := WithState("egressd state forget --folder "+termsafe.ShellWord(ManifestPlace(p.ManifestAt)), p.StateDir)
+	return drop + " && " + WithState("egressd state forget "+termsafe.ShellWord(p.Manifest.ID), p.StateDir)
 }
 
 // PendingNotice says what waits for the operator and how to approve it,

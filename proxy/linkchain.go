@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/egressd/egressd/internal/workdir"
 )
 
 // Bounds on following one path's symbolic links by hand, as the watcher
@@ -36,7 +38,7 @@ type linkChain struct {
 // past maxLinks or maxComponents stops and says so in tooDeep.
 func resolveChain(path string) linkChain {
 	var c linkChain
-	p, err := filepath.Abs(path)
+	p, err := workdir.Abs(path)
 	if err != nil {
 		return linkChain{final: path}
 	}

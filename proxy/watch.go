@@ -14,6 +14,7 @@ import (
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/internal/bounded"
 	"github.com/egressd/egressd/internal/safefile"
+	"github.com/egressd/egressd/internal/workdir"
 	"github.com/fsnotify/fsnotify"
 )
 
@@ -113,7 +114,7 @@ func (w WatchSet) resolve() resolution {
 func (w WatchSet) paths(r resolution) []string {
 	var out []string
 	for i, f := range w.Files {
-		abs, err := filepath.Abs(f)
+		abs, err := workdir.Abs(f)
 		if err != nil {
 			abs = f
 		}
@@ -134,7 +135,7 @@ func (w WatchSet) paths(r resolution) []string {
 func (w WatchSet) watchKeys(r resolution) map[string]string {
 	keys := map[string]string{}
 	for _, f := range w.Files {
-		abs, err := filepath.Abs(f)
+		abs, err := workdir.Abs(f)
 		if err != nil {
 			abs = f
 		}

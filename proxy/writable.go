@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/egressd/egressd/internal/workdir"
 )
 
 // manifestWriters lists, one sentence each, who besides the operator can
@@ -21,7 +23,7 @@ import (
 // bounds is one sentence saying so, and its target is not examined; at
 // most maxComponents folders are examined above each end.
 func manifestWriters(path string) []string {
-	abs, err := filepath.Abs(path)
+	abs, err := workdir.Abs(path)
 	if err != nil {
 		return nil
 	}

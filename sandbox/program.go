@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/egressd/egressd/internal/workdir"
 )
 
 // Program is the target's executable, and what of the host must be bound
@@ -47,7 +49,7 @@ func ResolveProgramIn(name, dir, realDir string, byOperator bool) (Program, erro
 		if err != nil {
 			return Program{}, fmt.Errorf("the runtime %q is not installed (not in PATH)", name)
 		}
-		if found, err = filepath.Abs(found); err != nil {
+		if found, err = workdir.Abs(found); err != nil {
 			return Program{}, err
 		}
 		return hostProgram(found, dir, realDir)

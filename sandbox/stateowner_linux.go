@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/egressd/egressd/internal/safefile"
+	"github.com/egressd/egressd/internal/workdir"
 	"golang.org/x/sys/unix"
 )
 
@@ -74,7 +75,7 @@ func ClaimStateFolder(parent, name, legacy string) (dir string, uid int, err err
 	if uid, err = pickHostUID(record, name, owners[name], taken); err != nil {
 		return "", 0, err
 	}
-	abs, err := filepath.Abs(dir) // a later run may start elsewhere
+	abs, err := workdir.Abs(dir) // a later run may start elsewhere
 	if err != nil {
 		return "", 0, err
 	}

@@ -67,3 +67,49 @@ func TestStateListCallsAClaimOfAnUnboundIDAClaim(t *testing.T) {
 		t.Fatalf("state list's command %q: %v\n%s", line[1], err, msg)
 	}
 }
+
+// TestTheClaimNoticesWayOutForAGoneFolderWorksAsPrinted: folder c claims
+// the id of folder m, which is gone. The claim notice said "if folder m
+// is gone, egressd state … forget ID makes the next load a first load",
+// and that command, pasted, was refused because of the very claim the
+// notice is about (round 25 trust-chain attacker, LOW). The way out it
+// prints now works as printed: pasted, c's next run is a first load of
+// the id, bound to c.
+func TestTheClaimNoticesWayOutForAGoneFolderWorksAsPrinted(t *testing.T) {
+	requireSandbox(t)
+	bin := egressdBinary(t)
+	base, state := t.TempDir(), t.TempDir()
+	m, c := filepath.Join(base, "m"), filepath.Join(base, "c")
+	for _, dir := range []string{m, c} {
+		os.Mkdir(dir, 0o755)
+		doc := `{"schemaVersion":1,"id":"com.test.claimed","version":"1.0.0","runtime":{"kind":"local-mcp","command":"sh","args":["x"]},"permissions":[{"kind":"network","domains":["a.example"]}]}`
+		if err := os.WriteFile(filepath.Join(dir, "voiceos.integration.json"), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(dir string) string {
+		out, err := exec.Command(bin, "run", "--state", state, "--resolver", "127.0.0.1:9", dir, "--", "/bin/true").CombinedOutput()
+		if err != nil {
+			t.Fatalf("run %s: %v\n%s", dir, err, out)
+		}
+		return string(out)
+	}
+	run(m)
+	if err := os.RemoveAll(m); err != nil {
+		t.Fatal(err)
+	}
+	notice := run(c)
+	wayOut := regexp.MustCompile(`if folder ` + regexp.QuoteMeta(m) + ` is gone, (egressd state .*?) (?:drops|makes)`).FindStringSubmatch(notice)
+	if wayOut == nil {
+		t.Fatalf("the claim notice names no way out for a gone folder:\n%s", notice)
+	}
+	if msg, err := pasted(t, wayOut[1]); err != nil {
+		t.Fatalf("the claim notice's way out %q, pasted: %v\n%s", wayOut[1], err, msg)
+	}
+	if again := run(c); strings.Contains(again, "claims the id") {
+		t.Fatalf("after the way out, c still claims the id:\n%s", again)
+	}
+	if list := stateList(t, state); !strings.Contains(list, "com.test.claimed 1.0.0 in force (1 entries); bound to folder "+c) {
+		t.Fatalf("c's next load was not a first load of the id:\n%s", list)
+	}
+}

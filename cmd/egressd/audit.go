@@ -222,18 +222,13 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "egressd audit report: --format must be text, json or html (%q)\n", *format)
 		return exitUsage
 	}
-	opts, code, err := verifyOptions(*keyFile, *ckptFile)
-	if err != nil {
-		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
-		return code
-	}
 	// Verify and read in one linear pass over one open of each file: a
 	// reviewer never reads the report of a broken log as the report of a
 	// good one, nor the report of other bytes than those verified.
-	verdict, recs, err := audit.VerifyAndRead(fs.Args(), opts)
+	verdict, recs, code, err := readVerified(fs.Args(), *keyFile, *ckptFile)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
-		return exitFail
+		return code
 	}
 	// The lists the log records as in force are what its traffic is judged
 	// by; a manifest is read only for an id whose events do not record
@@ -338,14 +333,26 @@ func loadNamedManifest(path string) (*allowlist.Manifest, error) {
 const maxNamedManifest = 1 << 20
 
 func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("audit suggest", "usage: egressd audit suggest [--format voiceos|sollar] [--integration ID] [--config FILE] FILE...\n\nPrints the minimal network permission covering what the log observed.", stderr)
+	fs := newFlagSet("audit suggest", "usage: egressd audit suggest [--format voiceos|sollar] [--integration ID] [--config FILE] [--key FILE] [--checkpoints FILE] [--files-from LIST|-] [--run-files STATE/audit/ID] [--unverified] [FILE...]\n\n"+
+		"Prints the minimal network permission covering what the log observed. Verifies the chain first (as audit verify, over the same files in the same order):\n"+
+		"from a log that does not verify nothing is suggested (one line on stderr says why, exit 1), unless --unverified.", stderr)
 	format := fs.String("format", "voiceos", "voiceos (a permissions[] element) or sollar (the network member)")
 	integration := fs.String("integration", "", "the integration id, when the log holds several")
 	config := fs.String("config", "", "the operator config whose rules (wildcard_dns_services) apply, as check --config applies them")
-	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
+	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain, to verify it")
+	ckptFile := fs.String("checkpoints", "", "a file of checkpoint lines to cross-check, as audit verify")
+	filesFrom := fs.String("files-from", "", "a file (- for stdin) listing the files, one per line, oldest first")
+	runFiles := fs.String("run-files", "", "STATE/audit/ID: egressd run's files of integration ID there, in the order the runs started")
+	unverified := fs.Bool("unverified", false, "print the suggestion from a log that does not verify, under the LOG NOT VERIFIED banner on stderr (exit 1 still)")
+	if err := fs.Parse(args); err != nil || (fs.NArg() == 0 && *filesFrom == "" && *runFiles == "") {
 		if err == nil {
 			fs.Usage()
 		}
+		return exitUsage
+	}
+	files, err := verifyFileList(fs.Args(), *filesFrom, *runFiles)
+	if err != nil {
+		fmt.Fprintln(stderr, "egressd audit suggest:", termsafe.String(err.Error()))
 		return exitUsage
 	}
 	f := map[string]allowlist.Format{"voiceos": allowlist.VoiceOS, "sollar": allowlist.Sollar}[*format]
@@ -353,10 +360,17 @@ func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "egressd audit suggest: --format must be voiceos or sollar (%q)\n", *format)
 		return exitUsage
 	}
-	recs, err := audit.ReadFiles(fs.Args())
+	verdict, recs, code, err := readVerified(files, *keyFile, *ckptFile)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit suggest:", termsafe.String(err.Error()))
+		return code
+	}
+	if !verdict.Intact && !*unverified {
+		fmt.Fprintln(stderr, "egressd audit suggest:", suggestRefusal(verdict, verifyCommand(*keyFile, *ckptFile, *filesFrom, *runFiles, fs.Args())))
 		return exitFail
+	}
+	if !verdict.Intact {
+		fmt.Fprintln(stderr, "egressd audit suggest:", termsafe.String(audit.VerificationOf(verdict).Headline()))
 	}
 	observed := audit.ObservedHosts(recs)
 	id := *integration
@@ -388,5 +402,8 @@ func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	fmt.Fprintf(stdout, "%s\n", out)
+	if !verdict.Intact {
+		return exitFail
+	}
 	return exitOK
 }

@@ -81,6 +81,7 @@ func TestExitCodesOfEveryCommandAreTheDocumentedOnes(t *testing.T) {
 		{name: "audit report unreadable", args: args("audit", "report", unreadable), code: 1},
 		{name: "audit report usage", args: args("audit", "report"), code: 2},
 		{name: "audit suggest", args: func() []string { return []string{"audit", "suggest", runLog} }, code: 0},
+		{name: "audit suggest of a log that does not verify", args: args("audit", "suggest", tampered), code: 1, stderr: "LOG NOT VERIFIED"},
 		{name: "audit suggest usage", args: args("audit", "suggest"), code: 2},
 		{name: "audit suggest unreadable", args: args("audit", "suggest", unreadable), code: 1},
 		{name: "audit prune usage", args: args("audit", "prune", unreadable), code: 2},

@@ -131,3 +131,37 @@ func TestForgetFolderRefusesWhileAnIDChangeWaitsThere(t *testing.T) {
 		t.Fatalf("after the refused forget, the id change loaded: %+v", o)
 	}
 }
+
+// TestForgetAfterTheIDIsRestoredSaysALoadMustSeeItFirst: the refusals of
+// forget --folder and forget ID while an id change waits said "or restore
+// the manifest's id, first", and after the operator restored it both were
+// still refused: version memory holds the change until a load sees the id
+// restored (round 25 trust-chain attacker, LOW). forget does not read the
+// manifest itself: the author can restore the id for the forget and change
+// it again after, and the folder, unbound, would then load the new id as
+// a first load. The refusals say a load must see the id restored, and
+// once one has, both work.
+func TestForgetAfterTheIDIsRestoredSaysALoadMustSeeItFirst(t *testing.T) {
+	for _, forget := range [][]string{{"forget", "--folder", ""}, {"forget", "com.acme.erp"}} {
+		state, dir := t.TempDir(), t.TempDir()
+		if forget[len(forget)-1] == "" {
+			forget[len(forget)-1] = dir
+		}
+		loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "1.0.0", "erp.acme.example"))
+		if o := loadAsServe(t, state, erpFolder(t, dir, "com.acme.evil", "2.0.0", "erp.acme.example", "exfil.example")); o.Result != policy.Pending {
+			t.Fatalf("id change: %+v", o)
+		}
+		erpFolder(t, dir, "com.acme.erp", "1.0.0", "erp.acme.example") // the operator restores the id
+		args := append([]string{"state", "--state", state}, forget...)
+		_, errs, code := runCLI(t, args...)
+		if code != exitFail || !strings.Contains(errs, "restore the manifest's id and let egressd load it (a reload of serve, or the next run), which drops the change") {
+			t.Fatalf("%v with the id restored but not loaded: exit %d; the refusal must say a load has to see it\n%s", forget, code, errs)
+		}
+		if o := loadAsServe(t, state, dir); o.Result != policy.Loaded {
+			t.Fatalf("the restored id's load: %+v", o)
+		}
+		if _, errs, code := runCLI(t, args...); code != exitOK {
+			t.Fatalf("%v after a load saw the id restored: exit %d\n%s", forget, code, errs)
+		}
+	}
+}

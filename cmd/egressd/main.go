@@ -42,8 +42,8 @@ usage:
                                              prove an audit log is intact
   egressd audit report [--manifest PATH]... [--key FILE] [--checkpoints FILE] [--format text|json|html] FILE...
                                              what each integration used, was refused, and does not need
-  egressd audit suggest [--format voiceos|sollar] [--integration ID] [--config FILE] FILE...
-                                             the minimal network permission for what was observed
+  egressd audit suggest [--format voiceos|sollar] [--integration ID] [--config FILE] [--key FILE] [--checkpoints FILE] [--files-from LIST|-] [--run-files STATE/audit/ID] [--unverified] [FILE...]
+                                             the minimal network permission for what a verified log observed
   egressd audit prune --key FILE [--checkpoints FILE] --receipt NEWFILE --keep NEXTFILE FILE...
                                              remove old runs' files, leaving a receipt verify accepts
   egressd version                            print the version

@@ -19,6 +19,7 @@ import (
 	"github.com/egressd/egressd/internal/linejoin"
 	"github.com/egressd/egressd/internal/safefile"
 	"github.com/egressd/egressd/internal/termsafe"
+	"github.com/egressd/egressd/internal/workdir"
 	"github.com/egressd/egressd/policy"
 	"github.com/egressd/egressd/proxy"
 	"github.com/egressd/egressd/sandbox"
@@ -126,7 +127,7 @@ func prepareRun(f runFlags, command []string) (_ *runSetup, err error) {
 		}
 	}()
 	f.listen = "sandbox"
-	abs, err := filepath.Abs(f.manifest) // the folder is bound, and entered, at this absolute path
+	abs, err := workdir.Abs(f.manifest) // the folder is bound, and entered, at this absolute path
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/internal/workdir"
 	"github.com/egressd/egressd/sandbox/selftest"
 )
 
@@ -104,7 +105,7 @@ func selftestRun(f runFlags, stderr io.Writer) (selftest.Report, error) {
 	}()
 	c := b.Config
 	c.Integr = r.spec.Dir
-	if abs, err := filepath.Abs(f.manifest); err == nil {
+	if abs, err := workdir.Abs(f.manifest); err == nil {
 		c.Manifest, _ = allowlist.Locate(abs)
 	}
 	c.Sandboxed = !f.insecureEnvOnly
