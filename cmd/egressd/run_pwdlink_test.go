@@ -56,45 +56,44 @@ func environ(pwd string) []string {
 	return env
 }
 
-// TestRunOfARelativeFolderFromAShellThatEnteredThroughALinkIsTheSamePlace:
-// "egressd run F" typed in one folder names one place, whatever $PWD says.
-// Started once with no PWD (an MCP host, a service), the folder is bound
-// to its id; its author changes the id and widens the list; the operator
-// types the same command in the same folder from a shell that entered it
-// through a link (PWD=…/link). The change must wait for approval there
-// too: filepath.Abs trusted PWD, named …/link/F, a place never seen, and
-// loaded the new id's wider list as a first load.
-func TestRunOfARelativeFolderFromAShellThatEnteredThroughALinkIsTheSamePlace(t *testing.T) {
+// TestRunOfARelativeFolderFromAShellThatEnteredThroughALinkIsRefused:
+// "egressd run F" typed in one folder must name one place, whatever $PWD
+// says. Started once with no PWD (an MCP host, a service), the folder is
+// bound to its id; its author changes the id and widens the list; the
+// operator types the same command in the same folder from a shell that
+// entered it through a link (PWD=…/link). filepath.Abs trusted PWD, named
+// …/link/F, a place never seen, and loaded the new id's wider list as a
+// first load. Now the relative path is refused, naming both spellings,
+// and nothing loads; given from /, the real spelling holds the change for
+// approval.
+func TestRunOfARelativeFolderFromAShellThatEnteredThroughALinkIsRefused(t *testing.T) {
 	requireSandbox(t)
 	bin := egressdBinary(t)
 	d := newPWDLinkFolder(t)
-	run := func(pwd string) (string, error) {
-		cmd := exec.Command(bin, "run", "--state", d.state, "--resolver", "127.0.0.1:9", "F", "--", "/bin/true")
+	run := func(pwd, folder string) (string, error) {
+		cmd := exec.Command(bin, "run", "--state", d.state, "--resolver", "127.0.0.1:9", folder, "--", "/bin/true")
 		cmd.Dir, cmd.Env = d.link, environ(pwd)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
 	d.manifest(t, "com.test.pwd.a", "a.example")
-	if out, err := run(""); err != nil {
+	if out, err := run("", "F"); err != nil {
 		t.Fatalf("first run: %v\n%s", err, out)
 	}
 	d.manifest(t, "com.test.pwd.b", "a.example", "evil.example")
-	out, err := run(d.link)
-	if err != nil {
-		t.Fatalf("second run: %v\n%s", err, out)
-	}
-	if !strings.Contains(out, "changed its id from com.test.pwd.a to com.test.pwd.b 1.0.0") {
-		t.Fatalf("the id change from a shell with PWD=%s was not held for approval:\n%s", d.link, out)
+	out, err := run(d.link, "F")
+	if err == nil || !strings.Contains(out, "entered through a link") || !strings.Contains(out, filepath.Join(d.link, "F")) {
+		t.Fatalf("a relative folder from a shell with PWD=%s was not refused: %v\n%s", d.link, err, out)
 	}
 	list, err := exec.Command(bin, "state", "--state", d.state, "list").CombinedOutput()
 	if err != nil {
 		t.Fatalf("state list: %v\n%s", err, list)
 	}
-	if strings.Contains(string(list), d.link) || strings.Contains(string(list), "com.test.pwd.b 1.0.0 in force") {
-		t.Fatalf("the $PWD spelling became a place of its own, with the new id in force:\n%s", list)
+	if strings.Contains(string(list), d.link) || strings.Contains(string(list), "com.test.pwd.b") {
+		t.Fatalf("the refused run left a record:\n%s", list)
 	}
-	if !strings.Contains(string(list), "com.test.pwd.a 1.0.0 in force (1 entries); bound to folder "+filepath.Join(d.real, "F")) ||
-		!strings.Contains(string(list), "changes its id to com.test.pwd.b 1.0.0; pending") {
-		t.Fatalf("the folder's id change does not wait at the folder's one place:\n%s", list)
+	out, err = run(d.link, filepath.Join(d.real, "F"))
+	if err != nil || !strings.Contains(out, "changed its id from com.test.pwd.a to com.test.pwd.b 1.0.0") {
+		t.Fatalf("the id change at the folder's own place was not held for approval: %v\n%s", err, out)
 	}
 }

@@ -12,10 +12,12 @@ import (
 	"github.com/egressd/egressd/internal/workdir"
 )
 
-// TestAbsIgnoresAPWDThatSpellsTheWorkingDirectoryThroughALink: a shell that
-// entered real/ through link/ sets PWD=…/link. filepath.Abs trusts it and
-// names another place; Abs names the folder the kernel resolves "F" in.
-func TestAbsIgnoresAPWDThatSpellsTheWorkingDirectoryThroughALink(t *testing.T) {
+// TestAbsRefusesARelativePathWhenPWDSpellsTheWorkingDirectoryThroughALink:
+// a shell that entered real/ through link/ sets PWD=…/link. filepath.Abs
+// trusts it and names one place, a service manager's start (no PWD) names
+// another; Abs refuses to choose and asks for the path from /. With no
+// PWD, or one naming the directory as the kernel does, it joins.
+func TestAbsRefusesARelativePathWhenPWDSpellsTheWorkingDirectoryThroughALink(t *testing.T) {
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -35,14 +37,17 @@ func TestAbsIgnoresAPWDThatSpellsTheWorkingDirectoryThroughALink(t *testing.T) {
 		t.Fatalf("filepath.Abs no longer trusts PWD (%q): the attack this package stops needs another test", viaPWD)
 	}
 	got, err := workdir.Abs("F")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := filepath.Join(real, "F"); got != want {
-		t.Fatalf("Abs(F) = %q, want %q (the kernel's working directory, not $PWD)", got, want)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(link, "F")) || !strings.Contains(err.Error(), filepath.Join(real, "F")) {
+		t.Fatalf("Abs(F) with PWD through a link = %q, %v; want a refusal naming both spellings", got, err)
 	}
 	if got, _ := workdir.Abs(link + "/./F"); got != filepath.Join(link, "F") {
 		t.Fatalf("an absolute path keeps the links the operator typed: got %q", got)
+	}
+	for _, pwd := range []string{"", real, filepath.Join(base, "elsewhere")} {
+		t.Setenv("PWD", pwd)
+		if got, err := workdir.Abs("F"); err != nil || got != filepath.Join(real, "F") {
+			t.Fatalf("PWD=%q: Abs(F) = %q, %v; want %q (the kernel's working directory)", pwd, got, err, filepath.Join(real, "F"))
+		}
 	}
 }
 
