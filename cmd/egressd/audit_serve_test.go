@@ -48,14 +48,17 @@ func startServeProcess(t *testing.T, cfg string) *serveProcess {
 }
 
 // startServeProcessTo starts serve with its stdout (where audit.path "-"
-// writes) going to stdout.
-func startServeProcessTo(t *testing.T, cfg string, stdout io.Writer) *serveProcess {
+// writes) going to stdout, and env added to the test's environment.
+func startServeProcessTo(t *testing.T, cfg string, stdout io.Writer, env ...string) *serveProcess {
 	t.Helper()
 	sp := &serveProcess{stderr: &lockedBuffer{}, done: make(chan error, 1)}
 	sp.cmd = exec.Command(egressdBinary(t), "serve", "--config", cfg)
 	sp.cmd.Dir = filepath.Dir(cfg)
 	sp.cmd.Stdout = stdout
 	sp.cmd.Stderr = sp.stderr
+	if len(env) > 0 {
+		sp.cmd.Env = append(os.Environ(), env...)
+	}
 	if err := sp.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -81,22 +80,8 @@ func TestServeIntegrationPastItsBrokeredCapIsRefusedUntilAReloadRaisesIt(t *test
 	cfg := s.config(t, nil)
 	withBrokeredCap(t, cfg, 1)
 	notify := listenNotify(t, s.dir)
-	sp := &serveProcess{stderr: &lockedBuffer{}, done: make(chan error, 1)}
-	sp.cmd = exec.Command(egressdBinary(t), "serve", "--config", cfg)
-	sp.cmd.Dir, sp.cmd.Stderr = s.dir, sp.stderr
-	sp.cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+notify.path)
-	if err := sp.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { sp.done <- sp.cmd.Wait() }()
-	t.Cleanup(func() {
-		if sp.cmd.ProcessState == nil {
-			sp.cmd.Process.Kill()
-			<-sp.done
-		}
-	})
+	sp := startServeProcessTo(t, cfg, nil, "NOTIFY_SOCKET="+notify.path)
 	notify.expect(t, "READY=1")
-	sp.listen = waitFor(t, sp.stderr, `serving com.test.weather on (127\.0\.0\.1:\d+)`)[1]
 
 	var held []*http.Transport
 	hold := func(host, caFile string) {
