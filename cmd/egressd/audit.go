@@ -55,13 +55,14 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 	ckptFile := fs.String("checkpoints", "", "a file of checkpoint lines (e.g. egressd's captured stderr) to cross-check")
 	filesFrom := fs.String("files-from", "", "a file (- for stdin) listing the files to verify, one per line, oldest first: never split into two verify runs as xargs does")
 	runFiles := fs.String("run-files", "", "STATE/audit/ID: egressd run's files of integration ID there (ID.PID.log and their rotated files, not another id's), in the order the runs started")
-	if err := fs.Parse(args); err != nil || (fs.NArg() == 0 && *filesFrom == "" && *runFiles == "") {
+	named, err := parseAnywhere(fs, args)
+	if err != nil || (len(named) == 0 && *filesFrom == "" && *runFiles == "") {
 		if err == nil {
 			fs.Usage()
 		}
 		return exitUsage
 	}
-	files, err := verifyFileList(fs.Args(), *filesFrom, *runFiles)
+	files, err := verifyFileList(named, *filesFrom, *runFiles)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 		return exitUsage
@@ -212,7 +213,8 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 	format := fs.String("format", "text", "text, json or html")
 	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain, to verify it")
 	ckptFile := fs.String("checkpoints", "", "a file of checkpoint lines to cross-check, as audit verify")
-	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
+	files, err := parseAnywhere(fs, args)
+	if err != nil || len(files) == 0 {
 		if err == nil {
 			fs.Usage()
 		}
@@ -230,7 +232,7 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 	// Verify and read in one linear pass over one open of each file: a
 	// reviewer never reads the report of a broken log as the report of a
 	// good one, nor the report of other bytes than those verified.
-	verdict, recs, err := audit.VerifyAndRead(fs.Args(), opts)
+	verdict, recs, err := audit.VerifyAndRead(files, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
 		return exitFail
@@ -283,7 +285,7 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 			rep.Integrations[i].DeclaredFrom = from[ir.ID]
 		}
 	}
-	rep.Files = fs.Args()
+	rep.Files = files
 	rep.Verification = audit.VerificationOf(verdict)
 	switch *format {
 	case "text":
@@ -342,7 +344,8 @@ func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
 	format := fs.String("format", "voiceos", "voiceos (a permissions[] element) or sollar (the network member)")
 	integration := fs.String("integration", "", "the integration id, when the log holds several")
 	config := fs.String("config", "", "the operator config whose rules (wildcard_dns_services) apply, as check --config applies them")
-	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
+	files, err := parseAnywhere(fs, args)
+	if err != nil || len(files) == 0 {
 		if err == nil {
 			fs.Usage()
 		}
@@ -353,7 +356,7 @@ func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "egressd audit suggest: --format must be voiceos or sollar (%q)\n", *format)
 		return exitUsage
 	}
-	recs, err := audit.ReadFiles(fs.Args())
+	recs, err := audit.ReadFiles(files)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit suggest:", termsafe.String(err.Error()))
 		return exitFail

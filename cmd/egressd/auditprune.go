@@ -33,7 +33,8 @@ func runAuditPrune(args []string, stdout, stderr io.Writer) int {
 	receipt := fs.String("receipt", "", "the receipt file to create (it must not exist)")
 	keep := fs.String("keep", "", "the first file kept, whose run follows the last run removed (it is not changed)")
 	ckpt := fs.String("checkpoints", "", "the checkpoints (e.g. the journal) to cross-check the runs removed against: a run cut back before prune is refused")
-	if err := fs.Parse(args); err != nil || fs.NArg() == 0 || *receipt == "" || *keep == "" {
+	files, err := parseAnywhere(fs, args)
+	if err != nil || len(files) == 0 || *receipt == "" || *keep == "" {
 		if err == nil {
 			fs.Usage()
 		}
@@ -42,7 +43,7 @@ func runAuditPrune(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	if err := prune(fs.Args(), *keep, *keyFile, *ckpt, *receipt, stdout); err != nil {
+	if err := prune(files, *keep, *keyFile, *ckpt, *receipt, stdout); err != nil {
 		fmt.Fprintln(stderr, "egressd audit prune:", termsafe.String(err.Error()))
 		return exitFail
 	}

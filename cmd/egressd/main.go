@@ -49,6 +49,7 @@ usage:
   egressd version                            print the version
 
 Run "egressd COMMAND --help" (or "egressd help COMMAND") for a command's flags.
+Flags may come before or after a command's other arguments; "--" ends them.
 
 exit status: 0 success; 1 the thing checked is bad (a manifest error, a denied
 target, a broken log) or egressd could not do its work; 2 usage, or a config
@@ -154,28 +155,6 @@ func dispatch(cmd string, rest []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "egressd: unknown command %q\n\n%s", cmd, usage)
 	return exitUsage
-}
-
-// parseAnywhere parses fs's flags wherever they stand among args, before,
-// between or after the positional arguments ("egressd approve ID VERSION
-// --state DIR" is how many CLIs are typed), and returns the positional
-// ones. "--" ends the flags. For subcommands whose positional arguments
-// never begin with "-" (ids, versions, words).
-func parseAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		pos, args = append(pos, rest[0]), rest[1:]
-	}
 }
 
 // newFlagSet is a subcommand's flag set: its errors and usage go to stderr,

@@ -57,23 +57,33 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&f.secrets, "secret", "NAME=HOST[,HOST…]: the program sees a placeholder in NAME; egressd puts the value (from its own environment) in request headers to these hosts only, over TLS it verified; repeatable")
 	fs.StringVar(&f.upstreamCA, "upstream-ca", "", "PEM roots, besides the system's, that bound hosts' certificates are verified with (private PKI, tests)")
 	fs.BoolVar(&f.insecureEnvOnly, "insecure-env-only", false, "no sandbox: only set the proxy variables, which the program may ignore")
-	if err := fs.Parse(args); err != nil {
+	// With --manifest the first other word begins the program's command
+	// line, whose flags are its own; DIR may be followed by run's flags,
+	// and the program by "--".
+	words, after, _, err := scanFlags(fs, args, true)
+	if err != nil {
 		return exitUsage
 	}
 	f.stderr = &linejoin.Joint{}
 	stderr = termsafe.Lines(f.stderr.Own(stderr)) // every message one line, escaped, and never after the program's unterminated line
-	command := fs.Args()
+	command := append(words, after...)
 	if f.manifest == "" {
 		if len(command) == 0 {
 			fs.Usage()
 			return exitUsage
 		}
-		f.manifest, command = command[0], command[1:]
-		if len(command) > 0 && command[0] == "--" {
-			command = command[1:]
-		} else if len(command) > 0 {
-			fmt.Fprintln(stderr, "egressd run: put the command after --: egressd run DIR -- COMMAND ARGS...")
-			return exitUsage
+		if len(words) > 0 {
+			var more []string
+			if more, command, _, err = scanFlags(fs, words[1:], false); err != nil {
+				return exitUsage
+			}
+			f.manifest = words[0]
+			if len(more) > 0 {
+				fmt.Fprintln(stderr, "egressd run: put the command after --: egressd run DIR -- COMMAND ARGS...")
+				return exitUsage
+			}
+		} else {
+			f.manifest, command = command[0], command[1:]
 		}
 	}
 	f.checkpoints = stderr
