@@ -40,7 +40,7 @@ usage:
                                              show what version memory holds; forget an id, or one folder's record
   egressd audit verify [--key FILE] [--checkpoints FILE] [--files-from LIST|-] [--run-files STATE/audit/ID] [FILE...]
                                              prove an audit log is intact
-  egressd audit report [--manifest PATH]... [--key FILE] [--checkpoints FILE] [--format text|json|html] FILE...
+  egressd audit report [--manifest PATH]... [--key FILE] [--checkpoints FILE] [--format text|json|html] [--files-from LIST|-] [--run-files STATE/audit/ID] [FILE...]
                                              what each integration used, was refused, and does not need
   egressd audit suggest [--format voiceos|sollar] [--integration ID] [--config FILE] FILE...
                                              the minimal network permission for what was observed
