@@ -120,7 +120,11 @@ func prune(files []string, keep, keyFile, ckptFile, receipt string, stdout io.Wr
 		if c.End == "crashed" {
 			crash = fmt.Sprintf(" (crashed at seq %d: the receipt records it)", c.Last)
 		}
-		printLine(stdout, "run %s (%s): %s to %s, %d lines%s", c.ID, c.File, c.FirstTime, c.LastTime, c.Lines, crash)
+		what := "run"
+		if c.Receipt {
+			what = "earlier receipt" // no run: its runs are counted by what it lists
+		}
+		printLine(stdout, "%s %s (%s): %s to %s, %d lines%s", what, c.ID, c.File, c.FirstTime, c.LastTime, c.Lines, crash)
 	}
 	for _, name := range files {
 		if err := os.Remove(name); err != nil {
@@ -128,7 +132,8 @@ func prune(files []string, keep, keyFile, ckptFile, receipt string, stdout io.Wr
 		}
 		printLine(stdout, "removed %s", name)
 	}
-	printLine(stdout, "receipt %s: %d run(s), %d lines, ending in hash %s; give it to audit verify in their place, before the files that follow", receipt, len(v.Chains), v.Lines, through)
+	printLine(stdout, "receipt %s: %d run(s), %d lines, ending in hash %s; %d run(s) removed in all, with those of the earlier receipts; give it to audit verify in their place, before the files that follow",
+		receipt, len(v.Runs()), v.Lines, through, v.PrunedRunsInAll())
 	return nil
 }
 
