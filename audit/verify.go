@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/egressd/egressd/internal/safefile"
 )
 
 // MinKeyLen is the shortest HMAC key egressd accepts, writing or verifying:
@@ -161,7 +159,7 @@ func verifyFiles(files []string, opts VerifyOptions, sink lineSink) (Verdict, er
 	v := &verifier{opts: opts, checkpoints: map[string]map[uint64]string{}, checkpointNames: map[string]map[string]bool{}, prunedChains: map[string]uint64{}, began: map[string]string{}}
 	v.readCheckpoints(opts.Checkpoints)
 	for i, f := range files {
-		fh, err := safefile.OpenRegular(f)
+		fh, err := openLog(f)
 		if err != nil {
 			return Verdict{}, err
 		}
