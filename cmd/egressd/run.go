@@ -92,13 +92,30 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "egressd run:", err)
 		return exitFail
 	}
-	defer r.close()
 	fmt.Fprintf(stderr, "egressd run: audit log %s\n", r.logPath)
 	r.announcePolicy(stderr)
+	var code int
 	if f.insecureEnvOnly {
-		return r.envOnly(stderr)
+		code = r.envOnly(stderr)
+	} else {
+		code = r.sandboxed(stderr)
 	}
-	return r.sandboxed(stderr)
+	return r.closeReporting(code, stderr)
+}
+
+// closeReporting closes the run and returns its exit status: the
+// program's, or exitFail when the program exited 0 but the audit log did
+// not close cleanly (its shutdown record, or the link file the next run's
+// genesis reads). A run whose evidence is incomplete must not read as a
+// success to whatever checks its status; the line on stderr says what.
+func (r *runSetup) closeReporting(code int, stderr io.Writer) int {
+	if err := r.close(); err != nil {
+		fmt.Fprintln(stderr, "egressd run:", err)
+		if code == exitOK {
+			return exitFail
+		}
+	}
+	return code
 }
 
 // runSetup is everything "egressd run" decided before anything starts.
@@ -476,7 +493,10 @@ func (r *runSetup) startAudit(f runFlags, file *audit.File, path, runLink, name 
 	return err
 }
 
-func (r *runSetup) close() {
+// close ends the run: the audit log's shutdown record and link file, then
+// the files it held. It returns the audit log's error, its paths named as
+// the operator knows them.
+func (r *runSetup) close() (err error) {
 	if r.folder != nil {
 		r.folder.Close()
 	}
@@ -489,11 +509,16 @@ func (r *runSetup) close() {
 		r.removeBundle()
 	}
 	if r.log != nil {
-		r.log.Close()
+		err = r.log.Close()
 	}
 	if r.sink != nil {
 		r.sink.close()
 	}
+	if err != nil && r.auditDir != nil {
+		at := "/proc/self/fd/" + strconv.Itoa(int(r.auditDir.Fd())) + "/"
+		err = errors.New(strings.ReplaceAll(err.Error(), at, r.auditDir.Name()+"/"))
+	}
+	return err
 }
 
 // sandboxed runs the program in the sandbox and returns its exit status.
