@@ -67,8 +67,8 @@ func TestEveryCommandTakesItsFlagsAfterItsArguments(t *testing.T) {
 
 	erpFolder(t, dir, "com.acme.erp", "1.1.0", "erp.acme.example", "new.acme.example")
 	loadAsServe(t, state, dir)
-	if out, errs, code := runBinary(t, "approve", "com.acme.erp", "1.1.0", "--state", state, "--digest", digestOf(t, dir)); code != 0 || !strings.Contains(out, "approved com.acme.erp 1.1.0") {
-		t.Fatalf("approve ID VERSION --state --digest: exit %d\n%s%s", code, out, errs)
+	if out, errs, code := runBinary(t, "approve", "com.acme.erp", "1.1.0", "--state", state, "--digest", digestOf(t, dir), "--yes"); code != 0 || !strings.Contains(out, "approved com.acme.erp 1.1.0") {
+		t.Fatalf("approve ID VERSION --state --digest --yes: exit %d\n%s%s", code, out, errs)
 	}
 	// "--" ends the flags: what follows is an argument, even if it reads
 	// as a flag, and a flag's value may itself be "--".

@@ -34,7 +34,7 @@ usage:
                                              run an integration's program sandboxed: the proxy is its only way out
   egressd selftest [--json] [--config FILE] [--mode enforce|audit] [--manifest PATH] [--insecure-env-only]
                                              prove on this host what the sandbox holds: the escape battery
-  egressd approve [--state DIR] [--folder PLACE] [--digest DIGEST] ID VERSION | --manifest PATH
+  egressd approve [--state DIR] [--yes] [--folder PLACE] [--digest DIGEST] ID VERSION | --manifest PATH
                                              approve a manifest version that widens its list or changes its id
   egressd state [--state DIR] list | forget ID | forget --folder PATH
                                              show what version memory holds; forget an id, or one folder's record
