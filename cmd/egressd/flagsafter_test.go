@@ -44,6 +44,9 @@ func testKey(t *testing.T) string {
 func TestEveryCommandTakesItsFlagsAfterItsArguments(t *testing.T) {
 	state, dir, key := t.TempDir(), erpFolder(t, t.TempDir(), "com.acme.erp", "1.0.0", "erp.acme.example"), testKey(t)
 	files := unsandboxedRuns(t, state, dir, key, 3)
+	if _, errs, code := runBinary(t, "run", dir, "--manifest", dir, "--insecure-env-only", "--state", state, "--", "true"); code != exitUsage || !strings.Contains(errs, "not both") {
+		t.Fatalf("egressd run DIR --manifest DIR: exit %d\n%s", code, errs)
+	}
 	receipt := filepath.Join(t.TempDir(), "receipt.log")
 	if out, errs, code := runBinary(t, "audit", "prune", files[0], "--key", key, "--receipt", receipt, "--keep", files[1]); code != 0 {
 		t.Fatalf("audit prune FILE --flags: exit %d\n%s%s", code, out, errs)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -57,34 +58,22 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&f.secrets, "secret", "NAME=HOST[,HOST…]: the program sees a placeholder in NAME; egressd puts the value (from its own environment) in request headers to these hosts only, over TLS it verified; repeatable")
 	fs.StringVar(&f.upstreamCA, "upstream-ca", "", "PEM roots, besides the system's, that bound hosts' certificates are verified with (private PKI, tests)")
 	fs.BoolVar(&f.insecureEnvOnly, "insecure-env-only", false, "no sandbox: only set the proxy variables, which the program may ignore")
-	// With --manifest the first other word begins the program's command
-	// line, whose flags are its own; DIR may be followed by run's flags,
-	// and the program by "--".
 	words, after, _, err := scanFlags(fs, args, true)
 	if err != nil {
 		return exitUsage
 	}
 	f.stderr = &linejoin.Joint{}
 	stderr = termsafe.Lines(f.stderr.Own(stderr)) // every message one line, escaped, and never after the program's unterminated line
-	command := append(words, after...)
+	command, err := runCommandLine(fs, &f, words, after)
+	if err != nil {
+		if err != errFlagsSaid {
+			fmt.Fprintln(stderr, "egressd run:", err)
+		}
+		return exitUsage
+	}
 	if f.manifest == "" {
-		if len(command) == 0 {
-			fs.Usage()
-			return exitUsage
-		}
-		if len(words) > 0 {
-			var more []string
-			if more, command, _, err = scanFlags(fs, words[1:], false); err != nil {
-				return exitUsage
-			}
-			f.manifest = words[0]
-			if len(more) > 0 {
-				fmt.Fprintln(stderr, "egressd run: put the command after --: egressd run DIR -- COMMAND ARGS...")
-				return exitUsage
-			}
-		} else {
-			f.manifest, command = command[0], command[1:]
-		}
+		fs.Usage()
+		return exitUsage
 	}
 	f.checkpoints = stderr
 	r, err := prepareRun(f, command)
@@ -117,6 +106,46 @@ func (r *runSetup) closeReporting(code int, stderr io.Writer) int {
 	}
 	return code
 }
+
+// runCommandLine reads the words of run's command line around its flags
+// (scanFlags stopped at the first word): with --manifest the first word
+// begins the program's command line, whose flags are its own; otherwise
+// it is the integration's folder, which run's flags may follow, and the
+// program follows "--". It returns the program's command line, or what
+// is wrong with the words (errFlagsSaid: the flag package said it).
+func runCommandLine(fs *flag.FlagSet, f *runFlags, words, after []string) ([]string, error) {
+	command := append(words, after...)
+	if f.manifest != "" || len(command) == 0 {
+		return command, nil
+	}
+	if len(words) == 0 { // egressd run -- DIR [-- COMMAND…]
+		words, command = command[:1], command[1:]
+		if len(command) > 0 && command[0] != "--" {
+			return nil, errCommandAfterDashes
+		}
+		f.manifest = words[0]
+		if len(command) > 0 {
+			command = command[1:]
+		}
+		return command, nil
+	}
+	more, command, _, err := scanFlags(fs, words[1:], false)
+	switch {
+	case err != nil:
+		return nil, errFlagsSaid
+	case f.manifest != "":
+		return nil, errors.New("give the integration's folder or --manifest PATH, not both")
+	case len(more) > 0:
+		return nil, errCommandAfterDashes
+	}
+	f.manifest = words[0]
+	return command, nil
+}
+
+var (
+	errFlagsSaid          = errors.New("flags")
+	errCommandAfterDashes = errors.New("put the command after --: egressd run DIR -- COMMAND ARGS...")
+)
 
 // runSetup is everything "egressd run" decided before anything starts.
 type runSetup struct {
