@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-
-	"github.com/egressd/egressd/internal/safefile"
 )
 
 // OwnFile is the genesis field value (file=own) of a run written to a new
@@ -48,7 +46,7 @@ func (v *verifier) aloneInOwnFile(file string, seq uint64, id string, own bool) 
 // not end where the kept run says the run before it ended. Only the first
 // line is read: the kept run may still be writing.
 func (v *verifier) keptAfter(name string) error {
-	fh, err := safefile.OpenRegular(name)
+	fh, err := openLog(name)
 	if err != nil {
 		return err
 	}

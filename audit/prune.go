@@ -19,23 +19,43 @@ const (
 
 // PruneEvents are a receipt's events: one per removed chain (its id and
 // last seq; for a run that crashed, end=crashed and the hash of its last
-// line, so the crash stays on record), then the receipt itself: the hash
-// of the last line of the last run removed (the next run's prev_run), how
-// many runs and lines. Chains a receipt being pruned again listed are
-// carried forward. The last chain listed is the last run removed: a run
-// after a crash names it as prev_open.
+// line, so the crash stays on record; for an earlier receipt removed with
+// the runs, receipt=yes, since it is no run), then the receipt itself: the
+// hash of the last line of the last run removed (the next run's prev_run),
+// how many runs in all (those carried included) and lines. Chains a
+// receipt being pruned again listed are carried forward, receipts too (a
+// copy of one put back is still caught). The last chain listed is the
+// last run removed: a run after a crash names it as prev_open.
 func PruneEvents(through string, lines int, v Verdict) []Event {
 	var out []Event
-	chains := append(append([]ChainVerdict{}, v.PrunedChains...), v.Chains...)
+	chains := append(append(append([]ChainVerdict{}, v.PrunedReceipts...), v.PrunedChains...), v.Chains...)
 	for _, c := range chains {
 		msg := fmt.Sprintf("chain=%s last=%d", c.ID, c.Last)
 		if c.End == "crashed" {
 			msg += " end=crashed hash=" + c.Hash
 		}
+		if c.Receipt {
+			msg += " receipt=yes"
+		}
 		out = append(out, Event{Kind: Lifecycle, Action: PrunedChain, Msg: msg})
 	}
-	return append(out, Event{Kind: Lifecycle, Action: Pruned, Msg: fmt.Sprintf("through=%s runs=%d lines=%d", through, len(v.Chains), lines)})
+	return append(out, Event{Kind: Lifecycle, Action: Pruned, Msg: fmt.Sprintf("through=%s runs=%d lines=%d", through, v.PrunedRunsInAll(), lines)})
 }
+
+// Runs are the chains verified that are runs, not prune receipts.
+func (v Verdict) Runs() []ChainVerdict {
+	var runs []ChainVerdict
+	for _, c := range v.Chains {
+		if !c.Receipt {
+			runs = append(runs, c)
+		}
+	}
+	return runs
+}
+
+// PrunedRunsInAll is how many runs a prune of the files verified removes
+// in all: the runs in them, and those their receipts removed before.
+func (v Verdict) PrunedRunsInAll() int { return len(v.PrunedChains) + len(v.Runs()) }
 
 // pruneReceipt is what verify read from a receipt.
 type pruneReceipt struct {
@@ -55,10 +75,19 @@ func (v *verifier) readPruned(f lineFields) {
 		v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s holds a prune receipt that is not keyed, or was not checked with its key: it is not taken as the operator's, and the runs it names must be given", v.cur.ID))
 		return
 	}
+	v.cur.Receipt = true
 	if f.Action == PrunedChain {
 		last, err := strconv.ParseUint(msgField(f.Msg, "last"), 10, 64)
 		id := msgField(f.Msg, "chain")
 		if id == "" || err != nil {
+			return
+		}
+		if _, listed := v.prunedChains[id]; listed {
+			return // two receipts given list it: one run, counted once
+		}
+		v.prunedChains[id] = last
+		if msgField(f.Msg, "receipt") == "yes" {
+			v.out.PrunedReceipts = append(v.out.PrunedReceipts, ChainVerdict{ID: id, Last: last, Receipt: true})
 			return
 		}
 		c := ChainVerdict{ID: id, Last: last}
@@ -66,7 +95,6 @@ func (v *verifier) readPruned(f lineFields) {
 			c.End, c.Hash = "crashed", msgField(f.Msg, "hash")
 			v.out.Notes = append(v.out.Notes, fmt.Sprintf("run %s crashed at seq %d; pruned by receipt %s (%s): its lines are gone, and whatever it did after seq %d is not in the log", id, last, v.cur.ID, v.lastFile, last))
 		}
-		v.prunedChains[id] = last
 		v.out.PrunedChains = append(v.out.PrunedChains, c)
 		v.lastPruned = id
 		return

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/egressd/egressd/internal/safefile"
 )
 
 // Record is one audit line read back: the fields reports use.
@@ -141,7 +139,7 @@ func (r Record) Accounts(target string) bool {
 func ReadFiles(files []string) ([]Record, error) {
 	var out []Record
 	for _, f := range files {
-		fh, err := safefile.OpenRegular(f)
+		fh, err := openLog(f)
 		if err != nil {
 			return nil, err
 		}

@@ -10,16 +10,15 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/egressd/egressd/internal/safefile"
 )
 
 // runFileRest is what follows "STEM." in the name of a file of egressd
 // run's: PID.log or PID.N.log (its own file), then a rotated suffix, if
 // any: .1 (logrotate's rename), -DATE (logrotate's dateext) or
-// .<timestamp> (audit.max_size_mb). A pid is digits, so the glob
+// .<timestamp> (audit.max_size_mb), and .gz after it (logrotate's
+// compress; see openLog). A pid is digits, so the glob
 // STEM.*.log also matched another integration whose id is STEM.x.
-var runFileRest = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?\.log(\.[0-9]+|-[0-9]{8,10}|\.[0-9]{8}T[0-9]{6}\.[0-9]{9}Z)?$`)
+var runFileRest = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?\.log(\.[0-9]+|-[0-9]{8,10}|\.[0-9]{8}T[0-9]{6}\.[0-9]{9}Z)?(\.gz)?$`)
 
 // RunFiles finds the files of egressd run's runs of one integration, given
 // as STATE/audit/STEM (STEM the id, or ID@claim), and orders them as
@@ -96,7 +95,7 @@ type runGenesis struct {
 // begin with one is an error naming it: verify would fail on it, and the
 // operator must see which.
 func firstLine(path string) (runGenesis, error) {
-	f, err := safefile.OpenRegular(path)
+	f, err := openLog(path)
 	if err != nil {
 		return runGenesis{}, err
 	}

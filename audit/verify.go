@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/egressd/egressd/internal/safefile"
 )
 
 // MinKeyLen is the shortest HMAC key egressd accepts, writing or verifying:
@@ -81,6 +79,9 @@ type ChainVerdict struct {
 	// Checkpoints counts its checkpoints cross-checked: one at or before
 	// a crashed run's last line, and none past it, proves where it ended.
 	Checkpoints int
+	// Receipt says the chain is a prune receipt (keyed, checked with the
+	// key), not a run: a second prune that removes it lists it apart.
+	Receipt bool
 }
 
 // Verdict is what Verify found.
@@ -94,9 +95,11 @@ type Verdict struct {
 	Keyed   bool   // some chain is HMAC-keyed (from its genesis record)
 	KeyID   string // the key id of the first keyed chain
 	Chains  []ChainVerdict
-	// PrunedChains are the chains prune receipts in the files say were
-	// removed (ID and Last only).
-	PrunedChains []ChainVerdict
+	// PrunedChains are the runs prune receipts in the files say were
+	// removed (ID and Last only), each once; PrunedReceipts are the
+	// earlier receipts a later prune removed with them, which are no runs.
+	PrunedChains   []ChainVerdict
+	PrunedReceipts []ChainVerdict
 	// Proves says plainly what the verification establishes, for the part
 	// that verified.
 	Proves      string
@@ -156,7 +159,7 @@ func verifyFiles(files []string, opts VerifyOptions, sink lineSink) (Verdict, er
 	v := &verifier{opts: opts, checkpoints: map[string]map[uint64]string{}, checkpointNames: map[string]map[string]bool{}, prunedChains: map[string]uint64{}, began: map[string]string{}}
 	v.readCheckpoints(opts.Checkpoints)
 	for i, f := range files {
-		fh, err := safefile.OpenRegular(f)
+		fh, err := openLog(f)
 		if err != nil {
 			return Verdict{}, err
 		}

@@ -268,10 +268,28 @@ func (l *Log) Close() error {
 	l.checkpoint()
 	if err == nil && l.runLink != "" {
 		_, hash := l.LastHash()
-		err = closeRunLink(l.runLink, l.chainID, hash)
+		if lerr := closeRunLink(l.runLink, l.chainID, hash); lerr != nil {
+			return &LinkError{Path: l.runLink, Err: lerr}
+		}
 	}
 	return err
 }
+
+// LinkError is Close's error when the chain closed cleanly but the link
+// file (Options.RunLink) could not record its end. The file still says
+// the run is open, so the next run's genesis names this run only as open
+// when it started (prev_open), as after a crash: verify still requires
+// this run right before it, but its end is no longer named by hash.
+type LinkError struct {
+	Path string
+	Err  error
+}
+
+func (e *LinkError) Error() string {
+	return fmt.Sprintf("the audit log closed cleanly, but %s was not updated (%v): it still says this run is open, so the next run names it only as open when it started, as after a crash (verify still checks that this run comes right before it); make that folder writable", e.Path, e.Err)
+}
+
+func (e *LinkError) Unwrap() error { return e.Err }
 
 func level(e Event) zerolog.Level {
 	switch {

@@ -30,6 +30,9 @@ type Memory struct {
 	// held an id: from then on one that holds none was replaced or
 	// emptied (a template, a reprovisioned file), never the truth.
 	remembered atomic.Bool
+	// preview makes every change judge as on the state file and write
+	// nothing (PreviewMemory).
+	preview bool
 }
 
 // stateFile and lockFile live in the state directory.
@@ -62,6 +65,15 @@ func OpenMemory(dir string) (*Memory, error) {
 	}
 	return &Memory{dir: dir}, nil
 }
+
+// PreviewMemory returns the version memory in dir as one whose changes
+// are judged, and fail, exactly as OpenMemory's would, with the same
+// messages naming the state file, and are never written: "egressd
+// approve" shows what an approval binds before it is made. It takes no
+// lock and makes nothing (a lock file made without the state file beside
+// it would read as a vanished state file); the approval that follows
+// takes the lock and may still fail where only writing can.
+func PreviewMemory(dir string) *Memory { return &Memory{dir: dir, preview: true} }
 
 // InMemory returns a Memory that lives only as long as the process.
 func InMemory() *Memory { return &Memory{mem: newState()} }
@@ -216,6 +228,18 @@ func (m *Memory) update(fn func(s *State) error) error {
 		*m.mem = s
 		return nil
 	}
+	if m.preview {
+		if _, err := os.Stat(m.dir); err == nil {
+			if err := m.mayChange(); err != nil {
+				return err
+			}
+		}
+		s, err := m.Read()
+		if err != nil {
+			return err
+		}
+		return fn(&s)
+	}
 	wroteHere := m.lockExists()
 	unlock, err := m.lock()
 	if err != nil {
@@ -303,13 +327,22 @@ func (m *Memory) keepOwner(f *os.File, path string) error {
 	return nil
 }
 
-func (m *Memory) lock() (func(), error) {
+// mayChange says why this process cannot change the state file and keep
+// it its owner's: only root or that owner can.
+func (m *Memory) mayChange() error {
 	uid, _, _, err := m.owner()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if me := os.Geteuid(); me != 0 && me != uid {
-		return nil, fmt.Errorf("policy: version memory %s belongs to uid %d, and this process runs as uid %d: it cannot change the file and keep it theirs; run this as uid %d or as root (or, if this user should own version memory, chown it to this user)", m.Path(), uid, me, uid)
+		return fmt.Errorf("policy: version memory %s belongs to uid %d, and this process runs as uid %d: it cannot change the file and keep it theirs; run this as uid %d or as root (or, if this user should own version memory, chown it to this user)", m.Path(), uid, me, uid)
+	}
+	return nil
+}
+
+func (m *Memory) lock() (func(), error) {
+	if err := m.mayChange(); err != nil {
+		return nil, err
 	}
 	path := filepath.Join(m.dir, lockFile)
 	// The folder may be the service user's, who could put a symlink or a

@@ -13,8 +13,8 @@ import (
 )
 
 func runApprove(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("approve", `usage: egressd approve [--state DIR] [--folder PLACE] [--digest DIGEST] ID VERSION
-       egressd approve [--state DIR] [--new-id] --manifest PATH
+	fs := newFlagSet("approve", `usage: egressd approve [--state DIR] [--yes] [--folder PLACE] [--digest DIGEST] ID VERSION
+       egressd approve [--state DIR] [--yes] [--new-id] --manifest PATH
 
 Approves a manifest version whose network list adds entries, whose id
 changed in a folder egressd knows, or whose folder claims an id version
@@ -26,14 +26,17 @@ the id's own pending widening with that digest. An id change or a claim of
 a folder the id is not bound to is approved only by naming that folder:
 --folder PLACE --digest DIGEST ID VERSION (egressd state list prints the
 command for each). --manifest approves that manifest's list,
-seen or not (if a different list waits at its version, it says so). Every
-binding made is printed. A running
+seen or not (if a different list waits at its version, it says so). What
+an approval binds (its list, what it adds, an id change) is printed
+before anything is approved: on a terminal approve asks (y/N); otherwise
+it refuses unless --yes is given. Every binding made is printed. A running
 "egressd serve" applies it on its next reload (SIGHUP).`, stderr)
 	state := fs.String("state", policy.DefaultStateDir(), "version memory directory")
 	manifest := fs.String("manifest", "", "approve this manifest file or folder's list")
 	digest := fs.String("digest", "", "with ID VERSION: approve only the pending list with this digest (sha256:…)")
 	folder := fs.String("folder", "", "with ID VERSION: approve the id change or claim waiting at this folder (or \"listener ADDR\"), not the id's widening")
 	newID := fs.Bool("new-id", false, "with --manifest: the id was never loaded; record its list as the first approved one")
+	yes := fs.Bool("yes", false, "approve what is shown without asking (needed when stdin is not a terminal)")
 	pos, err := parseAnywhere(fs, args)
 	if err != nil {
 		return exitUsage
@@ -43,12 +46,12 @@ binding made is printed. A running
 		fs.Usage()
 		return exitUsage
 	}
-	mem, err := openExistingMemory(*state, *newID)
-	if err != nil {
+	if err := memoryThere(*state, *newID); err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitFail
 	}
-	var made []policy.Approval
+	shown := policy.PreviewMemory(*state)
+	q := approval{newID: *newID, digest: *digest}
 	if *manifest != "" {
 		m, file, ps, loadErr := allowlist.Load(*manifest, &allowlist.Rules{})
 		if loadErr == nil && m == nil {
@@ -58,16 +61,30 @@ binding made is printed. A running
 			fmt.Fprintln(stderr, "egressd approve:", loadErr)
 			return exitFail
 		}
-		made, err = mem.ApproveManifest(m, policy.ManifestPlace(file), *newID)
-	} else if *digest == "" && showPending(mem, *state, pos[0], pos[1], stderr) {
+		q.manifest, q.place = m, policy.ManifestPlace(file)
+	} else if *digest == "" && showPending(shown, *state, pos[0], pos[1], stderr) {
 		return exitFail
 	} else {
-		place := ""
+		q.id, q.version = pos[0], pos[1]
 		if *folder != "" {
-			place = policy.PlaceOf(*folder)
+			q.place = policy.PlaceOf(*folder)
 		}
-		made, err = mem.ApprovePending(pos[0], pos[1], *digest, place)
 	}
+	preview, err := q.apply(shown)
+	if err != nil {
+		printLines(stderr, "egressd approve: "+err.Error())
+		return exitFail
+	}
+	showApprovals(stdout, preview, policy.StatePath(*state))
+	if code := confirm(os.Stdin, *yes, stderr); code != exitOK {
+		return code // nothing written: not even a new state folder
+	}
+	mem, err := policy.OpenMemory(*state)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitFail
+	}
+	made, err := q.apply(mem)
 	if err != nil {
 		printLines(stderr, "egressd approve: "+err.Error())
 		return exitFail
@@ -75,12 +92,7 @@ binding made is printed. A running
 	after, _ := mem.Read()
 	for _, a := range made {
 		fmt.Fprintf(stdout, "approved %s %s, list digest %s (%s) in %s\n", a.ID, a.Version, a.Digest, a.What, mem.Path())
-		if a.Entries != nil {
-			printLine(stdout, "  binds the list: %s", orNone(strings.Join(a.Entries, " ")))
-			if a.Over != "" {
-				printLine(stdout, "  adds over %s: %s", a.Over, orNone(strings.Join(a.Adds, " ")))
-			}
-		}
+		showBinding(stdout, a)
 		if was, waits := after.InForceAfter(a); waits {
 			printLine(stdout, "  in force at the next load: %s %s (%s); %s %s still waits for approval (egressd approve --state %s %s %s shows it)",
 				a.ID, was.Version, orNone(strings.Join(was.Entries, " ")), a.ID, a.Version, termsafe.ShellWord(filepath.Dir(mem.Path())), a.ID, a.Version)
@@ -129,10 +141,19 @@ func showPending(mem *policy.Memory, stateDir, id, version string, stderr io.Wri
 // forgetting must not leave a new, root-owned state directory behind a
 // mistyped --state. Only a first list (--new-id) may create it.
 func openExistingMemory(dir string, create bool) (*policy.Memory, error) {
-	if _, err := os.Stat(dir); err != nil && !create {
-		return nil, fmt.Errorf("no version memory at %s (%v): egressd has loaded nothing with this --state", dir, err)
+	if err := memoryThere(dir, create); err != nil {
+		return nil, err
 	}
 	return policy.OpenMemory(dir)
+}
+
+// memoryThere says why version memory at dir cannot be used: it is not
+// there, and create (a first list) does not allow making it.
+func memoryThere(dir string, create bool) error {
+	if _, err := os.Stat(dir); err != nil && !create {
+		return fmt.Errorf("no version memory at %s (%v): egressd has loaded nothing with this --state", dir, err)
+	}
+	return nil
 }
 
 // pendingListLines show the list an id change or a claim binds and what it

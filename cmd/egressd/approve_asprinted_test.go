@@ -11,9 +11,10 @@ import (
 
 // pasted runs command as an operator pasting it into a shell would, with
 // the real egressd binary first on PATH, and returns its output and error.
+// The operator confirms at the terminal; here --yes stands for it.
 func pasted(t *testing.T, command string) (string, error) {
 	t.Helper()
-	sh := exec.Command("/bin/sh", "-c", command)
+	sh := exec.Command("/bin/sh", "-c", command+" --yes") // no terminal here to confirm on
 	sh.Env = append(os.Environ(), "PATH="+filepath.Dir(egressdBinary(t))+":"+os.Getenv("PATH"))
 	out, err := sh.CombinedOutput()
 	return string(out), err
@@ -53,7 +54,7 @@ func TestTheIDChangeWarningsApproveCommandApprovesAsPrinted(t *testing.T) {
 func TestStateListCallsAClaimOfAnUnboundIDAClaim(t *testing.T) {
 	state, owner, other := t.TempDir(), t.TempDir(), t.TempDir()
 	erpFolder(t, owner, "com.acme.erp", "1.0.0", "api.acme.example")
-	if _, errs, code := runCLI(t, "approve", "--state", state, "--new-id", "--manifest", owner); code != exitOK {
+	if _, errs, code := runCLI(t, "approve", "--yes", "--state", state, "--new-id", "--manifest", owner); code != exitOK {
 		t.Fatalf("approve --new-id: %d %s", code, errs)
 	}
 	toFirstLayout(t, state) // an earlier egressd's memory: the id, bound to no folder

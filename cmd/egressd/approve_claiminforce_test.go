@@ -24,7 +24,7 @@ func TestApprovingAClaimSaysTheIDsApprovedListIsWhatWillBeInForce(t *testing.T) 
 	if claim.Result != policy.Pending || cmd == nil {
 		t.Fatalf("b's claim does not wait with a command: %+v", claim)
 	}
-	out, errs, code := runCLI(t, strings.Fields(cmd[1])[1:]...)
+	out, errs, code := runCLI(t, append(strings.Fields(cmd[1])[1:], "--yes")...) // no terminal here to confirm on
 	if code != exitOK {
 		t.Fatalf("approve of the claim: exit %d\n%s%s", code, out, errs)
 	}

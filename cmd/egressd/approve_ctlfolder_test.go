@@ -37,7 +37,7 @@ func TestTheCommandPrintedForAFolderWithATabApprovesThatFolderNotAnother(t *test
 	if line == nil || strings.Contains(line[1], `"`) {
 		t.Fatalf("state list does not print the TAB folder's command as a command:\n%s", list)
 	}
-	sh := exec.Command(bash, "-c", strings.Replace(line[1], "egressd approve ", "egressd approve --state "+state+" ", 1))
+	sh := exec.Command(bash, "-c", strings.Replace(line[1], "egressd approve ", "egressd approve --state "+state+" ", 1)+" --yes") // no terminal here to confirm on
 	sh.Env = append(os.Environ(), "PATH="+filepath.Dir(egressdBinary(t))+":"+os.Getenv("PATH"))
 	if out, err := sh.CombinedOutput(); err != nil || !strings.Contains(string(out), "from com.acme.aaa") {
 		t.Fatalf("the printed command %q, run by bash: %v\n%s", line[1], err, out)

@@ -34,7 +34,7 @@ func TestApprovingAnIDChangeShowsTheListItBinds(t *testing.T) {
 	}
 	place := policy.ManifestPlace(dir + "/manifest.json")
 
-	_, errs, code := runCLI(t, "approve", "--state", state, "com.acme.erp2", "1.0.0")
+	_, errs, code := runCLI(t, "approve", "--yes", "--state", state, "com.acme.erp2", "1.0.0")
 	for _, want := range []string{
 		"the id change of " + place + " from com.acme.erp",
 		"binds the list: api.acme.example exfil.attacker.example",
@@ -56,7 +56,7 @@ func TestApprovingAnIDChangeShowsTheListItBinds(t *testing.T) {
 			t.Fatalf("state list does not show %q:\n%s", want, list)
 		}
 	}
-	out, errs, code := runCLI(t, "approve", "--state", state, "--folder", dir, "--digest", changed, "com.acme.erp2", "1.0.0")
+	out, errs, code := runCLI(t, "approve", "--yes", "--state", state, "--folder", dir, "--digest", changed, "com.acme.erp2", "1.0.0")
 	if code != exitOK || !strings.Contains(out, "binds the list: api.acme.example exfil.attacker.example") || !strings.Contains(out, "adds over com.acme.erp 1.0.0: exfil.attacker.example") {
 		t.Fatalf("approve --folder --digest: exit %d\n%s%s", code, out, errs)
 	}

@@ -44,7 +44,7 @@ func TestRunApprovingAnIDsWideningDoesNotHandTheIDToAFolderThatCopiedIt(t *testi
 		t.Fatalf("state list does not show C's id change as its own line:\n%s", list)
 	}
 
-	out, errs, code := runCLI(t, "approve", "--state", b.state, "--digest", digest, "com.test.b", "2.0.0")
+	out, errs, code := runCLI(t, "approve", "--yes", "--state", b.state, "--digest", digest, "com.test.b", "2.0.0")
 	if code != exitOK || strings.Count(out, "approved ") != 1 || !strings.Contains(out, "(a widening)") || strings.Contains(out, c.dir) {
 		t.Fatalf("approving B's widening bound more: exit %d\n%s%s", code, out, errs)
 	}
@@ -63,7 +63,7 @@ func TestRunApprovingAnIDsWideningDoesNotHandTheIDToAFolderThatCopiedIt(t *testi
 	}
 
 	// C's change, approved by naming its folder, binds C's folder alone.
-	out, errs, code = runCLI(t, "approve", "--state", b.state, "--folder", c.dir, "--digest", digestOf(t, c.dir), "com.test.b", "9.0.0")
+	out, errs, code = runCLI(t, "approve", "--yes", "--state", b.state, "--folder", c.dir, "--digest", digestOf(t, c.dir), "com.test.b", "9.0.0")
 	if code != exitOK || strings.Count(out, "approved ") != 1 || !strings.Contains(out, "the id change of "+c.dir+" from com.test.c") {
 		t.Fatalf("approving C's change by its folder: exit %d\n%s%s", code, out, errs)
 	}
@@ -124,13 +124,13 @@ func TestServeApprovingAnIDsWideningDoesNotHandTheIDToAnotherServedFolder(t *tes
 		t.Fatalf("C's id change does not wait:\n%s", errs)
 	}
 	digest := digestOf(t, fb)
-	out, errs, code := runCLI(t, "approve", "--state", state, "--digest", digest, "com.test.b", "2.0.0")
+	out, errs, code := runCLI(t, "approve", "--yes", "--state", state, "--digest", digest, "com.test.b", "2.0.0")
 	if code != exitOK || strings.Count(out, "approved ") != 1 || strings.Contains(out, fc) {
 		t.Fatalf("approving B's widening bound more: exit %d\n%s%s", code, out, errs)
 	}
 	// Approving B's manifest by its folder binds nothing of C's either
 	// (C's listener waits for the same change from com.test.c).
-	out, errs, code = runCLI(t, "approve", "--state", state, "--manifest", fb)
+	out, errs, code = runCLI(t, "approve", "--yes", "--state", state, "--manifest", fb)
 	if code != exitOK || strings.Contains(out, "listener") || strings.Contains(out, fc) {
 		t.Fatalf("approve --manifest of B's folder bound more: exit %d\n%s%s", code, out, errs)
 	}

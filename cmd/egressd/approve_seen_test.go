@@ -30,11 +30,11 @@ func TestApproveByIDAndVersionShowsThePendingListAndNeedsItsDigest(t *testing.T)
 	if code != exitOK || !strings.Contains(out, "2.0.0 pending, digest "+evil+", adds exfil.attacker.example") {
 		t.Fatalf("state list: exit %d\n%s", code, out)
 	}
-	out, errs, code := runCLI(t, "approve", "--state", state, "com.acme.erp", "2.0.0")
+	out, errs, code := runCLI(t, "approve", "--yes", "--state", state, "com.acme.erp", "2.0.0")
 	if code != exitFail || !strings.Contains(errs, "adds exfil.attacker.example") || !strings.Contains(errs, "egressd approve --state "+state+" --digest "+evil+" com.acme.erp 2.0.0") {
 		t.Fatalf("approve without --digest: exit %d\n%s%s", code, out, errs)
 	}
-	_, errs, code = runCLI(t, "approve", "--state", state, "--manifest", dir)
+	_, errs, code = runCLI(t, "approve", "--yes", "--state", state, "--manifest", dir)
 	if code != exitFail || !strings.Contains(errs, "is not the list that waits for approval") || !strings.Contains(errs, evil) {
 		t.Fatalf("approve --manifest of the swapped file: exit %d\n%s", code, errs)
 	}
@@ -42,7 +42,7 @@ func TestApproveByIDAndVersionShowsThePendingListAndNeedsItsDigest(t *testing.T)
 	if out, _, _ := runCLI(t, "explain", "--state", state, "--manifest", dir, "exfil.attacker.example"); !strings.HasPrefix(out, "deny pending_approval") {
 		t.Fatalf("approved without the digest: %s", out)
 	}
-	out, errs, code = runCLI(t, "approve", "--state", state, "--digest", evil, "com.acme.erp", "2.0.0")
+	out, errs, code = runCLI(t, "approve", "--yes", "--state", state, "--digest", evil, "com.acme.erp", "2.0.0")
 	if code != exitOK || !strings.Contains(out, "approved com.acme.erp 2.0.0, list digest "+evil) {
 		t.Fatalf("approve --digest: exit %d\n%s%s", code, out, errs)
 	}

@@ -17,7 +17,7 @@ func TestOneApproveOfAnIDTwoFoldersChangedToDoesNotReleaseBothLists(t *testing.T
 	loadAsServe(t, state, erpFolder(t, legit, "com.acme.new", "1.0.0", "api.example.com"))
 	loadAsServe(t, state, erpFolder(t, hostile, "com.acme.new", "1.0.0", "api.example.com", "exfil.example.net"))
 
-	out, errs, code := runCLI(t, "approve", "--state", state, "com.acme.new", "1.0.0")
+	out, errs, code := runCLI(t, "approve", "--yes", "--state", state, "com.acme.new", "1.0.0")
 	if code != exitFail || !strings.Contains(errs, hostile) || !strings.Contains(errs, legit) || !strings.Contains(errs, "--manifest PATH") {
 		t.Fatalf("one approve for two different lists: exit %d: %s %s", code, out, errs)
 	}
@@ -25,7 +25,7 @@ func TestOneApproveOfAnIDTwoFoldersChangedToDoesNotReleaseBothLists(t *testing.T
 		t.Fatalf("a refused approval released the hostile list: %s", out)
 	}
 
-	out, errs, code = runCLI(t, "approve", "--state", state, "--manifest", legit)
+	out, errs, code = runCLI(t, "approve", "--yes", "--state", state, "--manifest", legit)
 	if code != exitOK || !strings.Contains(out, "the id change of "+legit+" from com.acme.old") {
 		t.Fatalf("exit %d: %s %s", code, out, errs)
 	}
@@ -33,7 +33,7 @@ func TestOneApproveOfAnIDTwoFoldersChangedToDoesNotReleaseBothLists(t *testing.T
 		t.Fatalf("approving the legitimate folder released the hostile list: %s", out)
 	}
 	// Only the hostile record is left pending: its digest names one list.
-	out, errs, code = runCLI(t, "approve", "--state", state, "--folder", hostile, "--digest", digestOf(t, hostile), "com.acme.new", "1.0.0")
+	out, errs, code = runCLI(t, "approve", "--yes", "--state", state, "--folder", hostile, "--digest", digestOf(t, hostile), "com.acme.new", "1.0.0")
 	if code != exitOK || strings.Count(out, "approved ") != 1 || !strings.Contains(out, hostile) {
 		t.Fatalf("exit %d: %s %s", code, out, errs)
 	}
@@ -47,7 +47,7 @@ func TestApproveManifestShowsTheListItBinds(t *testing.T) {
 	state, dir := t.TempDir(), t.TempDir()
 	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "1.0.0", "erp.acme.example"))
 	erpFolder(t, dir, "com.acme.erp", "1.1.0", "erp.acme.example", "exfil.attacker.example")
-	out, errs, code := runCLI(t, "approve", "--state", state, "--manifest", dir)
+	out, errs, code := runCLI(t, "approve", "--yes", "--state", state, "--manifest", dir)
 	if code != exitOK || !strings.Contains(out, "(a widening)") ||
 		!strings.Contains(out, "  binds the list: erp.acme.example exfil.attacker.example\n") ||
 		!strings.Contains(out, "  adds over com.acme.erp 1.0.0: exfil.attacker.example\n") {
@@ -55,7 +55,7 @@ func TestApproveManifestShowsTheListItBinds(t *testing.T) {
 	}
 	// An id change shows what it adds over the folder's old id's list.
 	erpFolder(t, dir, "com.acme.erp2", "1.0.0", "erp.acme.example", "other.example")
-	out, errs, code = runCLI(t, "approve", "--state", state, "--manifest", dir)
+	out, errs, code = runCLI(t, "approve", "--yes", "--state", state, "--manifest", dir)
 	if code != exitOK || !strings.Contains(out, "the id change of "+dir+" from com.acme.erp") ||
 		!strings.Contains(out, "  adds over com.acme.erp 1.0.0: other.example\n") {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
@@ -75,7 +75,7 @@ func TestApproveAndStateTakeFlagsAfterTheirArguments(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "1.1.0 pending") {
 		t.Fatalf("state list --state: exit %d\n%s%s", code, out, errs)
 	}
-	out, errs, code = runCLI(t, "approve", "com.acme.erp", "1.1.0", "--state", state, "--digest", digestOf(t, dir))
+	out, errs, code = runCLI(t, "approve", "--yes", "com.acme.erp", "1.1.0", "--state", state, "--digest", digestOf(t, dir))
 	if code != exitOK || !strings.Contains(out, "approved com.acme.erp 1.1.0") {
 		t.Fatalf("approve ID VERSION --state --digest: exit %d\n%s%s", code, out, errs)
 	}
@@ -95,8 +95,8 @@ func TestEveryApproveCommandApprovePrintsNamesItsState(t *testing.T) {
 	erpFolder(t, dir, "com.acme.erp", "1.1.0", "erp.acme.example", "new.acme.example")
 	loadAsServe(t, state, dir)
 	for _, args := range [][]string{
-		{"approve", "--state", state, "com.acme.erp", "1.1.0"},
-		{"approve", "--state", state, "--digest", "sha256:0000", "com.acme.erp", "1.1.0"},
+		{"approve", "--yes", "--state", state, "com.acme.erp", "1.1.0"},
+		{"approve", "--yes", "--state", state, "--digest", "sha256:0000", "com.acme.erp", "1.1.0"},
 	} {
 		_, errs, code := runCLI(t, args...)
 		if code == exitOK || !strings.Contains(errs, "egressd approve --state "+state+" --digest "+digestOf(t, dir)+" com.acme.erp 1.1.0") {
@@ -129,11 +129,11 @@ func TestAClaimBelowTheIDsVersionIsRefusedNotHeldForAnApprovalNoLoadApplies(t *t
 	// A claim at the id's version waits; then the id moves on from its own folder.
 	loadAsServe(t, state, erpFolder(t, b, "com.acme.erp", "2.0.0", "erp.acme.example"))
 	loadAsServe(t, state, erpFolder(t, a, "com.acme.erp", "3.0.0", "erp.acme.example"))
-	_, errs, code := runCLI(t, "approve", "--state", state, "--folder", b, "--digest", digestOf(t, b), "com.acme.erp", "2.0.0")
+	_, errs, code := runCLI(t, "approve", "--yes", "--state", state, "--folder", b, "--digest", digestOf(t, b), "com.acme.erp", "2.0.0")
 	if code != exitFail || !strings.Contains(errs, "lower than 3.0.0") {
 		t.Fatalf("approving a claim below the id's version: exit %d\n%s", code, errs)
 	}
-	_, errs, code = runCLI(t, "approve", "--state", state, "--manifest", b)
+	_, errs, code = runCLI(t, "approve", "--yes", "--state", state, "--manifest", b)
 	if code != exitFail || !strings.Contains(errs, "lower than 3.0.0") {
 		t.Fatalf("approve --manifest of a claim below the id's version: exit %d\n%s", code, errs)
 	}

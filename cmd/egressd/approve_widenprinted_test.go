@@ -25,7 +25,7 @@ func TestTheWideningWarningsApproveCommandApprovesAsPrinted(t *testing.T) {
 	if cmd == nil || !strings.Contains(cmd[1], "--state "+state) || !strings.Contains(cmd[1], "--digest sha256:") {
 		t.Fatalf("the widening warning's command does not name the state and the digest: %s", out.Notice)
 	}
-	sh := exec.Command("/bin/sh", "-c", cmd[1])
+	sh := exec.Command("/bin/sh", "-c", cmd[1]+" --yes") // no terminal here to confirm on
 	sh.Env = append(os.Environ(), "PATH="+filepath.Dir(egressdBinary(t))+":"+os.Getenv("PATH"))
 	msg, err := sh.CombinedOutput()
 	if err != nil || !strings.Contains(string(msg), "approved com.acme.erp 1.1.0") {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -53,15 +54,15 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 		"Checks the hash chain across the files, oldest first: the FILEs, then those listed in LIST, then the run files of ID. Exit 0 intact, 1 broken.", stderr)
 	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain")
 	ckptFile := fs.String("checkpoints", "", "a file of checkpoint lines (e.g. egressd's captured stderr) to cross-check")
-	filesFrom := fs.String("files-from", "", "a file (- for stdin) listing the files to verify, one per line, oldest first: never split into two verify runs as xargs does")
-	runFiles := fs.String("run-files", "", "STATE/audit/ID: egressd run's files of integration ID there (ID.PID.log and their rotated files, not another id's), in the order the runs started")
-	if err := fs.Parse(args); err != nil || (fs.NArg() == 0 && *filesFrom == "" && *runFiles == "") {
+	fileFlags := addFileFlags(fs)
+	named, err := parseAnywhere(fs, args)
+	if err != nil || (len(named) == 0 && fileFlags.none()) {
 		if err == nil {
 			fs.Usage()
 		}
 		return exitUsage
 	}
-	files, err := verifyFileList(fs.Args(), *filesFrom, *runFiles)
+	files, err := fileFlags.list(named)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 		return exitUsage
@@ -83,12 +84,29 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 	return exitFail
 }
 
-// verifyFileList is the files verify reads, in order: those named, then
-// those listed in filesFrom (- for stdin), then the run files of
-// runFiles (STATE/audit/ID). A list given whole is verified in one pass:
-// xargs split a long one into two verify runs, and the second failed on
-// honest logs (its first run's predecessor was in the first).
-func verifyFileList(named []string, filesFrom, runFiles string) ([]string, error) {
+// logFileFlags are the flags by which verify and report are given their
+// files besides naming them: a list (--files-from) and egressd run's files
+// of one id (--run-files).
+type logFileFlags struct{ filesFrom, runFiles *string }
+
+// addFileFlags defines --files-from and --run-files on fs.
+func addFileFlags(fs *flag.FlagSet) logFileFlags {
+	return logFileFlags{
+		filesFrom: fs.String("files-from", "", "a file (- for stdin) listing the files, one per line, oldest first: never split into two runs as xargs does"),
+		runFiles:  fs.String("run-files", "", "STATE/audit/ID: egressd run's files of integration ID there (ID.PID.log and their rotated files, .gz too, not another id's), in the order the runs started"),
+	}
+}
+
+// none reports whether neither flag was given.
+func (f logFileFlags) none() bool { return *f.filesFrom == "" && *f.runFiles == "" }
+
+// list is the files to read, in order: those named, then those listed in
+// --files-from (- for stdin), then the run files of --run-files
+// (STATE/audit/ID). A list given whole is verified in one pass: xargs
+// split a long one into two verify runs, and the second failed on honest
+// logs (its first run's predecessor was in the first).
+func (f logFileFlags) list(named []string) ([]string, error) {
+	filesFrom, runFiles := *f.filesFrom, *f.runFiles
 	files := append([]string(nil), named...)
 	if filesFrom != "" {
 		r := os.Stdin
@@ -119,7 +137,7 @@ func verifyFileList(named []string, filesFrom, runFiles string) ([]string, error
 		files = append(files, found...)
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("no files to verify")
+		return nil, fmt.Errorf("no files given")
 	}
 	return files, nil
 }
@@ -205,17 +223,25 @@ func printVerdict(w io.Writer, v audit.Verdict) {
 }
 
 func runAuditReport(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("audit report", "usage: egressd audit report [--manifest PATH]... [--key FILE] [--checkpoints FILE] [--format text|json|html] FILE...\n\n"+
-		"Verifies the chain first (as audit verify): a log that does not verify is reported under a first line saying so and where, and exits 1.", stderr)
+	fs := newFlagSet("audit report", "usage: egressd audit report [--manifest PATH]... [--key FILE] [--checkpoints FILE] [--format text|json|html] [--files-from LIST|-] [--run-files STATE/audit/ID] [FILE...]\n\n"+
+		"Verifies the chain first (as audit verify, over the same files in the same order: the FILEs, then those listed in LIST, then the run files of ID):\n"+
+		"a log that does not verify is reported under a first line saying so and where, and exits 1.", stderr)
 	var manifests multiFlag
 	fs.Var(&manifests, "manifest", "an integration's manifest (file or folder), repeatable; default: the paths recorded in the log")
 	format := fs.String("format", "text", "text, json or html")
 	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain, to verify it")
 	ckptFile := fs.String("checkpoints", "", "a file of checkpoint lines to cross-check, as audit verify")
-	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
+	fileFlags := addFileFlags(fs)
+	given, err := parseAnywhere(fs, args)
+	if err != nil || (len(given) == 0 && fileFlags.none()) {
 		if err == nil {
 			fs.Usage()
 		}
+		return exitUsage
+	}
+	files, err := fileFlags.list(given)
+	if err != nil {
+		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
 		return exitUsage
 	}
 	if *format != "text" && *format != "json" && *format != "html" {
@@ -225,7 +251,7 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 	// Verify and read in one linear pass over one open of each file: a
 	// reviewer never reads the report of a broken log as the report of a
 	// good one, nor the report of other bytes than those verified.
-	verdict, recs, code, err := readVerified(fs.Args(), *keyFile, *ckptFile)
+	verdict, recs, code, err := readVerified(files, *keyFile, *ckptFile)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
 		return code
@@ -278,7 +304,7 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 			rep.Integrations[i].DeclaredFrom = from[ir.ID]
 		}
 	}
-	rep.Files = fs.Args()
+	rep.Files = files
 	rep.Verification = audit.VerificationOf(verdict)
 	switch *format {
 	case "text":
@@ -341,16 +367,16 @@ func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
 	config := fs.String("config", "", "the operator config whose rules (wildcard_dns_services) apply, as check --config applies them")
 	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain, to verify it")
 	ckptFile := fs.String("checkpoints", "", "a file of checkpoint lines to cross-check, as audit verify")
-	filesFrom := fs.String("files-from", "", "a file (- for stdin) listing the files, one per line, oldest first")
-	runFiles := fs.String("run-files", "", "STATE/audit/ID: egressd run's files of integration ID there, in the order the runs started")
+	fileFlags := addFileFlags(fs)
 	unverified := fs.Bool("unverified", false, "print the suggestion from a log that does not verify, under the LOG NOT VERIFIED banner on stderr (exit 1 still)")
-	if err := fs.Parse(args); err != nil || (fs.NArg() == 0 && *filesFrom == "" && *runFiles == "") {
+	given, err := parseAnywhere(fs, args)
+	if err != nil || (len(given) == 0 && fileFlags.none()) {
 		if err == nil {
 			fs.Usage()
 		}
 		return exitUsage
 	}
-	files, err := verifyFileList(fs.Args(), *filesFrom, *runFiles)
+	files, err := fileFlags.list(given)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit suggest:", termsafe.String(err.Error()))
 		return exitUsage
@@ -366,7 +392,7 @@ func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if !verdict.Intact && !*unverified {
-		fmt.Fprintln(stderr, "egressd audit suggest:", suggestRefusal(verdict, verifyCommand(*keyFile, *ckptFile, *filesFrom, *runFiles, fs.Args())))
+		fmt.Fprintln(stderr, "egressd audit suggest:", suggestRefusal(verdict, verifyCommand(*keyFile, *ckptFile, *fileFlags.filesFrom, *fileFlags.runFiles, given)))
 		return exitFail
 	}
 	if !verdict.Intact {

@@ -34,7 +34,7 @@ func realLog(t *testing.T, keyed bool) (files []string, stderr string) {
 	}
 	// Version memory that knows the id: the log's lines are then those
 	// these tests edit by position, with no warning about new memory.
-	if _, errs, code := runCLI(t, "approve", "--state", filepath.Join(dir, "state"), "--new-id", "--manifest", dir); code != 0 {
+	if _, errs, code := runCLI(t, "approve", "--yes", "--state", filepath.Join(dir, "state"), "--new-id", "--manifest", dir); code != 0 {
 		t.Fatalf("approve --new-id: %s", errs)
 	}
 	cfg := filepath.Join(dir, "egressd.yaml")

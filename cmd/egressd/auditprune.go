@@ -33,7 +33,8 @@ func runAuditPrune(args []string, stdout, stderr io.Writer) int {
 	receipt := fs.String("receipt", "", "the receipt file to create (it must not exist)")
 	keep := fs.String("keep", "", "the first file kept, whose run follows the last run removed (it is not changed)")
 	ckpt := fs.String("checkpoints", "", "the checkpoints (e.g. the journal) to cross-check the runs removed against: a run cut back before prune is refused")
-	if err := fs.Parse(args); err != nil || fs.NArg() == 0 || *receipt == "" || *keep == "" {
+	files, err := parseAnywhere(fs, args)
+	if err != nil || len(files) == 0 || *receipt == "" || *keep == "" {
 		if err == nil {
 			fs.Usage()
 		}
@@ -42,7 +43,7 @@ func runAuditPrune(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	if err := prune(fs.Args(), *keep, *keyFile, *ckpt, *receipt, stdout); err != nil {
+	if err := prune(files, *keep, *keyFile, *ckpt, *receipt, stdout); err != nil {
 		fmt.Fprintln(stderr, "egressd audit prune:", termsafe.String(err.Error()))
 		return exitFail
 	}
@@ -119,7 +120,11 @@ func prune(files []string, keep, keyFile, ckptFile, receipt string, stdout io.Wr
 		if c.End == "crashed" {
 			crash = fmt.Sprintf(" (crashed at seq %d: the receipt records it)", c.Last)
 		}
-		printLine(stdout, "run %s (%s): %s to %s, %d lines%s", c.ID, c.File, c.FirstTime, c.LastTime, c.Lines, crash)
+		what := "run"
+		if c.Receipt {
+			what = "earlier receipt" // no run: its runs are counted by what it lists
+		}
+		printLine(stdout, "%s %s (%s): %s to %s, %d lines%s", what, c.ID, c.File, c.FirstTime, c.LastTime, c.Lines, crash)
 	}
 	for _, name := range files {
 		if err := os.Remove(name); err != nil {
@@ -127,7 +132,8 @@ func prune(files []string, keep, keyFile, ckptFile, receipt string, stdout io.Wr
 		}
 		printLine(stdout, "removed %s", name)
 	}
-	printLine(stdout, "receipt %s: %d run(s), %d lines, ending in hash %s; give it to audit verify in their place, before the files that follow", receipt, len(v.Chains), v.Lines, through)
+	printLine(stdout, "receipt %s: %d run(s), %d lines, ending in hash %s; %d run(s) removed in all, with those of the earlier receipts; give it to audit verify in their place, before the files that follow",
+		receipt, len(v.Runs()), v.Lines, through, v.PrunedRunsInAll())
 	return nil
 }
 

@@ -31,10 +31,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("check", "usage: egressd check [--json] [--config FILE] PATH...\n\nPATH is a manifest file or the integration folder that holds it.", stderr)
 	asJSON := fs.Bool("json", false, "print a JSON array of results")
 	config := fs.String("config", "", "also validate this operator config file")
-	if err := fs.Parse(args); err != nil {
+	paths, err := parseAnywhere(fs, args)
+	if err != nil {
 		return exitUsage
 	}
-	if fs.NArg() == 0 && *config == "" {
+	if len(paths) == 0 && *config == "" {
 		fs.Usage()
 		return exitUsage
 	}
@@ -54,7 +55,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 			printConfigReport(stdout, r, cfg)
 		}
 	}
-	for _, path := range fs.Args() {
+	for _, path := range paths {
 		r := checkOne(path, rules)
 		if !r.Valid {
 			code = exitFail

@@ -19,11 +19,11 @@ func TestApproveOutputEscapesAHostileFolderName(t *testing.T) {
 	}
 	state := filepath.Join(root, "state")
 	write("com.x.esc")
-	if _, errOut, code := runCLI(t, "approve", "--state", state, "--manifest", dir, "--new-id"); code != 0 {
+	if _, errOut, code := runCLI(t, "approve", "--yes", "--state", state, "--manifest", dir, "--new-id"); code != 0 {
 		t.Fatalf("first approval: %d %s", code, errOut)
 	}
 	write("com.x.esc2")
-	out, errOut, _ := runCLI(t, "approve", "--state", state, "--manifest", dir)
+	out, errOut, _ := runCLI(t, "approve", "--yes", "--state", state, "--manifest", dir)
 	both := out + errOut
 	if strings.ContainsAny(both, "\x1b\x07") || strings.Contains(both, "\n{") {
 		t.Errorf("raw control characters from the folder name reach the terminal:\n%q", both)

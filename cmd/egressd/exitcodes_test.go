@@ -50,8 +50,9 @@ func TestExitCodesOfEveryCommandAreTheDocumentedOnes(t *testing.T) {
 		{name: "explain without target", args: args("explain", "--manifest", coffee), code: 2, stderr: `HOST\[:PORT\] is missing`},
 		{name: "explain unloadable manifest", args: args("explain", "--manifest", hostile, "x.example"), code: 2},
 
-		{name: "approve usage", args: args("approve", "--state", state, "com.acme.erp"), code: 2},
-		{name: "approve cannot write", args: args("approve", "--state", "/dev/null", "com.acme.erp", "2.5.0"), code: 1},
+		{name: "approve usage", args: args("approve", "--yes", "--state", state, "com.acme.erp"), code: 2},
+		{name: "approve cannot write", args: args("approve", "--yes", "--state", "/dev/null", "com.acme.erp", "2.5.0"), code: 1},
+		{name: "approve unconfirmed (stdin not a terminal, no --yes)", args: args("approve", "--state", filepath.Join(tmp, "new-state"), "--new-id", "--manifest", coffee), code: 2, stdout: "to approve: com.you.coffee-tracker", stderr: "give --yes"},
 
 		{name: "serve usage", args: args("serve", "stray-operand"), code: 2},
 		{name: "serve bad config", args: args("serve", "--config", badConfig), code: 2, stderr: `unknown field "ports"`},

@@ -15,10 +15,11 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	config := fs.String("config", "", "operator config: its deny rules and this integration's exemptions apply")
 	state := fs.String("state", "", "version memory directory (read only): decide as serve does while a widening or id change waits for approval")
 	listen := fs.String("listen", "", "accepted for older scripts and ignored: a listener does not bind an id")
-	if err := fs.Parse(args); err != nil {
+	targets, err := parseAnywhere(fs, args)
+	if err != nil {
 		return exitUsage
 	}
-	if missing := explainMissing(*manifest, fs.NArg()); missing != "" {
+	if missing := explainMissing(*manifest, len(targets)); missing != "" {
 		fmt.Fprintf(stderr, "egressd explain: %s\n\n", missing)
 		fs.Usage()
 		return exitUsage
@@ -37,7 +38,7 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 		printLines(stderr, err.Error())
 		return exitUsage
 	}
-	target := fs.Arg(0)
+	target := targets[0]
 	if !strings.Contains(target, ":") || strings.HasSuffix(target, "]") {
 		target += ":443"
 	}
@@ -126,7 +127,7 @@ func explainMissing(manifest string, targets int) string {
 	case targets == 0:
 		return "HOST[:PORT] is missing: the CONNECT target to explain"
 	case targets > 1:
-		return "give one HOST[:PORT] (flags go before it)"
+		return "give one HOST[:PORT]"
 	}
 	return ""
 }

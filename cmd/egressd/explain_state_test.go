@@ -18,7 +18,7 @@ func TestExplainAndStateListRefuseAStateFolderThatDoesNotExist(t *testing.T) {
 	for _, args := range [][]string{
 		{"explain", "--state", typo, "--manifest", dir, "new.acme.example"},
 		{"state", "--state", typo, "list"},
-		{"approve", "--state", typo, "com.acme.erp", "2.0.0"},
+		{"approve", "--yes", "--state", typo, "com.acme.erp", "2.0.0"},
 	} {
 		out, errs, code := runCLI(t, args...)
 		if code == exitOK || strings.HasPrefix(out, "allow") || !strings.Contains(errs, "no version memory at "+typo) {

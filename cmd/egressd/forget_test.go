@@ -55,7 +55,7 @@ func TestForgettingTheOldIDAfterAnApprovedRenameDoesNotReleaseAWidenedNewID(t *t
 		t.Fatalf("id change: %+v", o)
 	}
 	folder := policy.ManifestPlace(dir + "/manifest.json")
-	if _, errs, code := runCLI(t, "approve", "--state", state, "--folder", folder, "--digest", digestOf(t, dir), "com.acme.b", "1.0.0"); code != exitOK {
+	if _, errs, code := runCLI(t, "approve", "--yes", "--state", state, "--folder", folder, "--digest", digestOf(t, dir), "com.acme.b", "1.0.0"); code != exitOK {
 		t.Fatalf("approve the id change: exit %d: %s", code, errs)
 	}
 	erpFolder(t, dir, "com.acme.b", "2.0.0", "api.a.example", "evil.attacker.example")

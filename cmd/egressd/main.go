@@ -34,13 +34,13 @@ usage:
                                              run an integration's program sandboxed: the proxy is its only way out
   egressd selftest [--json] [--config FILE] [--mode enforce|audit] [--manifest PATH] [--insecure-env-only]
                                              prove on this host what the sandbox holds: the escape battery
-  egressd approve [--state DIR] [--folder PLACE] [--digest DIGEST] ID VERSION | --manifest PATH
+  egressd approve [--state DIR] [--yes] [--folder PLACE] [--digest DIGEST] ID VERSION | --manifest PATH
                                              approve a manifest version that widens its list or changes its id
   egressd state [--state DIR] list | forget ID | forget --folder PATH
                                              show what version memory holds; forget an id, or one folder's record
   egressd audit verify [--key FILE] [--checkpoints FILE] [--files-from LIST|-] [--run-files STATE/audit/ID] [FILE...]
                                              prove an audit log is intact
-  egressd audit report [--manifest PATH]... [--key FILE] [--checkpoints FILE] [--format text|json|html] FILE...
+  egressd audit report [--manifest PATH]... [--key FILE] [--checkpoints FILE] [--format text|json|html] [--files-from LIST|-] [--run-files STATE/audit/ID] [FILE...]
                                              what each integration used, was refused, and does not need
   egressd audit suggest [--format voiceos|sollar] [--integration ID] [--config FILE] [--key FILE] [--checkpoints FILE] [--files-from LIST|-] [--run-files STATE/audit/ID] [--unverified] [FILE...]
                                              the minimal network permission for what a verified log observed
@@ -49,6 +49,7 @@ usage:
   egressd version                            print the version
 
 Run "egressd COMMAND --help" (or "egressd help COMMAND") for a command's flags.
+Flags may come before or after a command's other arguments; "--" ends them.
 
 exit status: 0 success; 1 the thing checked is bad (a manifest error, a denied
 target, a broken log) or egressd could not do its work; 2 usage, or a config
@@ -154,28 +155,6 @@ func dispatch(cmd string, rest []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "egressd: unknown command %q\n\n%s", cmd, usage)
 	return exitUsage
-}
-
-// parseAnywhere parses fs's flags wherever they stand among args, before,
-// between or after the positional arguments ("egressd approve ID VERSION
-// --state DIR" is how many CLIs are typed), and returns the positional
-// ones. "--" ends the flags. For subcommands whose positional arguments
-// never begin with "-" (ids, versions, words).
-func parseAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		pos, args = append(pos, rest[0]), rest[1:]
-	}
 }
 
 // newFlagSet is a subcommand's flag set: its errors and usage go to stderr,

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -58,24 +59,22 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&f.secrets, "secret", "NAME=HOST[,HOST…]: the program sees a placeholder in NAME; egressd puts the value (from its own environment) in request headers to these hosts only, over TLS it verified; repeatable")
 	fs.StringVar(&f.upstreamCA, "upstream-ca", "", "PEM roots, besides the system's, that bound hosts' certificates are verified with (private PKI, tests)")
 	fs.BoolVar(&f.insecureEnvOnly, "insecure-env-only", false, "no sandbox: only set the proxy variables, which the program may ignore")
-	if err := fs.Parse(args); err != nil {
+	words, after, _, err := scanFlags(fs, args, true)
+	if err != nil {
 		return exitUsage
 	}
 	f.stderr = &linejoin.Joint{}
 	stderr = termsafe.Lines(f.stderr.Own(stderr)) // every message one line, escaped, and never after the program's unterminated line
-	command := fs.Args()
+	command, err := runCommandLine(fs, &f, words, after)
+	if err != nil {
+		if err != errFlagsSaid {
+			fmt.Fprintln(stderr, "egressd run:", err)
+		}
+		return exitUsage
+	}
 	if f.manifest == "" {
-		if len(command) == 0 {
-			fs.Usage()
-			return exitUsage
-		}
-		f.manifest, command = command[0], command[1:]
-		if len(command) > 0 && command[0] == "--" {
-			command = command[1:]
-		} else if len(command) > 0 {
-			fmt.Fprintln(stderr, "egressd run: put the command after --: egressd run DIR -- COMMAND ARGS...")
-			return exitUsage
-		}
+		fs.Usage()
+		return exitUsage
 	}
 	f.checkpoints = stderr
 	r, err := prepareRun(f, command)
@@ -83,14 +82,71 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "egressd run:", err)
 		return exitFail
 	}
-	defer r.close()
 	fmt.Fprintf(stderr, "egressd run: audit log %s\n", r.logPath)
 	r.announcePolicy(stderr)
+	var code int
 	if f.insecureEnvOnly {
-		return r.envOnly(stderr)
+		code = r.envOnly(stderr)
+	} else {
+		code = r.sandboxed(stderr)
 	}
-	return r.sandboxed(stderr)
+	return r.closeReporting(code, stderr)
 }
+
+// closeReporting closes the run and returns its exit status: the
+// program's, or exitFail when the program exited 0 but the audit log did
+// not close cleanly (its shutdown record, or the link file the next run's
+// genesis reads). A run whose evidence is incomplete must not read as a
+// success to whatever checks its status; the line on stderr says what.
+func (r *runSetup) closeReporting(code int, stderr io.Writer) int {
+	if err := r.close(); err != nil {
+		fmt.Fprintln(stderr, "egressd run:", err)
+		if code == exitOK {
+			return exitFail
+		}
+	}
+	return code
+}
+
+// runCommandLine reads the words of run's command line around its flags
+// (scanFlags stopped at the first word): with --manifest the first word
+// begins the program's command line, whose flags are its own; otherwise
+// it is the integration's folder, which run's flags may follow, and the
+// program follows "--". It returns the program's command line, or what
+// is wrong with the words (errFlagsSaid: the flag package said it).
+func runCommandLine(fs *flag.FlagSet, f *runFlags, words, after []string) ([]string, error) {
+	command := append(words, after...)
+	if f.manifest != "" || len(command) == 0 {
+		return command, nil
+	}
+	if len(words) == 0 { // egressd run -- DIR [-- COMMAND…]
+		words, command = command[:1], command[1:]
+		if len(command) > 0 && command[0] != "--" {
+			return nil, errCommandAfterDashes
+		}
+		f.manifest = words[0]
+		if len(command) > 0 {
+			command = command[1:]
+		}
+		return command, nil
+	}
+	more, command, _, err := scanFlags(fs, words[1:], false)
+	switch {
+	case err != nil:
+		return nil, errFlagsSaid
+	case f.manifest != "":
+		return nil, errors.New("give the integration's folder or --manifest PATH, not both")
+	case len(more) > 0:
+		return nil, errCommandAfterDashes
+	}
+	f.manifest = words[0]
+	return command, nil
+}
+
+var (
+	errFlagsSaid          = errors.New("flags")
+	errCommandAfterDashes = errors.New("put the command after --: egressd run DIR -- COMMAND ARGS...")
+)
 
 // runSetup is everything "egressd run" decided before anything starts.
 type runSetup struct {
@@ -467,7 +523,10 @@ func (r *runSetup) startAudit(f runFlags, file *audit.File, path, runLink, name 
 	return err
 }
 
-func (r *runSetup) close() {
+// close ends the run: the audit log's shutdown record and link file, then
+// the files it held. It returns the audit log's error, its paths named as
+// the operator knows them.
+func (r *runSetup) close() (err error) {
 	if r.folder != nil {
 		r.folder.Close()
 	}
@@ -480,11 +539,16 @@ func (r *runSetup) close() {
 		r.removeBundle()
 	}
 	if r.log != nil {
-		r.log.Close()
+		err = r.log.Close()
 	}
 	if r.sink != nil {
 		r.sink.close()
 	}
+	if err != nil && r.auditDir != nil {
+		at := "/proc/self/fd/" + strconv.Itoa(int(r.auditDir.Fd())) + "/"
+		err = errors.New(strings.ReplaceAll(err.Error(), at, r.auditDir.Name()+"/"))
+	}
+	return err
 }
 
 // sandboxed runs the program in the sandbox and returns its exit status.

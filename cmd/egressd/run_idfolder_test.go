@@ -193,7 +193,7 @@ func TestRunLegacyIDIsNotHandedToTheFirstFolderThatClaimsIt(t *testing.T) {
 	if _, errs, code := a.run(`true`); code == 0 || !strings.Contains(errs, "egressd approve --state "+a.state+" --manifest "+a.dir) {
 		t.Fatalf("the victim's folder ran before the operator named it: exit %d\n%s", code, errs)
 	}
-	if out, err := exec.Command(egressdBinary(t), "approve", "--state", a.state, "--manifest", a.dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command(egressdBinary(t), "approve", "--yes", "--state", a.state, "--manifest", a.dir).CombinedOutput(); err != nil {
 		t.Fatalf("approve --manifest: %v\n%s", err, out)
 	}
 	out, errs, _ := a.runFresh(`cat /var/lib/integration/secret`)

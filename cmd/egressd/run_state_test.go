@@ -31,7 +31,7 @@ func (e *sandboxEnv) stateFolder(id string) string {
 // it, as egressd approve --new-id does.
 func (e *sandboxEnv) bindID() {
 	e.t.Helper()
-	out, err := exec.Command(egressdBinary(e.t), "approve", "--state", e.state, "--new-id", "--manifest", e.dir).CombinedOutput()
+	out, err := exec.Command(egressdBinary(e.t), "approve", "--yes", "--state", e.state, "--new-id", "--manifest", e.dir).CombinedOutput()
 	if err != nil {
 		e.t.Fatalf("approve --new-id: %v\n%s", err, out)
 	}
@@ -81,7 +81,7 @@ func TestRunIDChangeAfterARestartIsNotAFreshStart(t *testing.T) {
 	if err != nil || !regexp.MustCompile(`folder \S+ \(was com.test.sandboxed\) changes its id to com.test.sandboxed2 1.0.0; pending, digest `+digestOf(t, e.dir)+`: egressd approve --state \S+ --folder \S+ --digest `+digestOf(t, e.dir)+` com.test.sandboxed2 1.0.0\n`).Match(list) {
 		t.Fatalf("state list: %v\n%s", err, list)
 	}
-	approve := exec.Command(egressdBinary(t), "approve", "--state", e.state, "--folder", e.dir, "--digest", digestOf(t, e.dir), "com.test.sandboxed2", "1.0.0")
+	approve := exec.Command(egressdBinary(t), "approve", "--yes", "--state", e.state, "--folder", e.dir, "--digest", digestOf(t, e.dir), "com.test.sandboxed2", "1.0.0")
 	if msg, err := approve.CombinedOutput(); err != nil || !strings.Contains(string(msg), "the id change of") {
 		t.Fatalf("approve: %v %s", err, msg)
 	}

@@ -27,7 +27,7 @@ func TestServeLegacyIDWaitsForTheOperatorToNameItsFolder(t *testing.T) {
 	os.WriteFile(cfg, []byte("state_dir: "+state+"\nresolvers: [\"127.0.0.1:9\"]\naudit: {path: "+auditFile+"}\nintegrations:\n"+
 		"  - manifest: one\n    listen: unix:"+sock+"\n"), 0o600)
 	var discard lockedBuffer
-	if code := runApprove([]string{"--state", state, "--new-id", "--manifest", folder}, &discard, &discard); code != 0 {
+	if code := runApprove([]string{"--yes", "--state", state, "--new-id", "--manifest", folder}, &discard, &discard); code != 0 {
 		t.Fatalf("approve --new-id: %d %s", code, discard.String())
 	}
 	toFirstLayout(t, state)
@@ -54,7 +54,7 @@ func TestServeLegacyIDWaitsForTheOperatorToNameItsFolder(t *testing.T) {
 	if got := reason(); got != "pending_approval" {
 		t.Fatalf("before the approval: %s, want pending_approval", got)
 	}
-	if code := runApprove([]string{"--state", state, "--manifest", folder}, &discard, &discard); code != 0 {
+	if code := runApprove([]string{"--yes", "--state", state, "--manifest", folder}, &discard, &discard); code != 0 {
 		t.Fatalf("approve --manifest: %d %s", code, discard.String())
 	}
 	sig <- syscall.SIGHUP

@@ -135,7 +135,7 @@ func TestApproveAsRootKeepsTheServiceUsersVersionMemory(t *testing.T) {
 	}
 	waitFor(t, &sv.stderr, `warning: com.test.weather 1.1.0 adds new.weather.example to its network list \(list digest `+digestOf(t, filepath.Dir(manifest))+`\); it waits for the operator's approval \(egressd approve --state `+regexp.QuoteMeta(state)+` --digest `+digestOf(t, filepath.Dir(manifest))+` com.test.weather 1.1.0\)`)
 
-	out, err := exec.Command(bin, "approve", "--state", state, "--digest", digestOf(t, filepath.Dir(manifest)), "com.test.weather", "1.1.0").CombinedOutput()
+	out, err := exec.Command(bin, "approve", "--yes", "--state", state, "--digest", digestOf(t, filepath.Dir(manifest)), "com.test.weather", "1.1.0").CombinedOutput()
 	if err != nil {
 		t.Fatalf("approve as root: %v %s", err, out)
 	}
@@ -157,7 +157,7 @@ func TestApproveAsRootKeepsTheServiceUsersVersionMemory(t *testing.T) {
 	os.Chown(stateFile, 0, 0)
 	os.Chown(filepath.Join(state, "versions.lock"), 0, 0)
 	os.Chmod(state, 0o777)
-	out, err = asUser(user, bin, "approve", "--state", state, "com.test.weather", "1.1.0").CombinedOutput()
+	out, err = asUser(user, bin, "approve", "--yes", "--state", state, "com.test.weather", "1.1.0").CombinedOutput()
 	if err == nil || !regexp.MustCompile(`version memory .*versions.json belongs to uid 0, and this process runs as uid \d+: .* run this as uid 0 or as root`).Match(out) {
 		t.Fatalf("approve as another user: %v %s", err, out)
 	}

@@ -42,21 +42,21 @@ func TestApproveRefusesATypoAndAVersionItHasNotSeen(t *testing.T) {
 	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "1.0.0", "erp.acme.example"))
 
 	missing := filepath.Join(state, "typo")
-	_, errs, code := runCLI(t, "approve", "--state", missing, "com.acme.erp", "1.1.0")
+	_, errs, code := runCLI(t, "approve", "--yes", "--state", missing, "com.acme.erp", "1.1.0")
 	if _, err := os.Stat(missing); code != exitFail || err == nil || !strings.Contains(errs, "no version memory at "+missing) {
 		t.Fatalf("a mistyped --state: exit %d: %s", code, errs)
 	}
-	_, errs, code = runCLI(t, "approve", "--state", state, "com.acme.rep", "1.1.0")
+	_, errs, code = runCLI(t, "approve", "--yes", "--state", state, "com.acme.rep", "1.1.0")
 	if code != exitFail || !strings.Contains(errs, "com.acme.rep is not in version memory ("+stateFile+")") {
 		t.Fatalf("typo approved: exit %d: %s", code, errs)
 	}
-	_, errs, code = runCLI(t, "approve", "--state", state, "com.acme.erp", "1.1.0")
+	_, errs, code = runCLI(t, "approve", "--yes", "--state", state, "com.acme.erp", "1.1.0")
 	if code != exitFail || !strings.Contains(errs, "egressd has not seen com.acme.erp 1.1.0") || !strings.Contains(errs, "--manifest PATH") {
 		t.Fatalf("unseen version approved: exit %d: %s", code, errs)
 	}
 	// Given as a manifest, the approval binds that manifest's list.
 	other := erpFolder(t, t.TempDir(), "com.acme.erp", "1.1.0", "erp.acme.example", "new.acme.example")
-	out, errs, code := runCLI(t, "approve", "--state", state, "--manifest", other)
+	out, errs, code := runCLI(t, "approve", "--yes", "--state", state, "--manifest", other)
 	if code != exitOK || !strings.Contains(out, "approved com.acme.erp 1.1.0, list digest sha256:") {
 		t.Fatalf("exit %d: %s %s", code, out, errs)
 	}
@@ -65,7 +65,7 @@ func TestApproveRefusesATypoAndAVersionItHasNotSeen(t *testing.T) {
 	if o := loadAsServe(t, state, dir); o.Result != policy.Pending {
 		t.Fatalf("another list at the approved version: %+v", o)
 	}
-	_, errs, code = runCLI(t, "approve", "--state", state, "--manifest", erpFolder(t, t.TempDir(), "com.acme.new", "1.0.0", "x.example"))
+	_, errs, code = runCLI(t, "approve", "--yes", "--state", state, "--manifest", erpFolder(t, t.TempDir(), "com.acme.new", "1.0.0", "x.example"))
 	if code != exitFail || !strings.Contains(errs, "--new-id") {
 		t.Fatalf("unknown id approved: exit %d: %s", code, errs)
 	}
@@ -102,7 +102,7 @@ func TestPendingWideningIsVisible(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 
-	out, _, code = runCLI(t, "approve", "--state", state, "--digest", digestOf(t, dir), "com.acme.erp", "1.1.0")
+	out, _, code = runCLI(t, "approve", "--yes", "--state", state, "--digest", digestOf(t, dir), "com.acme.erp", "1.1.0")
 	if code != exitOK || !strings.Contains(out, "(a widening) in "+stateFile) {
 		t.Fatalf("exit %d: %s", code, out)
 	}

@@ -44,8 +44,8 @@ func TestApproveAsRootDoesNotChownTheFileAPlantedLockPointsTo(t *testing.T) {
 			os.Lchown(link, serviceUID, serviceUID)
 
 			for _, args := range [][]string{
-				{"approve", "--state", state, "--digest", digestOf(t, dir), "com.acme.erp", "1.1.0"},
-				{"approve", "--state", state, "--manifest", dir},
+				{"approve", "--yes", "--state", state, "--digest", digestOf(t, dir), "com.acme.erp", "1.1.0"},
+				{"approve", "--yes", "--state", state, "--manifest", dir},
 				{"state", "--state", state, "forget", "com.acme.erp"},
 			} {
 				_, errs, code := runCLI(t, args...)
@@ -84,7 +84,7 @@ func TestApproveAsRootDoesNotCopyAWorldWritableModeToVersionMemory(t *testing.T)
 	filepath.Walk(state, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 4242, 4242) })
 	stateFile := filepath.Join(state, "versions.json")
 	os.Chmod(stateFile, 0o666)
-	if _, errs, code := runCLI(t, "approve", "--state", state, "--digest", digestOf(t, dir), "com.acme.erp", "1.1.0"); code != exitOK {
+	if _, errs, code := runCLI(t, "approve", "--yes", "--state", state, "--digest", digestOf(t, dir), "com.acme.erp", "1.1.0"); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	st, err := os.Stat(stateFile)

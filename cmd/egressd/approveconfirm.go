@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/internal/termsafe"
+	"github.com/egressd/egressd/policy"
+	"golang.org/x/sys/unix"
+)
+
+// approval is what one egressd approve command asks for: a manifest's
+// list (manifest, at place), or the pending record of id at version
+// (with digest, at place when --folder names one).
+type approval struct {
+	manifest            *allowlist.Manifest
+	place               string
+	newID               bool
+	id, version, digest string
+}
+
+// apply makes the approval in mem and returns what it bound.
+func (q approval) apply(mem *policy.Memory) ([]policy.Approval, error) {
+	if q.manifest != nil {
+		return mem.ApproveManifest(q.manifest, q.place, q.newID)
+	}
+	return mem.ApprovePending(q.id, q.version, q.digest, q.place)
+}
+
+// showApprovals prints what approving will bind, before it is approved:
+// an operator who reads it only afterwards has already let it through.
+// The lists are the very ones approved next: --manifest's file was read
+// once, and a pending record is named by its digest.
+func showApprovals(w io.Writer, preview []policy.Approval, state string) {
+	for _, a := range preview {
+		fmt.Fprintf(w, "to approve: %s %s, list digest %s (%s) in %s\n", a.ID, a.Version, a.Digest, a.What, state)
+		showBinding(w, a)
+	}
+}
+
+// showBinding prints the list an approval binds and what it adds over the
+// list in force it is compared with.
+func showBinding(w io.Writer, a policy.Approval) {
+	if a.Entries == nil {
+		return
+	}
+	printLine(w, "  binds the list: %s", orNone(strings.Join(a.Entries, " ")))
+	if a.Over != "" {
+		printLine(w, "  adds over %s: %s", a.Over, orNone(strings.Join(a.Adds, " ")))
+	}
+}
+
+// confirm asks on a terminal whether to approve what was shown, and
+// returns exitOK for yes. With --yes it does not ask. With stdin not a
+// terminal (a script, a pipe, a test) nobody can answer, so it refuses,
+// naming --yes, rather than approve what no one read.
+func confirm(in *os.File, yes bool, stderr io.Writer) int {
+	if yes {
+		return exitOK
+	}
+	if _, err := unix.IoctlGetTermios(int(in.Fd()), unix.TCGETS); err != nil {
+		fmt.Fprintln(stderr, "egressd approve: nothing approved: stdin is not a terminal to confirm on; review what is shown above and give --yes to approve it")
+		return exitUsage
+	}
+	fmt.Fprint(stderr, "approve it? [y/N] ")
+	answer, _ := bufio.NewReader(io.LimitReader(in, 256)).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return exitOK
+	}
+	printLine(stderr, "egressd approve: nothing approved (answered %s)", termsafe.ShellWord(strings.TrimSpace(answer)))
+	return exitFail
+}
