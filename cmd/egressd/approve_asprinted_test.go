@@ -14,7 +14,8 @@ import (
 // The operator confirms at the terminal; here --yes stands for it.
 func pasted(t *testing.T, command string) (string, error) {
 	t.Helper()
-	sh := exec.Command("/bin/sh", "-c", command+" --yes") // no terminal here to confirm on
+	// No terminal here to confirm on: each approve in it gets --yes.
+	sh := exec.Command("/bin/sh", "-c", strings.ReplaceAll(command, "egressd approve ", "egressd approve --yes "))
 	sh.Env = append(os.Environ(), "PATH="+filepath.Dir(egressdBinary(t))+":"+os.Getenv("PATH"))
 	out, err := sh.CombinedOutput()
 	return string(out), err

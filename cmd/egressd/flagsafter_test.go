@@ -58,7 +58,7 @@ func TestEveryCommandTakesItsFlagsAfterItsArguments(t *testing.T) {
 	if out, errs, code := runBinary(t, "audit", "report", receipt, files[1], files[2], "--key", key, "--format", "json"); code != 0 || !strings.Contains(out, `"intact": true`) {
 		t.Fatalf("audit report FILES --key --format json: exit %d\n%s%s", code, out, errs)
 	}
-	if out, errs, code := runBinary(t, "audit", "suggest", files[2], "--format", "sollar"); code != 0 || !strings.HasPrefix(out, "{") {
+	if out, errs, code := runBinary(t, "audit", "suggest", receipt, files[1], files[2], "--format", "sollar", "--key", key); code != 0 || !strings.HasPrefix(out, "{") {
 		t.Fatalf("audit suggest FILE --format sollar: exit %d\n%s%s", code, out, errs)
 	}
 	if out, errs, code := runBinary(t, "explain", "erp.acme.example", "--manifest", dir); code != 0 || !strings.HasPrefix(out, "allow ") {
