@@ -10,7 +10,7 @@ import (
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/policy"
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 // approval is what one egressd approve command asks for: a manifest's
@@ -62,7 +62,7 @@ func confirm(in *os.File, yes bool, stderr io.Writer) int {
 	if yes {
 		return exitOK
 	}
-	if _, err := unix.IoctlGetTermios(int(in.Fd()), unix.TCGETS); err != nil {
+	if !term.IsTerminal(int(in.Fd())) {
 		fmt.Fprintln(stderr, "egressd approve: nothing approved: stdin is not a terminal to confirm on; review what is shown above and give --yes to approve it")
 		return exitUsage
 	}
