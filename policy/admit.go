@@ -13,6 +13,7 @@ type admission struct {
 	pending string            // a widening version waiting for the gate, or ""
 	idFrom  string            // with pending: the id the folder was approved under
 	fromVer string            // with idFrom: the version approved for it
+	keptVer string            // with pending and no idFrom: the version whose approved list stays in force
 	claimOf []string          // with pending: the folders the claimed id is bound to
 	unbound bool              // with pending: the claimed id is bound to no place (unboundClaimWaits)
 	// released says a widening or id change came into force through
@@ -137,7 +138,7 @@ func admit(r *Record, known bool, m *allowlist.Manifest, in Integration, stateDi
 		return adm, nil
 	}
 	r.Pending = approvedOf(m, digest).Entries
-	return admission{inForce: approved, pending: m.Version}, nil
+	return admission{inForce: approved, pending: m.Version, keptVer: r.Approved.Version}, nil
 }
 
 // versionFloor refuses m below its id's record r: a lower version than

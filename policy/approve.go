@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/egressd/egressd/allowlist"
@@ -15,12 +17,38 @@ import (
 type Approval struct {
 	ID, Version, Digest string
 	What                string // WhatWidening, "the id change of FOLDER from OLD", "the claim of FOLDER to ID", WhatFirstList
-	// Entries and Adds, for an approval of a manifest file, are the list
-	// it binds and what that list adds over the list in force it is
-	// compared with (Over, "ID VERSION"): the operator sees what was bound
-	// before a reload applies it.
-	Entries, Adds []string
-	Over          string
+	// Entries is the list the approval binds.
+	Entries []string
+	// InForce, when Waits, is the list in force for the approval's place
+	// at its next load instead of Entries: a claim or an id change to an
+	// id whose own list is another, whose widening to Entries then still
+	// waits. The operator is shown it before answering: it is what the
+	// place may reach once approved.
+	InForce Approved
+	Waits   bool
+	// Over names the list in force for the place now ("ID VERSION", or
+	// NothingInForce for a claim), and Adds what the list in force at the
+	// next load (Entries, or InForce when Waits) adds over it; Over is ""
+	// for a first list.
+	Adds []string
+	Over string
+}
+
+// NothingInForce is Over for a claim: nothing is allowed for a folder
+// while its claim of an id waits.
+const NothingInForce = "nothing in force for the folder"
+
+// ErrMemoryChanged is returned by an approval that would bind anything
+// else than the operator was shown: version memory changed in between.
+var ErrMemoryChanged = errors.New("nothing approved: version memory changed while you were reading; run the command again")
+
+// asShown says whether made is what the operator was shown. shown nil
+// means nobody was shown anything first (the preview itself).
+func asShown(made, shown []Approval) error {
+	if shown != nil && !reflect.DeepEqual(made, shown) {
+		return ErrMemoryChanged
+	}
+	return nil
 }
 
 // What an approval of an id's own list is: its widening, or the first list
@@ -30,23 +58,31 @@ const (
 	WhatFirstList = "the first list"
 )
 
-// showing fills a's Entries and Adds: the entries of man against the list
-// approved for id in s ("" Over when s holds none).
-func (a Approval) showing(s *State, man *allowlist.Manifest, id string) Approval {
-	return a.binding(s, approvedOf(man, "").Entries, id)
+// showing is binding for the list of man.
+func (a Approval) showing(s *State, man *allowlist.Manifest, nowID string) Approval {
+	return a.binding(s, approvedOf(man, "").Entries, nowID)
 }
 
-// binding fills a's Entries with entries, and Over and Adds with what
-// entries add over the list approved for id in s (none when s holds no
-// record of id).
-func (a Approval) binding(s *State, entries []string, id string) Approval {
+// binding fills in what approving entries as a (its What set) does at its
+// place in s, version memory as the approval leaves it: Entries, the list
+// in force at the place's next load (InForce when it is not entries), and
+// what that adds over the list in force there now, that of nowID, the id
+// the place is bound to ("" for none: a claim, or a first list). The
+// preview, state list and the approval all show it from here, so what the
+// operator reads before answering is what the approval reports after.
+func (a Approval) binding(s *State, entries []string, nowID string) Approval {
 	a.Entries = entries
-	r, known := s.IDs[id]
-	if !known {
-		return a
+	next := entries
+	if a.InForce, a.Waits = s.inForceAfter(a); a.Waits {
+		next = a.InForce.Entries
 	}
-	a.Over = id + " " + r.Approved.Version
-	a.Adds = addsOver(entries, r.Approved.Entries)
+	switch r, known := s.IDs[nowID]; {
+	case nowID == "" && a.What == WhatFirstList:
+	case nowID == "":
+		a.Over, a.Adds = NothingInForce, next
+	case known:
+		a.Over, a.Adds = nowID+" "+r.Approved.Version, addsOver(next, r.Approved.Entries)
+	}
 	return a
 }
 
@@ -123,9 +159,15 @@ func ManifestPlace(manifestFile string) string {
 // approval binds to the digest egressd recorded, so another list at that
 // version is not approved; digest, if not "", picks the record. It returns
 // every binding it made.
-func (m *Memory) ApprovePending(id, version, digest, place string) ([]Approval, error) {
+//
+// shown is what the operator was shown (this call's result on
+// PreviewMemory): if the approval would bind anything else, version memory
+// changed in between, and it binds nothing and returns ErrMemoryChanged.
+// shown is nil only for the preview itself.
+func (m *Memory) ApprovePending(id, version, digest, place string, shown []Approval) ([]Approval, error) {
 	var made []Approval
 	err := m.update(func(s *State) error {
+		made = nil
 		all := pendingOf(s, id, version)
 		var cands []pendingRecord
 		for _, c := range all {
@@ -154,7 +196,7 @@ func (m *Memory) ApprovePending(id, version, digest, place string) ([]Approval, 
 			}
 			made = append(made, c.approve(s))
 		}
-		return nil
+		return asShown(made, shown)
 	})
 	return made, err
 }
@@ -210,15 +252,6 @@ type pendingRecord struct {
 	Entries []string
 }
 
-// over is the id whose approved list c is compared with: the folder's old
-// id for an id change, the claimed id for a claim or a widening.
-func (c pendingRecord) over() string {
-	if c.From != "" {
-		return c.From
-	}
-	return c.ID
-}
-
 // line shows c with the command that approves it in the version memory
 // at stateDir.
 func (c pendingRecord) line(stateDir string) string {
@@ -272,7 +305,7 @@ func (c pendingRecord) approve(s *State) Approval {
 			a.What += " (bound to " + folderList(owners) + ")"
 		}
 		if c.Entries != nil {
-			a = a.binding(s, c.Entries, c.over())
+			a = a.binding(s, c.Entries, c.From)
 		}
 		return a
 	}
@@ -313,7 +346,8 @@ func (m *Memory) notPending(s *State, id, version string) error {
 // refused unless firstList is set: then its list is recorded as the id's
 // first approved list, as its first load would. It returns every binding
 // it made.
-func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstList bool) ([]Approval, error) {
+// shown is as for ApprovePending.
+func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstList bool, shown []Approval) ([]Approval, error) {
 	digest := man.Digest()
 	var made []Approval
 	err := m.update(func(s *State) error {
@@ -337,12 +371,8 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 			if len(owners) > 0 {
 				a.What += " (bound to " + folderList(owners) + ")"
 			}
-			over := f.ID // an id change: over the folder's old list
-			if over == "" {
-				over = man.ID // a claim: over the claimed id's list
-			}
-			made = append(made, a.showing(s, man, over))
-			return nil
+			made = append(made, a.showing(s, man, f.ID)) // f.ID "": a claim
+			return asShown(made, shown)
 		}
 		r, known := s.IDs[man.ID]
 		switch {
@@ -353,7 +383,7 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 			s.Folders[folder] = Folder{ID: man.ID}
 			a.What = WhatFirstList
 			made = append(made, a.showing(s, man, ""))
-			return nil
+			return asShown(made, shown)
 		case allowlist.CompareVersions(man.Version, r.Version) < 0:
 			return fmt.Errorf("%s %s is lower than %s, seen before (%s); versions only go up", man.ID, man.Version, r.Version, m.where())
 		case man.Version == r.Version && digest != r.Digest && r.Approved.Digest != r.Digest:
@@ -368,7 +398,7 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 		s.IDs[man.ID] = r
 		a.What = WhatWidening
 		made = append(made, a.showing(s, man, man.ID))
-		return nil
+		return asShown(made, shown)
 	})
 	return made, err
 }
@@ -490,12 +520,13 @@ type PendingList struct {
 	// Entries are the list that waits, as egressd loaded it; nil when an
 	// earlier egressd recorded an id change without it.
 	Entries []string
-	// Over ("ID VERSION") is the list in force it is compared with: the
-	// id's own for a widening or a claim, the folder's old id's for an id
-	// change; "" when version memory holds none. Adds are the entries the
-	// waiting list adds over it.
-	Over string
-	Adds []string
+	// InForce, Waits, Over and Adds are as in Approval: what approving
+	// the list would put in force at the place's next load, and what that
+	// adds over what is in force there now; unset when Entries is nil.
+	InForce Approved
+	Waits   bool
+	Over    string
+	Adds    []string
 	// Command approves this list, and only it.
 	Command string
 }
@@ -508,9 +539,14 @@ func (s *State) PendingLists(id, version, stateDir string) []PendingList {
 	var out []PendingList
 	for _, c := range pendingOf(s, id, version) {
 		l := PendingList{ID: id, Version: version, Digest: c.Digest, Place: c.Place, From: c.From, Entries: c.Entries, Command: WithState(ApproveCommandFor(c.Place, c.Digest, id, version), stateDir)}
-		if r, known := s.IDs[c.over()]; known && c.Entries != nil {
-			l.Over = c.over() + " " + r.Approved.Version
-			l.Adds = addsOver(c.Entries, r.Approved.Entries)
+		if c.Entries != nil {
+			a := Approval{ID: id, Version: version, Digest: c.Digest, What: WhatWidening}
+			nowID := c.ID
+			if c.Place != "" {
+				a.What, nowID = c.what(), c.From
+			}
+			a = a.binding(s, c.Entries, nowID)
+			l.InForce, l.Waits, l.Over, l.Adds = a.InForce, a.Waits, a.Over, a.Adds
 		}
 		out = append(out, l)
 	}
@@ -527,15 +563,18 @@ func orNothing(entries []string) string {
 	return strings.Join(entries, " ")
 }
 
-// InForceAfter is the list of a's id in force at the next load when the
-// approval a just made does not put a's list in force: a claim or an id
-// change binds a folder to the id, but while the id's own widening to that
-// list waits, the id's last approved list is what any folder of it runs
-// under. ok is false when a's list is the one in force, and for a's own
-// widening or first list, which the next load puts in force.
-func (s State) InForceAfter(a Approval) (inForce Approved, ok bool) {
+// inForceAfter is the list of a's id in force at the next load of a's
+// place once a, of entries, is approved, when that is not entries: a claim
+// or an id change binds the place to the id, and the next load judges the
+// list as the id's (admit): where it adds over the id's approved list and
+// no approval of the id's own covers it, the id's widening to it still
+// waits, and the id's last approved list is what the place runs under.
+// ok is false when entries are the list in force, and for a's own widening
+// or first list, which the next load puts in force.
+func (s State) inForceAfter(a Approval) (inForce Approved, ok bool) {
 	r, found := s.IDs[a.ID]
-	if !found || r.Approved.Digest == a.Digest || a.What == WhatWidening || a.What == WhatFirstList {
+	if !found || a.What == WhatWidening || a.What == WhatFirstList || r.Approved.Digest == a.Digest ||
+		r.Approvals[a.Version] == a.Digest || len(addsOver(a.Entries, r.Approved.Entries)) == 0 {
 		return Approved{}, false
 	}
 	return r.Approved, true

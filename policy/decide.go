@@ -43,6 +43,12 @@ type Policy struct {
 	// PendingIDFromVersion is, with PendingIDFrom, the version approved
 	// for that id: with it, the integration in force (InForce).
 	PendingIDFromVersion string
+	// PendingKeptVersion is, with Pending and no PendingIDFrom, the
+	// version whose approved list stays in force while the id's widening
+	// waits: a folder whose claim was approved runs under the id's list,
+	// which may be another folder's older version, and what it allows is
+	// named as that version's (Sentence).
+	PendingKeptVersion string
 	// PendingClaimOf is, with Pending, the folders version memory binds
 	// the manifest's id to, when this manifest claims it from another
 	// folder (idfolder.go).

@@ -72,7 +72,7 @@ func TestApprovedClaimJoinsTheIDAndForgetRemovesIt(t *testing.T) {
 	b, cfgB := f.second("127.0.0.1:0", "com.acme.erp", "1.0.0", "erp.acme.example")
 	loadOne(t, f.registry(), cfgB, Pending)
 	mem, _ := OpenMemory(f.state)
-	a, err := mem.ApprovePending("com.acme.erp", "1.0.0", "", ManifestPlace(filepath.Join(b, "manifest.json")))
+	a, err := mem.ApprovePending("com.acme.erp", "1.0.0", "", ManifestPlace(filepath.Join(b, "manifest.json")), nil)
 	if err != nil || len(a) != 1 || !strings.Contains(a[0].What, "the claim of "+ManifestPlace(filepath.Join(b, "manifest.json"))+" to com.acme.erp (bound to folder ") {
 		t.Fatalf("approve: %+v %v", a, err)
 	}
@@ -118,7 +118,7 @@ func TestClaimDoesNotRideAlongWithTheIDsOwnWidening(t *testing.T) {
 	_, cfgB := f.second("127.0.0.1:0", "com.acme.erp", "1.1.0", "erp.acme.example", "new.acme.example")
 	loadOne(t, f.registry(), cfgB, Pending)
 	mem, _ := OpenMemory(f.state)
-	if a, err := mem.ApprovePending("com.acme.erp", "1.1.0", "", ""); err != nil || len(a) != 1 || a[0].What != "a widening" {
+	if a, err := mem.ApprovePending("com.acme.erp", "1.1.0", "", "", nil); err != nil || len(a) != 1 || a[0].What != "a widening" {
 		t.Fatalf("approved together: %+v %v", a, err)
 	}
 	loadOne(t, f.registry(), cfgB, Pending)
@@ -135,7 +135,7 @@ func TestApproveManifestOfAForeignFolderApprovesItsClaimNotAWidening(t *testing.
 	r := f.registry()
 	loadOne(t, r, cfgB, Pending)
 	mem, _ := OpenMemory(f.state)
-	a, err := mem.ApproveManifest(r.Policy(b).Manifest, ManifestPlace(filepath.Join(b, "manifest.json")), false)
+	a, err := mem.ApproveManifest(r.Policy(b).Manifest, ManifestPlace(filepath.Join(b, "manifest.json")), false, nil)
 	if err != nil || len(a) != 1 || !strings.HasPrefix(a[0].What, "the claim of") {
 		t.Fatalf("approve --manifest: %+v %v", a, err)
 	}

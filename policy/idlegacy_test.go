@@ -63,7 +63,7 @@ func TestLegacyIDIsNotHandedToTheFirstFolderThatLoadsIt(t *testing.T) {
 	mem, _ := OpenMemory(f.state)
 	r := f.registry()
 	r.Load(f.cfg)
-	if a, err := mem.ApproveManifest(r.Policy(f.dir).Manifest, ManifestPlace(filepath.Join(f.dir, "manifest.json")), false); err != nil || len(a) != 1 || !strings.HasPrefix(a[0].What, "the claim of") {
+	if a, err := mem.ApproveManifest(r.Policy(f.dir).Manifest, ManifestPlace(filepath.Join(f.dir, "manifest.json")), false, nil); err != nil || len(a) != 1 || !strings.HasPrefix(a[0].What, "the claim of") {
 		t.Fatalf("approve --manifest: %+v %v", a, err)
 	}
 	f.load(f.registry(), Loaded)
@@ -96,7 +96,7 @@ func TestLegacyIDStateGoesOnlyToTheApprovedFolder(t *testing.T) {
 	}
 	r := f.registry()
 	r.Load(f.cfg)
-	if _, err := mem.ApproveManifest(r.Policy(f.dir).Manifest, folder, false); err != nil {
+	if _, err := mem.ApproveManifest(r.Policy(f.dir).Manifest, folder, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	before, _ = mem.Read()

@@ -163,7 +163,7 @@ func TestWideningWaitsForApprovalAcrossRestart(t *testing.T) {
 	}
 
 	mem, _ := OpenMemory(f.state)
-	if _, err := mem.ApprovePending("com.acme.erp", "1.1.0", "", ""); err != nil {
+	if _, err := mem.ApprovePending("com.acme.erp", "1.1.0", "", "", nil); err != nil {
 		t.Fatal(err)
 	}
 	f.load(r, Loaded)
@@ -213,7 +213,7 @@ func TestIDChangeInAKnownFolderWaitsForApprovalAcrossRestarts(t *testing.T) {
 		}
 	}
 	mem, _ := OpenMemory(f.state)
-	if a, err := mem.ApprovePending("com.acme.erp2", "1.0.0", "", ManifestPlace(filepath.Join(f.dir, "manifest.json"))); err != nil || len(a) != 1 || !strings.Contains(a[0].What, "id change") {
+	if a, err := mem.ApprovePending("com.acme.erp2", "1.0.0", "", ManifestPlace(filepath.Join(f.dir, "manifest.json")), nil); err != nil || len(a) != 1 || !strings.Contains(a[0].What, "id change") {
 		t.Fatalf("%+v %v", a, err)
 	}
 	for _, r := range []*Registry{f.registry(), f.registry()} {
@@ -231,17 +231,17 @@ func TestApprovalIsBoundToTheListSeen(t *testing.T) {
 	f := newFixture(t)
 	r := f.registry()
 	mem, _ := OpenMemory(f.state)
-	if _, err := mem.ApprovePending("com.acme.erp", "1.1.0", "", ""); err == nil || !strings.Contains(err.Error(), "not in version memory") {
+	if _, err := mem.ApprovePending("com.acme.erp", "1.1.0", "", "", nil); err == nil || !strings.Contains(err.Error(), "not in version memory") {
 		t.Fatalf("unknown id approved: %v", err)
 	}
 	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
 	f.load(r, Loaded)
-	if _, err := mem.ApprovePending("com.acme.erp", "1.1.0", "", ""); err == nil || !strings.Contains(err.Error(), "has not seen com.acme.erp 1.1.0") {
+	if _, err := mem.ApprovePending("com.acme.erp", "1.1.0", "", "", nil); err == nil || !strings.Contains(err.Error(), "has not seen com.acme.erp 1.1.0") {
 		t.Fatalf("unseen version approved: %v", err)
 	}
 	f.write("com.acme.erp", "1.1.0", "erp.acme.example", "new.acme.example")
 	f.load(r, Pending)
-	a, err := mem.ApprovePending("com.acme.erp", "1.1.0", "", "")
+	a, err := mem.ApprovePending("com.acme.erp", "1.1.0", "", "", nil)
 	if err != nil || len(a) != 1 || a[0].Digest != r.Policy(f.dir).Manifest.Digest() {
 		t.Fatalf("%+v %v", a, err)
 	}
@@ -325,7 +325,7 @@ func TestFirstLayoutStateStillReads(t *testing.T) {
 	r := f.registry()
 	f.load(r, Pending) // the claim of an id bound to no folder
 	mem, _ := OpenMemory(f.state)
-	if _, err := mem.ApproveManifest(r.Policy(f.dir).Manifest, ManifestPlace(filepath.Join(f.dir, "manifest.json")), false); err != nil {
+	if _, err := mem.ApproveManifest(r.Policy(f.dir).Manifest, ManifestPlace(filepath.Join(f.dir, "manifest.json")), false, nil); err != nil {
 		t.Fatal(err)
 	}
 	if out := f.load(r, Pending); out.Notice == "" || !strings.Contains(out.Notice, "adds new.acme.example") { // the widening

@@ -29,6 +29,9 @@ func Sentence(d Decision, p *Policy) string {
 		if change := p.PendingChange(); change != "" {
 			return fmt.Sprintf("egressd: %s is allowed for %s, the list in force for this folder, by the entry %q; the folder's id change to %s waits for the operator's approval (%s)", host, who, d.Rule, change, p.ApproveCommand())
 		}
+		if p != nil && p.Pending != "" && p.PendingKeptVersion != "" {
+			who = p.Manifest.ID + " " + p.PendingKeptVersion // the list in force is that version's
+		}
 		return fmt.Sprintf("egressd: %s is allowed for %s by the entry %q", host, who, d.Rule)
 	case NotAllowlisted:
 		if d.Verdict == WouldDeny {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/egressd/egressd/allowlist"
@@ -41,6 +40,7 @@ it refuses unless --yes is given. Every binding made is printed. A running
 	if err != nil {
 		return exitUsage
 	}
+	asks, previewElsewhere := asksOn(os.Stdin, *yes, stdout)
 	stdout, stderr = termsafe.Lines(stdout), termsafe.Lines(stderr)
 	if (*manifest == "") == (len(pos) == 0) || (*manifest == "" && len(pos) != 2) || (*newID && *manifest == "") || (*digest != "" && *manifest != "") || (*folder != "" && *manifest != "") {
 		fs.Usage()
@@ -70,12 +70,18 @@ it refuses unless --yes is given. Every binding made is printed. A running
 			q.place = policy.PlaceOf(*folder)
 		}
 	}
-	preview, err := q.apply(shown)
+	preview, err := q.apply(shown, nil)
+	if err == nil && len(preview) == 0 {
+		err = policy.ErrMemoryChanged // never: a preview that binds nothing has failed
+	}
 	if err != nil {
 		printLines(stderr, "egressd approve: "+err.Error())
 		return exitFail
 	}
-	showApprovals(stdout, preview, policy.StatePath(*state))
+	showApprovals(stdout, preview, *state)
+	if asks && previewElsewhere {
+		showApprovals(stderr, preview, *state)
+	}
 	if code := confirm(os.Stdin, *yes, stderr); code != exitOK {
 		return code // nothing written: not even a new state folder
 	}
@@ -84,19 +90,16 @@ it refuses unless --yes is given. Every binding made is printed. A running
 		fmt.Fprintln(stderr, err)
 		return exitFail
 	}
-	made, err := q.apply(mem)
+	// Only what was shown is bound: if version memory changed while the
+	// operator read (another egressd loaded the id), nothing is.
+	made, err := q.apply(mem, preview)
 	if err != nil {
 		printLines(stderr, "egressd approve: "+err.Error())
 		return exitFail
 	}
-	after, _ := mem.Read()
 	for _, a := range made {
 		fmt.Fprintf(stdout, "approved %s %s, list digest %s (%s) in %s\n", a.ID, a.Version, a.Digest, a.What, mem.Path())
-		showBinding(stdout, a)
-		if was, waits := after.InForceAfter(a); waits {
-			printLine(stdout, "  in force at the next load: %s %s (%s); %s %s still waits for approval (egressd approve --state %s %s %s shows it)",
-				a.ID, was.Version, orNone(strings.Join(was.Entries, " ")), a.ID, a.Version, termsafe.ShellWord(filepath.Dir(mem.Path())), a.ID, a.Version)
-		}
+		showBinding(stdout, a, *state)
 	}
 	fmt.Fprintln(stdout, "reload egressd serve to apply it: systemctl reload egressd, or kill -HUP the serve process (not pidof egressd: every egressd run passes SIGHUP to its program)")
 	return exitOK
@@ -156,14 +159,18 @@ func memoryThere(dir string, create bool) error {
 	return nil
 }
 
-// pendingListLines show the list an id change or a claim binds and what it
-// adds over the list in force it replaces: a digest alone tells the
-// operator nothing about what the new id would be allowed.
+// pendingListLines show the list an id change or a claim binds, the list
+// in force at the folder's next load once approved when that is another,
+// and what that adds over the list in force there now: a digest alone
+// tells the operator nothing about what the new id would be allowed.
 func pendingListLines(l policy.PendingList) []string {
 	if l.Entries == nil {
 		return []string{"    the list is not in version memory (an earlier egressd recorded the change without it): review the manifest and approve it with egressd approve --manifest PATH"}
 	}
 	lines := []string{"    binds the list: " + orNone(strings.Join(l.Entries, " "))}
+	if l.Waits {
+		lines = append(lines, fmt.Sprintf("    in force at the next load: %s %s (%s); %s %s would still wait for approval", l.ID, l.InForce.Version, orNone(strings.Join(l.InForce.Entries, " ")), l.ID, l.Version))
+	}
 	if l.Over != "" {
 		lines = append(lines, "    adds over "+l.Over+": "+orNone(strings.Join(l.Adds, " ")))
 	}

@@ -15,11 +15,32 @@ import (
 // returns everything the terminal showed and the exit status.
 func approveOnTerminal(t *testing.T, answer string, args ...string) (string, int) {
 	t.Helper()
+	return askedApproval{answer: answer}.run(t, args...)
+}
+
+// askedApproval is one egressd approve that asks on a real
+// pseudo-terminal: answer is typed once the question is on the terminal,
+// after meanwhile (if set) has run, as another process would while the
+// operator reads; stdout, if set, takes approve's standard output instead
+// of the terminal (a redirect).
+type askedApproval struct {
+	answer    string
+	meanwhile func()
+	stdout    *os.File
+}
+
+// run runs approve with args and returns everything the terminal showed
+// and the exit status.
+func (q askedApproval) run(t *testing.T, args ...string) (string, int) {
+	t.Helper()
 	master, slave := openPTY(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, egressdBinary(t), append([]string{"approve"}, args...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	if q.stdout != nil {
+		cmd.Stdout = q.stdout
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +68,10 @@ func approveOnTerminal(t *testing.T, answer string, args ...string) (string, int
 		}
 		shown.WriteString(c)
 	}
-	if _, err := master.Write([]byte(answer + "\n")); err != nil {
+	if q.meanwhile != nil {
+		q.meanwhile()
+	}
+	if _, err := master.Write([]byte(q.answer + "\n")); err != nil {
 		t.Fatal(err)
 	}
 	for c := range chunks {

@@ -23,35 +23,58 @@ type approval struct {
 	id, version, digest string
 }
 
-// apply makes the approval in mem and returns what it bound.
-func (q approval) apply(mem *policy.Memory) ([]policy.Approval, error) {
+// apply makes the approval in mem and returns what it bound. shown is
+// what the operator was shown (apply's result on policy.PreviewMemory),
+// nil for that preview: an approval that would bind anything else binds
+// nothing (policy.ErrMemoryChanged).
+func (q approval) apply(mem *policy.Memory, shown []policy.Approval) ([]policy.Approval, error) {
 	if q.manifest != nil {
-		return mem.ApproveManifest(q.manifest, q.place, q.newID)
+		return mem.ApproveManifest(q.manifest, q.place, q.newID, shown)
 	}
-	return mem.ApprovePending(q.id, q.version, q.digest, q.place)
+	return mem.ApprovePending(q.id, q.version, q.digest, q.place, shown)
 }
 
 // showApprovals prints what approving will bind, before it is approved:
 // an operator who reads it only afterwards has already let it through.
 // The lists are the very ones approved next: --manifest's file was read
 // once, and a pending record is named by its digest.
-func showApprovals(w io.Writer, preview []policy.Approval, state string) {
+func showApprovals(w io.Writer, preview []policy.Approval, stateDir string) {
 	for _, a := range preview {
-		fmt.Fprintf(w, "to approve: %s %s, list digest %s (%s) in %s\n", a.ID, a.Version, a.Digest, a.What, state)
-		showBinding(w, a)
+		fmt.Fprintf(w, "to approve: %s %s, list digest %s (%s) in %s\n", a.ID, a.Version, a.Digest, a.What, policy.StatePath(stateDir))
+		showBinding(w, a, stateDir)
 	}
 }
 
-// showBinding prints the list an approval binds and what it adds over the
-// list in force it is compared with.
-func showBinding(w io.Writer, a policy.Approval) {
+// showBinding prints the list an approval binds, the list in force at its
+// place's next load when that is another (a claim or an id change to an
+// id whose own widening to it still waits), and what the list in force
+// then adds over the list in force there now. The preview and the
+// approval print it alike, from the same policy.Approval.
+func showBinding(w io.Writer, a policy.Approval, stateDir string) {
 	if a.Entries == nil {
 		return
 	}
 	printLine(w, "  binds the list: %s", orNone(strings.Join(a.Entries, " ")))
+	if a.Waits {
+		printLine(w, "  in force at the next load: %s %s (%s); %s %s still waits for approval (%s shows it)",
+			a.ID, a.InForce.Version, orNone(strings.Join(a.InForce.Entries, " ")), a.ID, a.Version,
+			policy.WithState("egressd approve "+termsafe.ShellWord(a.ID)+" "+termsafe.ShellWord(a.Version), stateDir))
+	}
 	if a.Over != "" {
 		printLine(w, "  adds over %s: %s", a.Over, orNone(strings.Join(a.Adds, " ")))
 	}
+}
+
+// asksOn reports whether approve will ask on in (a terminal, and no
+// --yes), and whether stdout is not that terminal's screen too: then the
+// preview is shown on stderr as well, beside the question, so the question
+// always follows what it is about.
+func asksOn(in *os.File, yes bool, stdout io.Writer) (asks, elsewhere bool) {
+	if yes || !term.IsTerminal(int(in.Fd())) {
+		return false, false
+	}
+	f, isFile := stdout.(*os.File)
+	return true, !isFile || !term.IsTerminal(int(f.Fd()))
 }
 
 // confirm asks on a terminal whether to approve what was shown, and
