@@ -198,7 +198,10 @@ func (m *Memory) ApprovePending(id, version, digest, place string, shown []Appro
 		}
 		return asShown(made, shown)
 	})
-	return made, err
+	if err != nil {
+		return nil, err // nothing was bound
+	}
+	return made, nil
 }
 
 // pickPending selects from cs what one approval at place binds: the
@@ -400,7 +403,10 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 		made = append(made, a.showing(s, man, man.ID))
 		return asShown(made, shown)
 	})
-	return made, err
+	if err != nil {
+		return nil, err // nothing was bound
+	}
+	return made, nil
 }
 
 // Forget removes id from version memory: its record, the folders bound to
