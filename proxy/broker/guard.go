@@ -120,6 +120,42 @@ func carriedValue(s string, forms []valueForm) string {
 	return ""
 }
 
+// recorded is a field of a request the program wrote (its method, its
+// path), as the audit log may hold it: each value form replaced by
+// [NAME]. Where the guard found a value only once the field was
+// percent-decoded or form-decoded, the decoded field is what is recorded,
+// so no escaped value survives either.
+func recorded(s string, forms []valueForm) string {
+	s = replaceForms(s, forms)
+	var form formDecoder
+	for _, decoded := range []string{secretforms.PercentDecoded(s), string(form.decode([]byte(s), nil))} {
+		if carriedValue(decoded, forms) != "" {
+			return replaceForms(secretforms.PercentDecoded(replaceForms(decoded, forms)), forms)
+		}
+	}
+	return s
+}
+
+// replaceForms replaces each value form in s by its secret's [NAME].
+func replaceForms(s string, forms []valueForm) string {
+	for _, f := range forms {
+		s = strings.ReplaceAll(s, string(f.form), "["+f.name+"]")
+	}
+	return s
+}
+
+// carriedFolded is carriedValue for a header field name, which is
+// case-insensitive on the wire.
+func carriedFolded(name string, forms []valueForm) string {
+	name = strings.ToLower(name)
+	for _, f := range forms {
+		if strings.Contains(name, strings.ToLower(string(f.form))) {
+			return f.name
+		}
+	}
+	return ""
+}
+
 // guessedInHead is the name of a secret whose value the request's target
 // (as sent, percent-decoded, and form-decoded) or a header field (name or value, as the
 // program wrote it, before substitution) carries, or "".
@@ -138,13 +174,22 @@ func guessedInHead(r *http.Request, forms []valueForm) string {
 	if name := carriedValue(string(query.decode([]byte(target), nil)), forms); name != "" {
 		return name
 	}
-	return guessedInHeader(r.Header, forms)
+	if name := guessedInHeader(r.Header, forms); name != "" {
+		return name
+	}
+	// The declared trailer names (net/http moves the Trailer header into
+	// r.Trailer's keys) go to the origin in the head, long before the
+	// body's end, where the trailer's values are read.
+	return guessedInHeader(r.Trailer, forms)
 }
 
-// guessedInHeader is guessedInHead for a header (or trailer) alone.
+// guessedInHeader is guessedInHead for a header (or trailer) alone. A
+// field name is compared with case folded on both sides: net/http stores
+// names canonical (Sunshine2019!), egressd's HTTP/2 transport sends them
+// lowercased and HTTP/1.1 canonical, and an origin may show back either.
 func guessedInHeader(h http.Header, forms []valueForm) string {
 	for name, values := range h {
-		if n := carriedValue(name, forms); n != "" {
+		if n := carriedFolded(name, forms); n != "" {
 			return n
 		}
 		for _, v := range values {

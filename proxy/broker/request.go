@@ -31,9 +31,9 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer b.handlers.Done()
-	st := &reqState{seq: b.nextSeq()}
-	body := &countingReader{ReadCloser: r.Body}
 	forms := valueForms(b.every())
+	st := &reqState{seq: b.nextSeq(), method: recorded(r.Method, forms), path: recorded(r.URL.Path, forms)}
+	body := &countingReader{ReadCloser: r.Body}
 	r.Body = newGuessGuard(&trailerCheck{ReadCloser: body, trailer: r, unbound: b.unbound(), st: st}, forms, r, func(name string) {
 		st.guessed.Store(&name)
 		b.quarantine.trip(name, b)
@@ -81,7 +81,7 @@ func (b *broker) nextSeq() uint64 {
 func (b *broker) sent(r *http.Request, st *reqState, conn net.Conn) {
 	if !st.sent {
 		st.sent = true
-		if err := b.c.Record(Request{Seq: st.seq, Method: r.Method, Path: r.URL.Path, Secrets: st.used}); err != nil {
+		if err := b.c.Record(Request{Seq: st.seq, Method: st.method, Path: st.path, Secrets: st.used}); err != nil {
 			st.reason, st.err = policy.AuditUnavailable, "the request's record could not be written; it was not sent"
 		}
 	}
@@ -112,7 +112,7 @@ func (b *broker) finish(r *http.Request, st *reqState, body *countingReader, cw 
 		st.err = "the client went away before the end of the answer"
 	}
 	req := Request{
-		Seq: st.seq, Method: r.Method, Path: r.URL.Path, Status: status, Up: body.n, Down: cw.n,
+		Seq: st.seq, Method: st.method, Path: st.path, Status: status, Up: body.n, Down: cw.n,
 		Secrets: st.used, Reason: st.reason, Err: st.err,
 	}
 	if st.sent {
@@ -493,13 +493,16 @@ func (b *broker) refuse(w http.ResponseWriter, reason policy.Reason) {
 
 // reqState is what a request's forwarding learns, for its audit event.
 type reqState struct {
-	seq    uint64
-	sent   bool // its record was written and it went to the origin
-	used   []string
-	echoes []pair
-	reason policy.Reason
-	err    string
-	status int // the origin's, as relayed
+	seq uint64
+	// method and path are the request's as the audit log holds them: any
+	// secret's value replaced by [NAME] (recorded).
+	method, path string
+	sent         bool // its record was written and it went to the origin
+	used         []string
+	echoes       []pair
+	reason       policy.Reason
+	err          string
+	status       int // the origin's, as relayed
 	// trailerMisdirected is set by the transport's goroutine reading the
 	// request body, when the trailer names another host's secret.
 	trailerMisdirected atomic.Bool
