@@ -128,3 +128,83 @@ func TestAGuessedValueInTheRequestLineNeverReachesTheAuditLog(t *testing.T) {
 		})
 	}
 }
+
+// TestAStreamedGuessListIsAnsweredOnlyWhenItsBodyEnds: one request whose
+// body streams one guess every 2 ms was refused the moment the value
+// arrived, so the 403's time named the line. The origin is still cut off
+// at the value (it never has the request whole), but the program is
+// answered only once its body has ended, and only then is the
+// integration quarantined: nothing it can see changes where the value
+// was. Here the body goes on for 4 MiB past the value (more than every
+// window and buffer on the way), and no answer may come before its end.
+func TestAStreamedGuessListIsAnsweredOnlyWhenItsBodyEnds(t *testing.T) {
+	for _, h2 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "h1", true: "h2"}[h2], func(t *testing.T) {
+			secrets, _, _ := guessSecrets(t, "api.allowed.example", guessStrong)
+			o := newBodyRecorder(t)
+			b := newBrokerEnv(t, h2, o.handle, func(e *env) { e.secrets = secrets })
+			c := b.client(h2)
+			pr, pw := io.Pipe()
+			req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), "")
+			req.Body, req.ContentLength = pr, -1
+			type answer struct {
+				resp *http.Response
+				body string
+				err  error
+			}
+			answered := make(chan answer, 1)
+			go func() {
+				resp, err := c.Do(req)
+				if err != nil {
+					answered <- answer{err: err}
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				answered <- answer{resp: resp, body: string(body)}
+			}()
+			written := make(chan error, 1)
+			go func() {
+				if _, err := io.WriteString(pw, "Spring1999!\n"+guessWeak+"\n"); err != nil {
+					written <- err
+					return
+				}
+				line := strings.Repeat("Winter2000#\n", 32<<10/12)
+				for n := 0; n < 4<<20; n += len(line) {
+					if _, err := io.WriteString(pw, line); err != nil {
+						written <- err
+						return
+					}
+				}
+				written <- nil
+			}()
+			select {
+			case a := <-answered:
+				pw.CloseWithError(io.ErrUnexpectedEOF)
+				if a.err != nil {
+					t.Fatalf("the request failed before its body ended: %v", a.err)
+				}
+				t.Fatalf("answered %d %q before the body ended: the answer's time names the line", a.resp.StatusCode, a.resp.Header.Get(ReasonHeader))
+			case err := <-written:
+				if err != nil {
+					t.Fatalf("egressd stopped reading the body after the value: %v", err)
+				}
+			}
+			if tripped := b.log.has(t, map[string]any{"reason": "secret_guessed"}); tripped {
+				t.Fatal("the refusal was audited (and the integration quarantined) before the body ended")
+			}
+			pw.Close()
+			a := <-answered
+			if a.err != nil {
+				t.Fatal(a.err)
+			}
+			wantGuessed(t, "the streamed guess list", a.resp, a.body)
+			if o.saw(guessWeak) {
+				t.Fatal("the origin received the whole request with the guess in it")
+			}
+			b.log.waitEvent(t, map[string]any{"reason": "secret_guessed", "decision": "deny", "host": "api.allowed.example"})
+			resp, body := do(t, b.client(h2), mustRequest(t, "GET", b.url("api.allowed.example", "/v1/me"), ""))
+			wantGuessed(t, "a request after the refusal", resp, body)
+		})
+	}
+}

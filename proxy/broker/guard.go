@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/egressd/egressd/internal/secretforms"
 	"github.com/egressd/egressd/policy"
@@ -205,6 +206,12 @@ func guessedInHeader(h http.Header, forms []valueForm) string {
 // transport aborts the request, so the origin never has it whole.
 var errGuessed = errors.New("the request body carried the real value of a secret")
 
+// maxGuessedBody bounds the body of a request whose value the guard found,
+// read to its end before the program is answered (settleGuess): counted
+// from the body's first byte, so where the cap falls does not depend on
+// where the value was either.
+const maxGuessedBody = 64 << 20
+
 // guessGuard reads a request body and looks for every value form in it as
 // it streams, one matcher per form (match.go: linear, state carried across
 // reads), in the bytes as they are and as a form decoder reads them
@@ -215,6 +222,12 @@ var errGuessed = errors.New("the request body carried the real value of a secret
 // is never complete: a body sent with a length ends short, a chunked one
 // without its last chunk, an HTTP/2 one with a reset. Nothing is buffered
 // beyond one read.
+//
+// The program is not answered then (round 26: with one guess every 2 ms
+// in one streamed body, the time of the 403 named the line): the body
+// stays open for settleGuess to read to its end, so the guard's Close,
+// which the transport calls once it gives up the request, leaves it open
+// after a hit.
 type guessGuard struct {
 	io.ReadCloser
 	trailer *http.Request // its Trailer is filled in when the body ends
@@ -226,6 +239,23 @@ type guessGuard struct {
 	ends    []int
 	hit     func(name string) // called once, with the secret's name
 	err     error
+	found   atomic.Bool // hit was called: Close leaves the body to settleGuess
+}
+
+// Close closes the body, unless the guard found a value in it.
+func (g *guessGuard) Close() error {
+	if g.found.Load() {
+		return nil
+	}
+	return g.ReadCloser.Close()
+}
+
+// fail ends the body's forwarding: name's value was in it.
+func (g *guessGuard) fail(name string) (int, error) {
+	g.err = errGuessed
+	g.found.Store(true)
+	g.hit(name)
+	return 0, g.err
 }
 
 func newGuessGuard(body io.ReadCloser, forms []valueForm, trailer *http.Request, hit func(string)) *guessGuard {
@@ -247,16 +277,12 @@ func (g *guessGuard) Read(p []byte) (int, error) {
 		g.ends = g.finds[i].feed(p[:n], g.ends[:0])
 		g.ends = g.decoded[i].feed(g.scratch, g.ends)
 		if len(g.ends) > 0 {
-			g.err = errGuessed
-			g.hit(g.forms[i].name)
-			return 0, g.err
+			return g.fail(g.forms[i].name)
 		}
 	}
 	if err == io.EOF {
 		if name := guessedInHeader(g.trailer.Trailer, g.forms); name != "" {
-			g.err = errGuessed
-			g.hit(name)
-			return 0, g.err
+			return g.fail(name)
 		}
 	}
 	return n, err
