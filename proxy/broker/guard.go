@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -297,7 +298,19 @@ type formDecoder struct {
 }
 
 func (d *formDecoder) decode(b, out []byte) []byte {
-	for _, c := range b {
+	for len(b) > 0 {
+		if len(d.pending) == 0 {
+			// Bytes up to the next '%' or '+' are themselves: copied at
+			// memory speed, not one by one.
+			k := bytes.IndexAny(b, "%+")
+			if k < 0 {
+				return append(out, b...)
+			}
+			out = append(out, b[:k]...)
+			b = b[k:]
+		}
+		c := b[0]
+		b = b[1:]
 		if len(d.pending) > 0 {
 			if !isHex(c) {
 				out = append(out, d.pending...)
