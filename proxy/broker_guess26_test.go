@@ -138,15 +138,27 @@ func TestAGuessedValueInTheRequestLineNeverReachesTheAuditLog(t *testing.T) {
 // was. Here the body goes on for 4 MiB past the value (more than every
 // window and buffer on the way), and no answer may come before its end.
 func TestAStreamedGuessListIsAnsweredOnlyWhenItsBodyEnds(t *testing.T) {
-	for _, h2 := range []bool{false, true} {
-		t.Run(map[bool]string{false: "h1", true: "h2"}[h2], func(t *testing.T) {
+	head := "Spring1999!\n" + guessWeak + "\n"
+	line := strings.Repeat("Winter2000#\n", 32<<10/12)
+	const lines = (4 << 20) / (32 << 10 / 12 * 12)
+	for _, tc := range []struct {
+		name   string
+		h2     bool
+		length int64
+	}{
+		{"h1 chunked", false, -1},
+		{"h1 with a length", false, int64(len(head) + lines*len(line))},
+		{"h2", true, -1},
+	} {
+		h2 := tc.h2
+		t.Run(tc.name, func(t *testing.T) {
 			secrets, _, _ := guessSecrets(t, "api.allowed.example", guessStrong)
 			o := newBodyRecorder(t)
 			b := newBrokerEnv(t, h2, o.handle, func(e *env) { e.secrets = secrets })
 			c := b.client(h2)
 			pr, pw := io.Pipe()
 			req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), "")
-			req.Body, req.ContentLength = pr, -1
+			req.Body, req.ContentLength = pr, tc.length
 			type answer struct {
 				resp *http.Response
 				body string
@@ -165,12 +177,11 @@ func TestAStreamedGuessListIsAnsweredOnlyWhenItsBodyEnds(t *testing.T) {
 			}()
 			written := make(chan error, 1)
 			go func() {
-				if _, err := io.WriteString(pw, "Spring1999!\n"+guessWeak+"\n"); err != nil {
+				if _, err := io.WriteString(pw, head); err != nil {
 					written <- err
 					return
 				}
-				line := strings.Repeat("Winter2000#\n", 32<<10/12)
-				for n := 0; n < 4<<20; n += len(line) {
+				for range lines {
 					if _, err := io.WriteString(pw, line); err != nil {
 						written <- err
 						return
