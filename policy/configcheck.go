@@ -42,6 +42,7 @@ func CheckConfig(cfg Config, host []netip.Addr) (errs, warns []string) {
 			}
 		}
 	}
+	warns = append(warns, GuessableWarnings(cfg)...)
 	if msg := SharedCapWarning(cfg, cfg.Limits.MaxConnections); cfg.Limits.MaxConnections > 0 && msg != "" {
 		warns = append(warns, "limits: "+msg)
 	}

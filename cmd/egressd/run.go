@@ -601,6 +601,9 @@ func (r *runSetup) sandboxed(stderr io.Writer) int {
 	}
 	r.env.report(stderr, r.log, p)
 	announceSecrets(r.log, p)
+	for _, msg := range policy.GuessableWarnings(r.cfg) {
+		fmt.Fprintln(stderr, "egressd: warning:", msg)
+	}
 	if sandbox.SharesLaunchersUID(r.opts.HostUID) {
 		msg := "the sandbox runs as your uid, and the kernel counts these per uid: the program can take them from every process of yours while it runs: " +
 			sandbox.SharedUserQuotas + "; run egressd as root for a uid of the sandbox's own"

@@ -459,6 +459,9 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 		return nil, nil, err
 	}
 	warnNewMemory(memoryWarning, log, stderr)
+	for _, msg := range policy.GuessableWarnings(cfg) {
+		fmt.Fprintln(stderr, "egressd: warning:", msg)
+	}
 	if err := proxy.FollowHostAddrs(ctx, registry.HostAddrs(), hostAddrsChanged(log, stderr)); err != nil {
 		return nil, nil, fmt.Errorf("cannot start: %w", err)
 	}

@@ -1,11 +1,13 @@
 package broker
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/egressd/egressd/internal/secretforms"
 	"github.com/egressd/egressd/policy"
@@ -120,6 +122,42 @@ func carriedValue(s string, forms []valueForm) string {
 	return ""
 }
 
+// recorded is a field of a request the program wrote (its method, its
+// path), as the audit log may hold it: each value form replaced by
+// [NAME]. Where the guard found a value only once the field was
+// percent-decoded or form-decoded, the decoded field is what is recorded,
+// so no escaped value survives either.
+func recorded(s string, forms []valueForm) string {
+	s = replaceForms(s, forms)
+	var form formDecoder
+	for _, decoded := range []string{secretforms.PercentDecoded(s), string(form.decode([]byte(s), nil))} {
+		if carriedValue(decoded, forms) != "" {
+			return replaceForms(secretforms.PercentDecoded(replaceForms(decoded, forms)), forms)
+		}
+	}
+	return s
+}
+
+// replaceForms replaces each value form in s by its secret's [NAME].
+func replaceForms(s string, forms []valueForm) string {
+	for _, f := range forms {
+		s = strings.ReplaceAll(s, string(f.form), "["+f.name+"]")
+	}
+	return s
+}
+
+// carriedFolded is carriedValue for a header field name, which is
+// case-insensitive on the wire.
+func carriedFolded(name string, forms []valueForm) string {
+	name = strings.ToLower(name)
+	for _, f := range forms {
+		if strings.Contains(name, strings.ToLower(string(f.form))) {
+			return f.name
+		}
+	}
+	return ""
+}
+
 // guessedInHead is the name of a secret whose value the request's target
 // (as sent, percent-decoded, and form-decoded) or a header field (name or value, as the
 // program wrote it, before substitution) carries, or "".
@@ -138,13 +176,22 @@ func guessedInHead(r *http.Request, forms []valueForm) string {
 	if name := carriedValue(string(query.decode([]byte(target), nil)), forms); name != "" {
 		return name
 	}
-	return guessedInHeader(r.Header, forms)
+	if name := guessedInHeader(r.Header, forms); name != "" {
+		return name
+	}
+	// The declared trailer names (net/http moves the Trailer header into
+	// r.Trailer's keys) go to the origin in the head, long before the
+	// body's end, where the trailer's values are read.
+	return guessedInHeader(r.Trailer, forms)
 }
 
-// guessedInHeader is guessedInHead for a header (or trailer) alone.
+// guessedInHeader is guessedInHead for a header (or trailer) alone. A
+// field name is compared with case folded on both sides: net/http stores
+// names canonical (Sunshine2019!), egressd's HTTP/2 transport sends them
+// lowercased and HTTP/1.1 canonical, and an origin may show back either.
 func guessedInHeader(h http.Header, forms []valueForm) string {
 	for name, values := range h {
-		if n := carriedValue(name, forms); n != "" {
+		if n := carriedFolded(name, forms); n != "" {
 			return n
 		}
 		for _, v := range values {
@@ -160,6 +207,12 @@ func guessedInHeader(h http.Header, forms []valueForm) string {
 // transport aborts the request, so the origin never has it whole.
 var errGuessed = errors.New("the request body carried the real value of a secret")
 
+// maxGuessedBody bounds the body of a request whose value the guard found,
+// read to its end before the program is answered (settleGuess): counted
+// from the body's first byte, so where the cap falls does not depend on
+// where the value was either.
+const maxGuessedBody = 64 << 20
+
 // guessGuard reads a request body and looks for every value form in it as
 // it streams, one matcher per form (match.go: linear, state carried across
 // reads), in the bytes as they are and as a form decoder reads them
@@ -170,6 +223,12 @@ var errGuessed = errors.New("the request body carried the real value of a secret
 // is never complete: a body sent with a length ends short, a chunked one
 // without its last chunk, an HTTP/2 one with a reset. Nothing is buffered
 // beyond one read.
+//
+// The program is not answered then (round 26: with one guess every 2 ms
+// in one streamed body, the time of the 403 named the line): the body
+// stays open for settleGuess to read to its end, so the guard's Close,
+// which the transport calls once it gives up the request, leaves it open
+// after a hit.
 type guessGuard struct {
 	io.ReadCloser
 	trailer *http.Request // its Trailer is filled in when the body ends
@@ -181,6 +240,23 @@ type guessGuard struct {
 	ends    []int
 	hit     func(name string) // called once, with the secret's name
 	err     error
+	found   atomic.Bool // hit was called: Close leaves the body to settleGuess
+}
+
+// Close closes the body, unless the guard found a value in it.
+func (g *guessGuard) Close() error {
+	if g.found.Load() {
+		return nil
+	}
+	return g.ReadCloser.Close()
+}
+
+// fail ends the body's forwarding: name's value was in it.
+func (g *guessGuard) fail(name string) (int, error) {
+	g.err = errGuessed
+	g.found.Store(true)
+	g.hit(name)
+	return 0, g.err
 }
 
 func newGuessGuard(body io.ReadCloser, forms []valueForm, trailer *http.Request, hit func(string)) *guessGuard {
@@ -202,16 +278,12 @@ func (g *guessGuard) Read(p []byte) (int, error) {
 		g.ends = g.finds[i].feed(p[:n], g.ends[:0])
 		g.ends = g.decoded[i].feed(g.scratch, g.ends)
 		if len(g.ends) > 0 {
-			g.err = errGuessed
-			g.hit(g.forms[i].name)
-			return 0, g.err
+			return g.fail(g.forms[i].name)
 		}
 	}
 	if err == io.EOF {
 		if name := guessedInHeader(g.trailer.Trailer, g.forms); name != "" {
-			g.err = errGuessed
-			g.hit(name)
-			return 0, g.err
+			return g.fail(name)
 		}
 	}
 	return n, err
@@ -226,7 +298,19 @@ type formDecoder struct {
 }
 
 func (d *formDecoder) decode(b, out []byte) []byte {
-	for _, c := range b {
+	for len(b) > 0 {
+		if len(d.pending) == 0 {
+			// Bytes up to the next '%' or '+' are themselves: copied at
+			// memory speed, not one by one.
+			k := bytes.IndexAny(b, "%+")
+			if k < 0 {
+				return append(out, b...)
+			}
+			out = append(out, b[:k]...)
+			b = b[k:]
+		}
+		c := b[0]
+		b = b[1:]
 		if len(d.pending) > 0 {
 			if !isHex(c) {
 				out = append(out, d.pending...)

@@ -99,3 +99,24 @@ func TestAValueWithASpaceWrittenAsPlusInTheQueryIsFound(t *testing.T) {
 		t.Errorf("a piece of the value was taken for it: %q", got)
 	}
 }
+
+// TestTheFormDecoderReadsTheSameWhateverTheReads: the decoder copies runs
+// without '%' or '+' whole; fed one byte per read it takes the byte-wise
+// path throughout, so the two must agree on every escape, broken ones and
+// ones cut between reads included.
+func TestTheFormDecoderReadsTheSameWhateverTheReads(t *testing.T) {
+	for _, in := range []string{
+		"plain", "a+b", "%53ummer2019%21", "%", "%4", "%4g%zz%%41+", "x%2553y", "++%2B%2b%",
+		strings.Repeat("ab%41+", 100) + "%",
+	} {
+		var whole, bytewise formDecoder
+		got := string(whole.decode([]byte(in), nil))
+		var want []byte
+		for i := range len(in) {
+			want = bytewise.decode([]byte{in[i]}, want)
+		}
+		if got != string(want) || string(whole.pending) != string(bytewise.pending) {
+			t.Errorf("%q: whole %q (pending %q), byte by byte %q (pending %q)", in, got, whole.pending, want, bytewise.pending)
+		}
+	}
+}

@@ -31,16 +31,31 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer b.handlers.Done()
-	st := &reqState{seq: b.nextSeq()}
-	body := &countingReader{ReadCloser: r.Body}
 	forms := valueForms(b.every())
-	r.Body = newGuessGuard(&trailerCheck{ReadCloser: body, trailer: r, unbound: b.unbound(), st: st}, forms, r, func(name string) {
+	st := &reqState{seq: b.nextSeq(), method: recorded(r.Method, forms), path: recorded(r.URL.Path, forms)}
+	body := &countingReader{ReadCloser: r.Body}
+	checked := &trailerCheck{ReadCloser: body, trailer: r, unbound: b.unbound(), st: st}
+	r.Body = newGuessGuard(checked, forms, r, func(name string) {
 		st.guessed.Store(&name)
-		b.quarantine.trip(name, b)
+		if st.finished.Load() { // the transport read on past the handler's end: nothing left to settle
+			b.quarantine.trip(name, b)
+		}
 	})
 	cw := &countingWriter{ResponseWriter: w, scrub: func(h http.Header) { scrubHeader(h, b.pairs(st)) }}
+	st.settle = func(name string) {
+		b.settleGuess(cw, checked, body)
+		b.quarantine.trip(name, b)
+	}
 	defer func() {
 		aborted := recover()
+		// A value found after the origin's answer began (a full-duplex
+		// origin) cut that answer off: still, the handler ends only at
+		// the body's end, and only then is the integration quarantined.
+		st.settleOnce()
+		st.finished.Store(true)
+		if name := st.guessed.Load(); name != nil && !st.settled {
+			b.quarantine.trip(*name, b)
+		}
 		b.finish(r, st, body, cw, aborted != nil)
 		if aborted != nil {
 			panic(aborted)
@@ -81,7 +96,7 @@ func (b *broker) nextSeq() uint64 {
 func (b *broker) sent(r *http.Request, st *reqState, conn net.Conn) {
 	if !st.sent {
 		st.sent = true
-		if err := b.c.Record(Request{Seq: st.seq, Method: r.Method, Path: r.URL.Path, Secrets: st.used}); err != nil {
+		if err := b.c.Record(Request{Seq: st.seq, Method: st.method, Path: st.path, Secrets: st.used}); err != nil {
 			st.reason, st.err = policy.AuditUnavailable, "the request's record could not be written; it was not sent"
 		}
 	}
@@ -112,7 +127,7 @@ func (b *broker) finish(r *http.Request, st *reqState, body *countingReader, cw 
 		st.err = "the client went away before the end of the answer"
 	}
 	req := Request{
-		Seq: st.seq, Method: r.Method, Path: r.URL.Path, Status: status, Up: body.n, Down: cw.n,
+		Seq: st.seq, Method: st.method, Path: st.path, Status: status, Up: body.n, Down: cw.n,
 		Secrets: st.used, Reason: st.reason, Err: st.err,
 	}
 	if st.sent {
@@ -156,6 +171,28 @@ func (b *broker) guard(r *http.Request, st *reqState, forms []valueForm) policy.
 		return policy.SecretGuessed
 	}
 	return ""
+}
+
+// settleGuess is what follows a request body the guard found a value in,
+// once the transport has given the request up (the origin never had it
+// whole): the rest of the body is read and discarded, to its end or
+// until maxGuessedBody of it has come or no byte has for the connection's
+// IdleTimeout, and only then is the integration quarantined and the
+// program answered. Each bound is set by what the program sends, never
+// by where the value was, so neither the answer nor the quarantine (a
+// request on another connection refused) tells which line it was.
+func (b *broker) settleGuess(w http.ResponseWriter, rest io.Reader, counted *countingReader) {
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for counted.n < maxGuessedBody {
+		if b.c.IdleTimeout > 0 {
+			rc.SetReadDeadline(time.Now().Add(b.c.IdleTimeout))
+		}
+		if _, err := rest.Read(buf); err != nil {
+			break
+		}
+	}
+	rc.SetReadDeadline(time.Time{})
 }
 
 // guessedErr is the audit log's account of a request that carried the
@@ -424,6 +461,7 @@ func (b *broker) upstreamError(w http.ResponseWriter, r *http.Request, err error
 	}
 	if name := st.guessed.Load(); name != nil {
 		st.reason, st.err = policy.SecretGuessed, guessedErr(*name)
+		st.settleOnce()
 		if r.Context().Err() == nil {
 			b.refuse(w, st.reason)
 		}
@@ -493,19 +531,39 @@ func (b *broker) refuse(w http.ResponseWriter, reason policy.Reason) {
 
 // reqState is what a request's forwarding learns, for its audit event.
 type reqState struct {
-	seq    uint64
-	sent   bool // its record was written and it went to the origin
-	used   []string
-	echoes []pair
-	reason policy.Reason
-	err    string
-	status int // the origin's, as relayed
+	seq uint64
+	// method and path are the request's as the audit log holds them: any
+	// secret's value replaced by [NAME] (recorded).
+	method, path string
+	sent         bool // its record was written and it went to the origin
+	used         []string
+	echoes       []pair
+	reason       policy.Reason
+	err          string
+	status       int // the origin's, as relayed
 	// trailerMisdirected is set by the transport's goroutine reading the
 	// request body, when the trailer names another host's secret.
 	trailerMisdirected atomic.Bool
+	// settle reads the rest of a body the guard found a value in and
+	// quarantines (settleGuess); settleOnce runs it once, on the
+	// handler's goroutine.
+	settle   func(name string)
+	settled  bool
+	finished atomic.Bool // the handler is done: a later hit trips at once
 	// guessed is the name of the secret whose value the request body (or
 	// its trailer) carried, set by the transport's goroutine reading it.
 	guessed atomic.Pointer[string]
+}
+
+// settleOnce settles a request the guard found a value in, once: the
+// rest of its body is read, then the integration is quarantined.
+func (st *reqState) settleOnce() {
+	name := st.guessed.Load()
+	if name == nil || st.settled || st.settle == nil {
+		return
+	}
+	st.settled = true
+	st.settle(*name)
 }
 
 type stateKey struct{}
