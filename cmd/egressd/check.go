@@ -31,7 +31,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("check", "usage: egressd check [--json] [--config FILE] PATH...\n\nPATH is a manifest file or the integration folder that holds it.", stderr)
 	asJSON := fs.Bool("json", false, "print a JSON array of results")
 	config := fs.String("config", "", "also validate this operator config file")
-	paths, err := parseAnywhere(fs, args)
+	paths, err := parseFilesAnywhere(fs, args)
 	if err != nil {
 		return exitUsage
 	}

@@ -63,7 +63,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 	fs.Var(&f.resolvers, "resolver", "upstream DNS server host:port, repeatable (config: resolvers; default /etc/resolv.conf)")
 	fs.Var(&f.allowPrivate, "allow-private", "dev/test exemption: a CIDR inside the denied ranges, repeatable (config: integrations[].allow_private)")
 	fs.Var(&f.allowPorts, "allow-port", "exemption: a port besides 443, repeatable (config: integrations[].allow_ports)")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+	if err := parseFlags(fs, args); err != nil || fs.NArg() > 0 {
 		return exitUsage
 	}
 	stderr = termsafe.Lines(stderr) // every message one line, escaped: nothing forges a checkpoint
