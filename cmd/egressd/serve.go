@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -116,7 +117,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		return exitFail
 	}
 	for key, addr := range d.Listeners() {
-		if p := d.Registry.Policy(key); p != nil {
+		if p := d.Registry.Policy(key); p != nil && p.Claim() != "" {
+			printLine(stderr, "egressd: serving %s on %s as the unapproved claim of %s %s by folder %s: it waits for approval and %s (%s)",
+				p.Manifest.ID, addr, p.Manifest.ID, p.Pending, p.Claim(), allowsInForce(p), p.ApproveCommand())
+		} else if p != nil {
 			id, _ := p.InForce()
 			fmt.Fprintf(stderr, "egressd: serving %s on %s\n", id, addr)
 		} else {
@@ -162,6 +166,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 			return exitFail
 		}
 	}
+}
+
+// allowsInForce says what p lets through while its claim waits: nothing,
+// or the entries in force.
+func allowsInForce(p *policy.Policy) string {
+	if entries := p.InForceEntries(); len(entries) > 0 {
+		return "allows only " + strings.Join(entries, " ")
+	}
+	return "nothing is allowed"
 }
 
 // watchStart is the file watcher being built beside serve's start, never
