@@ -113,6 +113,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		if errors.Is(err, errStoppedWhileStarting) {
 			return exitOK
 		}
+		d.Audit.Write(startFailed(err))
+		d.Shutdown(context.Background()) // listeners opened are closed, and the chain ends cleanly
 		printLines(stderr, "egressd serve: "+err.Error())
 		return exitFail
 	}
@@ -166,6 +168,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 			return exitFail
 		}
 	}
+}
+
+// startFailed is the audit record of a start that failed after the audit
+// log opened: the log says why serve stopped, before its clean end.
+func startFailed(err error) audit.Event {
+	return audit.Event{Kind: audit.Lifecycle, Action: "start_failed", Msg: err.Error()}
+}
+
+// endAuditLog ends log's chain cleanly after a start that failed: without
+// its shutdown record an honest log verifies as truncated forever.
+func endAuditLog(log *audit.Log, err error) {
+	log.Write(startFailed(err))
+	log.Write(audit.Event{Kind: audit.Lifecycle, Action: "stop"})
+	log.Close()
 }
 
 // allowsInForce says what p lets through while its claim waits: nothing,
@@ -473,7 +489,9 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 	}
 	warnNewMemory(memoryWarning, log, stderr)
 	if err := proxy.FollowHostAddrs(ctx, registry.HostAddrs(), hostAddrsChanged(log, stderr)); err != nil {
-		return nil, nil, fmt.Errorf("cannot start: %w", err)
+		err = fmt.Errorf("cannot start: %w", err)
+		endAuditLog(log, err)
+		return nil, nil, err
 	}
 	reg := proxy.NewPromRegistry()
 	metrics := proxy.NewMetrics(reg)
@@ -501,7 +519,9 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 	if cfg.Admin != "" {
 		ln, err := net.Listen("tcp", cfg.Admin)
 		if err != nil {
-			return nil, nil, fmt.Errorf("admin: %w", err)
+			err = fmt.Errorf("admin: %w", err)
+			endAuditLog(log, err)
+			return nil, nil, err
 		}
 		admin = &adminServer{ln: ln, reg: reg}
 		fmt.Fprintf(stderr, "egressd: admin on %s\n", ln.Addr())
