@@ -66,9 +66,8 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(reports)
+		out, _ := json.MarshalIndent(reports, "", "  ")
+		stdout.Write(append(termsafe.JSON(out), '\n')) // a key's bidi override as \u202e, as the text output escapes it
 	}
 	return code
 }
