@@ -310,9 +310,10 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 	case "text":
 		err = audit.WriteText(stdout, rep)
 	case "json":
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(rep)
+		var data []byte
+		if data, err = json.MarshalIndent(rep, "", "  "); err == nil {
+			_, err = stdout.Write(append(termsafe.JSON(data), '\n')) // a folder's bidi override as \u202e, as the text report escapes it
+		}
 	case "html":
 		err = audit.WriteHTML(stdout, rep)
 	default:
