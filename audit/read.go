@@ -173,7 +173,10 @@ var hostIsTheProblem = map[string]bool{
 // a network permission decides: allowed, would_deny (audit mode),
 // not_allowlisted, and those that got as far as DNS or the dial. Hosts
 // refused for a reason listing cannot fix (a private address, an IP
-// literal, an operator denial, a port) are left out.
+// literal, an operator denial, a port) are left out, and so is every
+// attempt of an unapproved claim (Claim): it is no id's own until the
+// operator approves it, and suggesting it as the id's would widen the
+// owner's list with the claimant's hosts.
 func ObservedHosts(recs []Record) map[string][]string {
 	seen := map[string]map[string]bool{}
 	out := map[string][]string{}
@@ -182,8 +185,8 @@ func ObservedHosts(recs []Record) map[string][]string {
 		all = append(all, unfold(r)...)
 	}
 	for _, r := range all {
-		if r.Event != string(Connect) || r.Host == "" || r.Host == UnlistedTargets {
-			continue
+		if r.Event != string(Connect) || r.Host == "" || r.Host == UnlistedTargets || r.Claim != "" {
+			continue // a claim's attempts are no id's: the report files them apart
 		}
 		r.Host = hostOf(r.Host) // a folded target's host
 		if hostIsTheProblem[r.Reason] {

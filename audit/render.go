@@ -173,5 +173,13 @@ func WriteHTML(w io.Writer, rep Report) error {
 		v.ReasonsH = len(reasons)*22 + 8
 		views = append(views, v)
 	}
-	return reportTemplate().Execute(w, map[string]any{"Report": rep, "Views": views})
+	// Every name in the page came from the integration's side: besides
+	// html/template's escaping, each rune the text report escapes (a bidi
+	// override that reverses a folder name, a zero-width space) is written
+	// as the text report writes it. The template itself holds none.
+	page := termsafe.Text(w)
+	if err := reportTemplate().Execute(page, map[string]any{"Report": rep, "Views": views}); err != nil {
+		return err
+	}
+	return page.Flush()
 }

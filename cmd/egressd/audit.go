@@ -55,7 +55,7 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain")
 	ckptFile := fs.String("checkpoints", "", "a file of checkpoint lines (e.g. egressd's captured stderr) to cross-check")
 	fileFlags := addFileFlags(fs)
-	named, err := parseAnywhere(fs, args)
+	named, err := parseFilesAnywhere(fs, args)
 	if err != nil || (len(named) == 0 && fileFlags.none()) {
 		if err == nil {
 			fs.Usage()
@@ -139,7 +139,7 @@ func (f logFileFlags) list(named []string) ([]string, error) {
 	if len(files) == 0 {
 		return nil, fmt.Errorf("no files given")
 	}
-	return files, nil
+	return absPaths(files) // --files-from's lines are paths typed like the others
 }
 
 // verifyOptions reads verify's --key and --checkpoints files, and says
@@ -232,7 +232,7 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain, to verify it")
 	ckptFile := fs.String("checkpoints", "", "a file of checkpoint lines to cross-check, as audit verify")
 	fileFlags := addFileFlags(fs)
-	given, err := parseAnywhere(fs, args)
+	given, err := parseFilesAnywhere(fs, args)
 	if err != nil || (len(given) == 0 && fileFlags.none()) {
 		if err == nil {
 			fs.Usage()
@@ -310,9 +310,10 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 	case "text":
 		err = audit.WriteText(stdout, rep)
 	case "json":
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(rep)
+		var data []byte
+		if data, err = json.MarshalIndent(rep, "", "  "); err == nil {
+			_, err = stdout.Write(append(termsafe.JSON(data), '\n')) // a folder's bidi override as \u202e, as the text report escapes it
+		}
 	case "html":
 		err = audit.WriteHTML(stdout, rep)
 	default:
@@ -369,7 +370,7 @@ func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
 	ckptFile := fs.String("checkpoints", "", "a file of checkpoint lines to cross-check, as audit verify")
 	fileFlags := addFileFlags(fs)
 	unverified := fs.Bool("unverified", false, "print the suggestion from a log that does not verify, under the LOG NOT VERIFIED banner on stderr (exit 1 still)")
-	given, err := parseAnywhere(fs, args)
+	given, err := parseFilesAnywhere(fs, args)
 	if err != nil || (len(given) == 0 && fileFlags.none()) {
 		if err == nil {
 			fs.Usage()

@@ -33,7 +33,7 @@ func runAuditPrune(args []string, stdout, stderr io.Writer) int {
 	receipt := fs.String("receipt", "", "the receipt file to create (it must not exist)")
 	keep := fs.String("keep", "", "the first file kept, whose run follows the last run removed (it is not changed)")
 	ckpt := fs.String("checkpoints", "", "the checkpoints (e.g. the journal) to cross-check the runs removed against: a run cut back before prune is refused")
-	files, err := parseAnywhere(fs, args)
+	files, err := parseFilesAnywhere(fs, args)
 	if err != nil || len(files) == 0 || *receipt == "" || *keep == "" {
 		if err == nil {
 			fs.Usage()

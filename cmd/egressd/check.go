@@ -31,7 +31,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("check", "usage: egressd check [--json] [--config FILE] PATH...\n\nPATH is a manifest file or the integration folder that holds it.", stderr)
 	asJSON := fs.Bool("json", false, "print a JSON array of results")
 	config := fs.String("config", "", "also validate this operator config file")
-	paths, err := parseAnywhere(fs, args)
+	paths, err := parseFilesAnywhere(fs, args)
 	if err != nil {
 		return exitUsage
 	}
@@ -66,9 +66,8 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(reports)
+		out, _ := json.MarshalIndent(reports, "", "  ")
+		stdout.Write(append(termsafe.JSON(out), '\n')) // a key's bidi override as \u202e, as the text output escapes it
 	}
 	return code
 }

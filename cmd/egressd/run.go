@@ -66,6 +66,9 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	f.stderr = &linejoin.Joint{}
 	stderr = termsafe.Lines(f.stderr.Own(stderr)) // every message one line, escaped, and never after the program's unterminated line
 	command, err := runCommandLine(fs, &f, words, after)
+	if err == nil && f.manifest != "" {
+		f.manifest, err = workdir.Abs(f.manifest) // DIR is a place like --manifest's (see pathFlags)
+	}
 	if err != nil {
 		if err != errFlagsSaid {
 			fmt.Fprintln(stderr, "egressd run:", err)

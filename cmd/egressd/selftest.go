@@ -27,7 +27,7 @@ func runSelftest(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.mode, "mode", "", "enforce or audit")
 	fs.BoolVar(&f.insecureEnvOnly, "insecure-env-only", false, "no sandbox, as egressd run --insecure-env-only: shows what that mode leaves open")
 	fs.BoolVar(&asJSON, "json", false, "print JSON for CI and review records")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return exitUsage
 	}
 	if fs.NArg() > 0 {

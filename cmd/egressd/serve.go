@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -63,7 +64,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 	fs.Var(&f.resolvers, "resolver", "upstream DNS server host:port, repeatable (config: resolvers; default /etc/resolv.conf)")
 	fs.Var(&f.allowPrivate, "allow-private", "dev/test exemption: a CIDR inside the denied ranges, repeatable (config: integrations[].allow_private)")
 	fs.Var(&f.allowPorts, "allow-port", "exemption: a port besides 443, repeatable (config: integrations[].allow_ports)")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+	if err := parseFlags(fs, args); err != nil || fs.NArg() > 0 {
 		return exitUsage
 	}
 	stderr = termsafe.Lines(stderr) // every message one line, escaped: nothing forges a checkpoint
@@ -112,11 +113,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 		if errors.Is(err, errStoppedWhileStarting) {
 			return exitOK
 		}
+		d.Audit.Write(startFailed(err))
+		d.Shutdown(context.Background()) // listeners opened are closed, and the chain ends cleanly
 		printLines(stderr, "egressd serve: "+err.Error())
 		return exitFail
 	}
 	for key, addr := range d.Listeners() {
-		if p := d.Registry.Policy(key); p != nil {
+		if p := d.Registry.Policy(key); p != nil && p.Claim() != "" {
+			printLine(stderr, "egressd: serving %s on %s as the unapproved claim of %s %s by folder %s: it waits for approval and %s (%s)",
+				p.Manifest.ID, addr, p.Manifest.ID, p.Pending, p.Claim(), allowsInForce(p), p.ApproveCommand())
+		} else if p != nil {
 			id, _ := p.InForce()
 			fmt.Fprintf(stderr, "egressd: serving %s on %s\n", id, addr)
 		} else {
@@ -162,6 +168,29 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 			return exitFail
 		}
 	}
+}
+
+// startFailed is the audit record of a start that failed after the audit
+// log opened: the log says why serve stopped, before its clean end.
+func startFailed(err error) audit.Event {
+	return audit.Event{Kind: audit.Lifecycle, Action: "start_failed", Msg: err.Error()}
+}
+
+// endAuditLog ends log's chain cleanly after a start that failed: without
+// its shutdown record an honest log verifies as truncated forever.
+func endAuditLog(log *audit.Log, err error) {
+	log.Write(startFailed(err))
+	log.Write(audit.Event{Kind: audit.Lifecycle, Action: "stop"})
+	log.Close()
+}
+
+// allowsInForce says what p lets through while its claim waits: nothing,
+// or the entries in force.
+func allowsInForce(p *policy.Policy) string {
+	if entries := p.InForceEntries(); len(entries) > 0 {
+		return "allows only " + strings.Join(entries, " ")
+	}
+	return "nothing is allowed"
 }
 
 // watchStart is the file watcher being built beside serve's start, never
@@ -463,7 +492,9 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 		fmt.Fprintln(stderr, "egressd: warning:", msg)
 	}
 	if err := proxy.FollowHostAddrs(ctx, registry.HostAddrs(), hostAddrsChanged(log, stderr)); err != nil {
-		return nil, nil, fmt.Errorf("cannot start: %w", err)
+		err = fmt.Errorf("cannot start: %w", err)
+		endAuditLog(log, err)
+		return nil, nil, err
 	}
 	reg := proxy.NewPromRegistry()
 	metrics := proxy.NewMetrics(reg)
@@ -491,7 +522,9 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 	if cfg.Admin != "" {
 		ln, err := net.Listen("tcp", cfg.Admin)
 		if err != nil {
-			return nil, nil, fmt.Errorf("admin: %w", err)
+			err = fmt.Errorf("admin: %w", err)
+			endAuditLog(log, err)
+			return nil, nil, err
 		}
 		admin = &adminServer{ln: ln, reg: reg}
 		fmt.Fprintf(stderr, "egressd: admin on %s\n", ln.Addr())
