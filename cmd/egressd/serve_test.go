@@ -167,9 +167,24 @@ func TestServeFlagProblems(t *testing.T) {
 func TestServeOpensAndClosesListenersAsFoldersComeAndGo(t *testing.T) {
 	dir := t.TempDir()
 	integrations := filepath.Join(dir, "integrations")
+	// A folder appears whole (made beside, then renamed in): the folder
+	// watcher may reload between a mkdir and the manifest's write, and a
+	// folder seen without its manifest listens under no id.
 	addIntegration := func(name, id string) {
-		os.MkdirAll(filepath.Join(integrations, name), 0o755)
-		os.WriteFile(filepath.Join(integrations, name, "manifest.json"), []byte(`{"manifest_version":1,"id":"`+id+`","version":"1.0.0","network":{"connect":["api.`+name+`.example"]}}`), 0o600)
+		t.Helper()
+		staged := filepath.Join(dir, "staging-"+name)
+		if err := os.MkdirAll(staged, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(staged, "manifest.json"), []byte(`{"manifest_version":1,"id":"`+id+`","version":"1.0.0","network":{"connect":["api.`+name+`.example"]}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(integrations, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(staged, filepath.Join(integrations, name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	addIntegration("weather", "com.test.weather")
 	sockets := t.TempDir()
