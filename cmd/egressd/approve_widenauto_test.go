@@ -157,6 +157,9 @@ func TestWidenAutoDoesNotApplyWhereTheFolderGotItsIDByApprovalEvenAlone(t *testi
 	k := newIDTaker(t, "widen: auto")
 	k.start(t)
 	k.takeID(t)
+	if out, _, _ := runBinary(t, "state", "--state", k.state, "list"); !strings.Contains(out, "folder "+k.f+": com.b (taken by an approved id change or claim: widen: auto and pin_digest do not apply here)") {
+		t.Fatalf("state list does not say f took com.b by approval:\n%s", out)
+	}
 	// g is gone: f now holds com.b on its own, but by the approval whose
 	// preview said the widening still waits.
 	if out, errs, code := runBinary(t, "state", "--state", k.state, "forget", "--folder", k.g); code != exitOK {
