@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/internal/termsafe"
@@ -19,6 +20,9 @@ type admission struct {
 	// released says a widening or id change came into force through
 	// widen: auto, without the operator's approval, or "".
 	released string
+	// withheld, with pending, says why widen: auto or pin_digest did
+	// not approve the widening (gateWithheld).
+	withheld string
 }
 
 // admitAt applies the version rules to m, found at places: its folder
@@ -65,15 +69,13 @@ func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration, s
 		holdClaim(s, places[0], m)
 		return admission{inForce: []allowlist.Entry{}, pending: m.Version, claimOf: claimOf, unbound: unbound}, nil
 	}
-	// pin_digest and widen: auto are the operator's word for this entry's
-	// own id: they approve a widening only where a place was already bound
-	// to m.ID, never a list for an id first bound here by an approval.
-	if !boundTo(s, places, m.ID) {
+	withheld := gateWithheld(s, places, m, in)
+	if withheld != "" {
 		in.PinDigest, in.Widen = "", WidenOnApproval
 	}
 	for _, place := range places {
 		if f, bound := s.Folders[place]; !bound || f.ID != m.ID || f.Pending != nil {
-			s.Folders[place] = Folder{ID: m.ID}
+			s.Folders[place] = Folder{ID: m.ID, ByApproval: (f.ID == m.ID && f.ByApproval) || idChangePasses(f, m, in)}
 		}
 	}
 	r, known := s.IDs[m.ID]
@@ -81,7 +83,72 @@ func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration, s
 	if err == nil {
 		s.IDs[m.ID] = r
 	}
+	if adm.pending != "" {
+		adm.withheld = withheld
+	}
 	return adm, err
+}
+
+// gateWithheld says why pin_digest or widen: auto, set for places, must
+// not approve a widening of m.ID there, or "" when they may. They are the
+// operator's word for the id the entry's place holds on its own: never
+// for an id another folder (or a listener) is bound to too, whose list
+// the widening would rewrite and whose version floor it would raise, and
+// never for an id the place took by an approved id change or claim (at
+// this load, or an earlier one), whose approval was shown with the id's
+// widening still waiting. Such a widening waits for "egressd approve"
+// like any other.
+func gateWithheld(s *State, places []string, m *allowlist.Manifest, in Integration) string {
+	gate := "widen: auto"
+	switch {
+	case in.Widen == WidenAuto:
+	case in.PinDigest != "":
+		gate = "pin_digest"
+	default:
+		return ""
+	}
+	var why []string
+	if others := boundOtherThan(s, places, m.ID); len(others) > 0 {
+		why = append(why, fmt.Sprintf("version memory binds %s to %s too, whose list and version floor the widening would change", m.ID, strings.Join(others, ", ")))
+	}
+	if _, known := s.IDs[m.ID]; known && !heldOnItsOwnRight(s, places, m.ID) {
+		why = append(why, fmt.Sprintf("%s took %s by an approved id change or claim, which left the id's widening waiting", places[0], m.ID))
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return gate + " does not apply: " + strings.Join(why, ", and ") + "; approve the widening with egressd approve"
+}
+
+// boundOtherThan names the places other than places that s binds id to:
+// "folder DIR", or a listener's key.
+func boundOtherThan(s *State, places []string, id string) []string {
+	mine := map[string]bool{}
+	for _, place := range places {
+		mine[place] = true
+	}
+	var out []string
+	for _, place := range sortedKeys(s.Folders) {
+		if mine[place] || s.Folders[place].ID != id {
+			continue
+		}
+		if isFolder(place) {
+			place = "folder " + place
+		}
+		out = append(out, place)
+	}
+	return out
+}
+
+// heldOnItsOwnRight reports whether a place of places was bound to id by
+// loading it, not by an approved id change or claim.
+func heldOnItsOwnRight(s *State, places []string, id string) bool {
+	for _, place := range places {
+		if f := s.Folders[place]; f.ID == id && !f.ByApproval {
+			return true
+		}
+	}
+	return false
 }
 
 // idChangePasses reports whether the operator approved, with "egressd

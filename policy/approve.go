@@ -32,6 +32,15 @@ type Approval struct {
 	// for a first list.
 	Adds []string
 	Over string
+	// Shares, for an id change or a claim, names the other places version
+	// memory binds ID to ("folder DIR", or a listener's key): once
+	// approved, the place shares ID with them, one list and one version
+	// floor.
+	Shares []string
+	// Floor, for an id change or a claim above the highest version of ID
+	// seen, is that version: the place's next load raises ID's floor to
+	// Version, and every place bound to ID that runs below it is refused.
+	Floor string
 }
 
 // NothingInForce is Over for a claim: nothing is allowed for a folder
@@ -59,9 +68,13 @@ const (
 )
 
 // showing is binding for the list of man.
-func (a Approval) showing(s *State, man *allowlist.Manifest, nowID string) Approval {
-	return a.binding(s, approvedOf(man, "").Entries, nowID)
+func (a Approval) showing(s *State, man *allowlist.Manifest, nowID, place string) Approval {
+	return a.binding(s, approvedOf(man, "").Entries, nowID, place)
 }
+
+// movesID says whether a binds its place to an id: an id change or a
+// claim, not the id's own widening or first list.
+func (a Approval) movesID() bool { return a.What != WhatWidening && a.What != WhatFirstList }
 
 // binding fills in what approving entries as a (its What set) does at its
 // place in s, version memory as the approval leaves it: Entries, the list
@@ -70,11 +83,17 @@ func (a Approval) showing(s *State, man *allowlist.Manifest, nowID string) Appro
 // the place is bound to ("" for none: a claim, or a first list). The
 // preview, state list and the approval all show it from here, so what the
 // operator reads before answering is what the approval reports after.
-func (a Approval) binding(s *State, entries []string, nowID string) Approval {
+func (a Approval) binding(s *State, entries []string, nowID, place string) Approval {
 	a.Entries = entries
 	next := entries
 	if a.InForce, a.Waits = s.inForceAfter(a); a.Waits {
 		next = a.InForce.Entries
+	}
+	if r, known := s.IDs[a.ID]; known && a.movesID() {
+		a.Shares = boundOtherThan(s, []string{place}, a.ID)
+		if allowlist.CompareVersions(a.Version, r.Version) > 0 {
+			a.Floor = r.Version
+		}
 	}
 	switch r, known := s.IDs[nowID]; {
 	case nowID == "" && a.What == WhatFirstList:
@@ -304,11 +323,11 @@ func (c pendingRecord) approve(s *State) Approval {
 		f.Pending.Approved = true
 		s.Folders[c.Place] = f
 		a.What = c.what()
-		if owners := s.FoldersOf(c.ID); c.From == "" && len(owners) > 0 {
+		if owners := s.FoldersOf(c.ID); len(owners) > 0 {
 			a.What += " (bound to " + folderList(owners) + ")"
 		}
 		if c.Entries != nil {
-			a = a.binding(s, c.Entries, c.From)
+			a = a.binding(s, c.Entries, c.From, c.Place)
 		}
 		return a
 	}
@@ -320,7 +339,7 @@ func (c pendingRecord) approve(s *State) Approval {
 	s.IDs[c.ID] = r
 	a.What = WhatWidening
 	if c.Entries != nil {
-		a = a.binding(s, c.Entries, c.ID)
+		a = a.binding(s, c.Entries, c.ID, "")
 	}
 	return a
 }
@@ -374,7 +393,7 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 			if len(owners) > 0 {
 				a.What += " (bound to " + folderList(owners) + ")"
 			}
-			made = append(made, a.showing(s, man, f.ID)) // f.ID "": a claim
+			made = append(made, a.showing(s, man, f.ID, folder)) // f.ID "": a claim
 			return asShown(made, shown)
 		}
 		r, known := s.IDs[man.ID]
@@ -385,7 +404,7 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 			s.IDs[man.ID] = Record{Version: man.Version, Digest: digest, Approved: approvedOf(man, digest)}
 			s.Folders[folder] = Folder{ID: man.ID}
 			a.What = WhatFirstList
-			made = append(made, a.showing(s, man, ""))
+			made = append(made, a.showing(s, man, "", folder))
 			return asShown(made, shown)
 		case allowlist.CompareVersions(man.Version, r.Version) < 0:
 			return fmt.Errorf("%s %s is lower than %s, seen before (%s); versions only go up", man.ID, man.Version, r.Version, m.where())
@@ -400,7 +419,7 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 		r.Approvals[man.Version] = digest
 		s.IDs[man.ID] = r
 		a.What = WhatWidening
-		made = append(made, a.showing(s, man, man.ID))
+		made = append(made, a.showing(s, man, man.ID, folder))
 		return asShown(made, shown)
 	})
 	if err != nil {
@@ -535,6 +554,9 @@ type PendingList struct {
 	Adds    []string
 	// Command approves this list, and only it.
 	Command string
+	// Lines render what approving the list binds (Approval.Lines); nil
+	// when Entries is nil.
+	Lines []string
 }
 
 // PendingLists lists what waits for approval of id at version, so that
@@ -551,8 +573,8 @@ func (s *State) PendingLists(id, version, stateDir string) []PendingList {
 			if c.Place != "" {
 				a.What, nowID = c.what(), c.From
 			}
-			a = a.binding(s, c.Entries, nowID)
-			l.InForce, l.Waits, l.Over, l.Adds = a.InForce, a.Waits, a.Over, a.Adds
+			a = a.binding(s, c.Entries, nowID, c.Place)
+			l.InForce, l.Waits, l.Over, l.Adds, l.Lines = a.InForce, a.Waits, a.Over, a.Adds, a.Lines(stateDir)
 		}
 		out = append(out, l)
 	}

@@ -49,6 +49,9 @@ type Policy struct {
 	// which may be another folder's older version, and what it allows is
 	// named as that version's (Sentence).
 	PendingKeptVersion string
+	// GateWithheld is, with Pending and no PendingIDFrom, why widen: auto
+	// or pin_digest did not approve the widening (gateWithheld), or "".
+	GateWithheld string
 	// PendingClaimOf is, with Pending, the folders version memory binds
 	// the manifest's id to, when this manifest claims it from another
 	// folder (idfolder.go).

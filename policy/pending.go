@@ -167,8 +167,12 @@ func (p *Policy) PendingNotice() string {
 			added = append(added, e.String())
 		}
 	}
-	return fmt.Sprintf("%s %s adds %s to its network list (list digest %s); it waits for the operator's approval (%s), and the last approved list stays in force until then",
-		p.Manifest.ID, p.Pending, strings.Join(added, " "), p.Manifest.Digest(), p.ApproveCommand())
+	why := ""
+	if p.GateWithheld != "" {
+		why = " (" + p.GateWithheld + ")"
+	}
+	return fmt.Sprintf("%s %s adds %s to its network list (list digest %s); it waits for the operator's approval (%s), and the last approved list stays in force until then%s",
+		p.Manifest.ID, p.Pending, strings.Join(added, " "), p.Manifest.Digest(), p.ApproveCommand(), why)
 }
 
 func (p *Policy) hasEntry(e allowlist.Entry) bool {

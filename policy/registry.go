@@ -374,7 +374,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, read manifestRead, last *
 	p := NewPolicy(m, adm.inForce, opts)
 	p.ManifestAt, p.Generation, p.StateDir = file, gen, r.memory.commandDir()
 	p.setPending(adm.pending, adm.idFrom, adm.claimOf, adm.unbound)
-	p.PendingIDFromVersion, p.PendingKeptVersion = adm.fromVer, adm.keptVer
+	p.PendingIDFromVersion, p.PendingKeptVersion, p.GateWithheld = adm.fromVer, adm.keptVer, adm.withheld
 	out.Notice = p.PendingNotice()
 	if dupOf != "" {
 		out.Notice = startClaimNotice(p, dupOf)
@@ -425,7 +425,7 @@ func (r *Registry) rebuild(cfg Config, in Integration, last *Policy, gen uint64)
 	p := NewPolicy(last.Manifest, last.Entries(), opts)
 	p.ManifestAt, p.Generation, p.StateDir = last.ManifestAt, gen, last.StateDir
 	p.setPending(last.Pending, last.PendingIDFrom, last.PendingClaimOf, last.PendingUnbound)
-	p.PendingIDFromVersion, p.PendingKeptVersion = last.PendingIDFromVersion, last.PendingKeptVersion
+	p.PendingIDFromVersion, p.PendingKeptVersion, p.GateWithheld = last.PendingIDFromVersion, last.PendingKeptVersion, last.GateWithheld
 	return p
 }
 

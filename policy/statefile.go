@@ -55,6 +55,11 @@ type Approved struct {
 type Folder struct {
 	ID      string    `json:"id"`
 	Pending *IDChange `json:"pending,omitempty"`
+	// ByApproval says the folder took ID by an id change or a claim the
+	// operator approved, not by loading it first: an approval whose
+	// preview said the id's widening still waits. widen: auto and
+	// pin_digest never release a widening of ID here (gateWithheld).
+	ByApproval bool `json:"by_approval,omitempty"`
 }
 
 // IDChange is a new id seen in a folder bound to another one.

@@ -14,7 +14,7 @@ var (
 	docKeys      = []string{"egressd_state", "ids", "folders"}
 	recordKeys   = []string{"version", "digest", "approved", "approvals", "pending"}
 	approvedKeys = []string{"version", "digest", "entries"}
-	folderKeys   = []string{"id", "pending"}
+	folderKeys   = []string{"id", "pending", "by_approval"}
 	idChangeKeys = []string{"id", "version", "digest", "approved", "entries"}
 )
 

@@ -159,20 +159,17 @@ func memoryThere(dir string, create bool) error {
 	return nil
 }
 
-// pendingListLines show the list an id change or a claim binds, the list
-// in force at the folder's next load once approved when that is another,
-// and what that adds over the list in force there now: a digest alone
-// tells the operator nothing about what the new id would be allowed.
+// pendingListLines show what approving the list an id change or a claim
+// waits with binds (policy.Approval.Lines, as approve's preview prints
+// them): a digest alone tells the operator nothing about what the new id
+// would be allowed.
 func pendingListLines(l policy.PendingList) []string {
 	if l.Entries == nil {
 		return []string{"    the list is not in version memory (an earlier egressd recorded the change without it): review the manifest and approve it with egressd approve --manifest PATH"}
 	}
-	lines := []string{"    binds the list: " + orNone(strings.Join(l.Entries, " "))}
-	if l.Waits {
-		lines = append(lines, fmt.Sprintf("    in force at the next load: %s %s (%s); %s %s would still wait for approval", l.ID, l.InForce.Version, orNone(strings.Join(l.InForce.Entries, " ")), l.ID, l.Version))
-	}
-	if l.Over != "" {
-		lines = append(lines, "    adds over "+l.Over+": "+orNone(strings.Join(l.Adds, " ")))
+	lines := make([]string, len(l.Lines))
+	for i, line := range l.Lines {
+		lines[i] = "    " + line
 	}
 	return lines
 }

@@ -52,7 +52,7 @@ func TestApprovingAnIDChangeShowsTheListItBinds(t *testing.T) {
 		"binds the list: api.acme.example claim.attacker.example",
 		// The claim puts com.acme.erp's list in force for other, whose own
 		// widening to claim.attacker.example then still waits (round 27).
-		"in force at the next load: com.acme.erp 1.0.0 (api.acme.example); com.acme.erp 1.1.0 would still wait for approval",
+		"in force at the next load: com.acme.erp 1.0.0 (api.acme.example); com.acme.erp 1.1.0 still waits for approval",
 		"adds over nothing in force for the folder: api.acme.example",
 	} {
 		if !strings.Contains(list, want) {

@@ -45,23 +45,12 @@ func showApprovals(w io.Writer, preview []policy.Approval, stateDir string) {
 	}
 }
 
-// showBinding prints the list an approval binds, the list in force at its
-// place's next load when that is another (a claim or an id change to an
-// id whose own widening to it still waits), and what the list in force
-// then adds over the list in force there now. The preview and the
-// approval print it alike, from the same policy.Approval.
+// showBinding prints what approving a binds (policy.Approval.Lines), as
+// every preview path prints it. The preview and the approval print it
+// alike, from the same policy.Approval.
 func showBinding(w io.Writer, a policy.Approval, stateDir string) {
-	if a.Entries == nil {
-		return
-	}
-	printLine(w, "  binds the list: %s", orNone(strings.Join(a.Entries, " ")))
-	if a.Waits {
-		printLine(w, "  in force at the next load: %s %s (%s); %s %s still waits for approval (%s shows it)",
-			a.ID, a.InForce.Version, orNone(strings.Join(a.InForce.Entries, " ")), a.ID, a.Version,
-			policy.WithState("egressd approve "+termsafe.ShellWord(a.ID)+" "+termsafe.ShellWord(a.Version), stateDir))
-	}
-	if a.Over != "" {
-		printLine(w, "  adds over %s: %s", a.Over, orNone(strings.Join(a.Adds, " ")))
+	for _, line := range a.Lines(stateDir) {
+		printLine(w, "  %s", line)
 	}
 }
 

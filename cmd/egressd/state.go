@@ -107,6 +107,9 @@ func printState(w io.Writer, file string, s policy.State) {
 			place = printable(dir) // "listener ADDR"
 		}
 		line := fmt.Sprintf("%s: %s", place, f.ID)
+		if f.ByApproval {
+			line += " (taken by an approved id change or claim: widen: auto and pin_digest do not apply here)"
+		}
 		if p := f.Pending; p != nil {
 			verb := "pending, digest " + p.Digest + ": " + printable(policy.WithState(policy.ApproveCommandFor(dir, p.Digest, p.ID, p.Version), filepath.Dir(file)))
 			if p.Approved {
