@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -137,18 +138,27 @@ func valueForms(secrets []policy.Secret) []valueForm {
 // at most one out, no state across reads: a streamed body is viewed
 // read by read.
 func alphabetView(b, out []byte) []byte {
+	n := len(out)
+	out = slices.Grow(out, len(b))[:n+len(b)]
 	for _, c := range b {
-		switch {
-		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '+', c == '/':
-			out = append(out, c)
-		case c == '-':
-			out = append(out, '+')
-		case c == '_':
-			out = append(out, '/')
-		}
+		// Branch-free: every byte is written, and kept only if in the
+		// alphabet (the next one overwrites it otherwise).
+		v := inAlphabet[c]
+		out[n] = v
+		n += int((v | -v) >> 7)
 	}
-	return out
+	return out[:n]
 }
+
+// inAlphabet maps each byte of the base64 alphabets to what alphabetView
+// writes for it, and every other byte to 0.
+var inAlphabet = func() (t [256]byte) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") {
+		t[c] = c
+	}
+	t['-'], t['_'] = '+', '/'
+	return t
+}()
 
 // carriedPiece is the name of a secret a stable base64 piece of whose
 // value s holds in its alphabet view, or "".
@@ -349,12 +359,12 @@ func (g *guessGuard) Read(p []byte) (int, error) {
 			return g.fail(g.forms[i].name)
 		}
 	}
-	for _, view := range []struct {
-		bytes    []byte
-		matchers []*matcher
-	}{{p[:n], g.pieces}, {g.scratch, g.decodedPieces}} {
-		g.view = alphabetView(view.bytes, g.view[:0])
-		for i, m := range view.matchers {
+	g.view = alphabetView(p[:n], g.view[:0])
+	for k, matchers := range [][]*matcher{g.pieces, g.decodedPieces} {
+		if k == 1 && !bytes.Equal(g.scratch, p[:n]) { // nothing form-decoded: the same view
+			g.view = alphabetView(g.scratch, g.view[:0])
+		}
+		for i, m := range matchers {
 			if m == nil {
 				continue
 			}
