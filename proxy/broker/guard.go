@@ -194,13 +194,22 @@ func carriedValue(s string, forms []valueForm) string {
 // path), as the audit log may hold it: each value form replaced by
 // [NAME]. Where the guard found a value only once the field was
 // percent-decoded or form-decoded, the decoded field is what is recorded,
-// so no escaped value survives either.
+// so no escaped value survives either. A field whose value the guard
+// found only as a base64 piece broken up by other bytes (alphabetView)
+// holds no piece that can be cut out: it is recorded as [NAME] alone.
 func recorded(s string, forms []valueForm) string {
 	s = replaceForms(s, forms)
 	var form formDecoder
 	for _, decoded := range []string{secretforms.PercentDecoded(s), string(form.decode([]byte(s), nil))} {
 		if carriedValue(decoded, forms) != "" {
-			return replaceForms(secretforms.PercentDecoded(replaceForms(decoded, forms)), forms)
+			s = replaceForms(secretforms.PercentDecoded(replaceForms(decoded, forms)), forms)
+			break
+		}
+	}
+	var again formDecoder
+	for _, view := range []string{s, secretforms.PercentDecoded(s), string(again.decode([]byte(s), nil))} {
+		if name := carriedPiece(view, forms); name != "" {
+			return "[" + name + "]"
 		}
 	}
 	return s
