@@ -114,6 +114,9 @@ func TestAGuessedValueInTheRequestLineNeverReachesTheAuditLog(t *testing.T) {
 		{"GET", "/login/%2553ummer2019%2521", "/login/[PASS]"}, // escaped twice
 		{"POST", "/v1/a+" + strings.ReplaceAll(guessWeak, "!", "%21") + "?q=" + guessWeak, "/v1/a+[PASS]"},
 		{guessWeak, "/v1/me", "/v1/me"},
+		// Its base64 broken up by junk (round 29): not a form the record
+		// can cut out, so the whole path is the secret's name.
+		{"GET", "/login/" + dotted(guessWeak), "[PASS]"},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			secrets, _, _ := guessSecrets(t, "api.allowed.example", guessStrong)
@@ -122,7 +125,7 @@ func TestAGuessedValueInTheRequestLineNeverReachesTheAuditLog(t *testing.T) {
 			wantGuessed(t, tc.method+" "+tc.path, resp, body)
 			b.log.waitEvent(t, map[string]any{"reason": "secret_guessed", "path": tc.want})
 			log := b.log.String()
-			if strings.Contains(log, guessWeak) || strings.Contains(log, "ummer2019") {
+			if strings.Contains(log, guessWeak) || strings.Contains(log, "ummer2019") || strings.Contains(log, dotted(guessWeak)[:12]) {
 				t.Fatalf("the audit log holds the value:\n%s", log)
 			}
 		})

@@ -2,9 +2,11 @@ package broker
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,6 +96,10 @@ func (q *Quarantine) leave(b *broker) {
 type valueForm struct {
 	name string
 	form []byte
+	// piece marks a stable piece of the value's standard base64, at
+	// least MinBase64Piece long: the only forms looked for in the
+	// alphabet view (alphabetView) too.
+	piece bool
 }
 
 // valueForms are each secret's value and the stable pieces of its base64
@@ -104,12 +110,74 @@ func valueForms(secrets []policy.Secret) []valueForm {
 		if len(sec.Value) == 0 {
 			continue
 		}
-		out = append(out, valueForm{sec.Name, sec.Value})
+		out = append(out, valueForm{name: sec.Name, form: sec.Value})
 		for _, p := range encodedPairs(sec.Value, []byte(sec.Placeholder)) {
-			out = append(out, valueForm{sec.Name, p.from})
+			out = append(out, valueForm{name: sec.Name, form: p.from})
+		}
+		for align := range 3 {
+			if p := secretforms.StableBase64(base64.RawStdEncoding, align, sec.Value); len(p) >= secretforms.MinBase64Piece {
+				out = append(out, valueForm{name: sec.Name, form: p, piece: true})
+			}
 		}
 	}
 	return out
+}
+
+// alphabetView appends to out the bytes of b in the base64 alphabets,
+// the URL alphabet's '-' and '_' written as the standard '+' and '/',
+// and nothing else: what a lenient decoder (Node's Buffer, Python's
+// b64decode) decodes, base64 wrapped at any column (MIME, PEM), with
+// junk between its characters, or in both alphabets at once. Only the
+// stable pieces of the values' base64 are looked for in it (not the
+// values: joined words would make them up from ordinary text). A piece
+// is at least MinBase64Piece characters, 48 bits that only the value
+// decides (a value of 8 bytes or more has pieces of 10 or more, 60
+// bits): text that is not that value's base64 holds one by chance with
+// a probability of about 2^-48 per position or less, so a chance match
+// (a refusal and a quarantine for nothing) is negligible. One byte in,
+// at most one out, no state across reads: a streamed body is viewed
+// read by read.
+func alphabetView(b, out []byte) []byte {
+	n := len(out)
+	out = slices.Grow(out, len(b))[:n+len(b)]
+	for _, c := range b {
+		// Branch-free: every byte is written, and kept only if in the
+		// alphabet (the next one overwrites it otherwise).
+		v := inAlphabet[c]
+		out[n] = v
+		n += int((v | -v) >> 7)
+	}
+	return out[:n]
+}
+
+// inAlphabet maps each byte of the base64 alphabets to what alphabetView
+// writes for it, and every other byte to 0.
+var inAlphabet = func() (t [256]byte) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") {
+		t[c] = c
+	}
+	t['-'], t['_'] = '+', '/'
+	return t
+}()
+
+// carriedPiece is the name of a secret a stable base64 piece of whose
+// value s holds in its alphabet view, or "".
+func carriedPiece(s string, forms []valueForm) string {
+	view := string(alphabetView([]byte(s), nil))
+	for _, f := range forms {
+		if f.piece && strings.Contains(view, string(f.form)) {
+			return f.name
+		}
+	}
+	return ""
+}
+
+// carriedAnyhow is carriedValue, or failing it carriedPiece.
+func carriedAnyhow(s string, forms []valueForm) string {
+	if name := carriedValue(s, forms); name != "" {
+		return name
+	}
+	return carriedPiece(s, forms)
 }
 
 // carriedValue is the name of a secret one of whose forms s holds, or "".
@@ -126,13 +194,22 @@ func carriedValue(s string, forms []valueForm) string {
 // path), as the audit log may hold it: each value form replaced by
 // [NAME]. Where the guard found a value only once the field was
 // percent-decoded or form-decoded, the decoded field is what is recorded,
-// so no escaped value survives either.
+// so no escaped value survives either. A field whose value the guard
+// found only as a base64 piece broken up by other bytes (alphabetView)
+// holds no piece that can be cut out: it is recorded as [NAME] alone.
 func recorded(s string, forms []valueForm) string {
 	s = replaceForms(s, forms)
 	var form formDecoder
 	for _, decoded := range []string{secretforms.PercentDecoded(s), string(form.decode([]byte(s), nil))} {
 		if carriedValue(decoded, forms) != "" {
-			return replaceForms(secretforms.PercentDecoded(replaceForms(decoded, forms)), forms)
+			s = replaceForms(secretforms.PercentDecoded(replaceForms(decoded, forms)), forms)
+			break
+		}
+	}
+	var again formDecoder
+	for _, view := range []string{s, secretforms.PercentDecoded(s), string(again.decode([]byte(s), nil))} {
+		if name := carriedPiece(view, forms); name != "" {
+			return "[" + name + "]"
 		}
 	}
 	return s
@@ -166,14 +243,14 @@ func guessedInHead(r *http.Request, forms []valueForm) string {
 		return ""
 	}
 	target := r.Method + " " + r.RequestURI
-	if name := carriedValue(target, forms); name != "" {
+	if name := carriedAnyhow(target, forms); name != "" {
 		return name
 	}
-	if name := carriedValue(secretforms.PercentDecoded(target), forms); name != "" {
+	if name := carriedAnyhow(secretforms.PercentDecoded(target), forms); name != "" {
 		return name
 	}
 	var query formDecoder // a query's '+' is a space to a form decoder
-	if name := carriedValue(string(query.decode([]byte(target), nil)), forms); name != "" {
+	if name := carriedAnyhow(string(query.decode([]byte(target), nil)), forms); name != "" {
 		return name
 	}
 	if name := guessedInHeader(r.Header, forms); name != "" {
@@ -195,7 +272,7 @@ func guessedInHeader(h http.Header, forms []valueForm) string {
 			return n
 		}
 		for _, v := range values {
-			if n := carriedValue(v, forms); n != "" {
+			if n := carriedAnyhow(v, forms); n != "" {
 				return n
 			}
 		}
@@ -218,7 +295,8 @@ const maxGuessedBody = 64 << 20
 // reads), in the bytes as they are and as a form decoder reads them
 // (percent-escapes decoded, '+' as a space: an origin that decodes a form
 // body and shows a field back would otherwise hear a value the guard did
-// not, `Summer2019%21`). The read in which a form completes is withheld
+// not, `Summer2019%21`); and the values' stable base64 pieces in the
+// alphabet view of both (alphabetView: wrapped base64, round 29). The read in which a form completes is withheld
 // and fails, so the form's last byte never goes upstream and the request
 // is never complete: a body sent with a length ends short, a chunked one
 // without its last chunk, an HTTP/2 one with a reset. Nothing is buffered
@@ -235,12 +313,16 @@ type guessGuard struct {
 	forms   []valueForm
 	finds   []matcher // on the bytes as they are
 	decoded []matcher // on the bytes form-decoded
-	dec     formDecoder
-	scratch []byte
-	ends    []int
-	hit     func(name string) // called once, with the secret's name
-	err     error
-	found   atomic.Bool // hit was called: Close leaves the body to settleGuess
+	// pieces and decodedPieces look for the pieces (valueForm.piece) in
+	// the alphabet view of the bytes, and of them form-decoded; nil for
+	// other forms.
+	pieces, decodedPieces []*matcher
+	dec                   formDecoder
+	scratch, view         []byte
+	ends                  []int
+	hit                   func(name string) // called once, with the secret's name
+	err                   error
+	found                 atomic.Bool // hit was called: Close leaves the body to settleGuess
 }
 
 // Close closes the body, unless the guard found a value in it.
@@ -264,6 +346,11 @@ func newGuessGuard(body io.ReadCloser, forms []valueForm, trailer *http.Request,
 	for _, f := range forms {
 		g.finds = append(g.finds, matcher{pattern: f.form})
 		g.decoded = append(g.decoded, matcher{pattern: f.form})
+		var raw, dec *matcher
+		if f.piece {
+			raw, dec = &matcher{pattern: f.form}, &matcher{pattern: f.form}
+		}
+		g.pieces, g.decodedPieces = append(g.pieces, raw), append(g.decodedPieces, dec)
 	}
 	return g
 }
@@ -279,6 +366,20 @@ func (g *guessGuard) Read(p []byte) (int, error) {
 		g.ends = g.decoded[i].feed(g.scratch, g.ends)
 		if len(g.ends) > 0 {
 			return g.fail(g.forms[i].name)
+		}
+	}
+	g.view = alphabetView(p[:n], g.view[:0])
+	for k, matchers := range [][]*matcher{g.pieces, g.decodedPieces} {
+		if k == 1 && !bytes.Equal(g.scratch, p[:n]) { // nothing form-decoded: the same view
+			g.view = alphabetView(g.scratch, g.view[:0])
+		}
+		for i, m := range matchers {
+			if m == nil {
+				continue
+			}
+			if g.ends = m.feed(g.view, g.ends[:0]); len(g.ends) > 0 {
+				return g.fail(g.forms[i].name)
+			}
 		}
 	}
 	if err == io.EOF {

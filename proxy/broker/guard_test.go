@@ -31,6 +31,10 @@ func TestAValueSplitAcrossAnyReadsOfARequestBodyNeverGoesUpstreamWhole(t *testin
 		{"Basic " + blob, "B"},
 		{"a=1&q=" + formEscape(valA) + "&b=2", "A"},
 		{"only " + phA + " and " + base64.StdEncoding.EncodeToString([]byte("u:"+phB)), ""},
+		// Base64 wrapped at 3 columns, and with a '.' after every two
+		// characters: the alphabet view, split across any reads.
+		{"file:\r\n" + strings.Join(chunks(blob, 3), "\r\n") + "\r\n", "B"},
+		{"t=" + strings.Join(chunks(blob, 2), "."), "B"},
 	} {
 		for round := range 50 {
 			sizes := make([]byte, len(tc.body))
@@ -50,7 +54,8 @@ func TestAValueSplitAcrossAnyReadsOfARequestBodyNeverGoesUpstreamWhole(t *testin
 			if !errors.Is(err, errGuessed) || named != tc.want {
 				t.Fatalf("round %d: %q: err %v, named %q, want errGuessed naming %s", round, tc.body, err, named, tc.want)
 			}
-			if bytes.Contains(passed, []byte(valA)) || bytes.Contains(passed, []byte(blob)) || bytes.Contains(passed, []byte(formEscape(valA))) {
+			if bytes.Contains(passed, []byte(valA)) || bytes.Contains(passed, []byte(blob)) || bytes.Contains(passed, []byte(formEscape(valA))) ||
+				bytes.Contains(alphabetView(passed, nil), alphabetView([]byte(blob[:len(blob)-2]), nil)) {
 				t.Fatalf("round %d: the value went on whole: %q", round, passed)
 			}
 		}
@@ -119,4 +124,13 @@ func TestTheFormDecoderReadsTheSameWhateverTheReads(t *testing.T) {
 			t.Errorf("%q: whole %q (pending %q), byte by byte %q (pending %q)", in, got, whole.pending, want, bytewise.pending)
 		}
 	}
+}
+
+// chunks cuts s into pieces of n bytes (the last may be shorter).
+func chunks(s string, n int) []string {
+	var out []string
+	for i := 0; i < len(s); i += n {
+		out = append(out, s[i:min(i+n, len(s))])
+	}
+	return out
 }

@@ -71,6 +71,11 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b.refuse(cw, reason)
 		return
 	}
+	if sentence := malformed(r); sentence != "" {
+		st.reason, st.err = policy.BadRequest, sentence
+		b.answer(cw, policy.BadRequest, http.StatusBadRequest, sentence)
+		return
+	}
 	ctx, stop := b.waitBounded(context.WithValue(r.Context(), stateKey{}, st))
 	defer stop()
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -284,6 +289,10 @@ func (b *broker) sameHost(authority string) bool {
 // integration chose, which no scrubber can recognise.
 func (b *broker) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = "https", b.authority(), b.authority()
+	// The query goes out as the program wrote it and the guard judged it,
+	// never as ReverseProxy cleaned it (malformed.go refuses every query
+	// its default cleaning changes; this covers the rest).
+	pr.Out.URL.RawQuery = pr.In.URL.RawQuery
 	pr.Out.Header.Set("Accept-Encoding", "identity")
 	pr.Out.Header.Del("Range")
 	pr.Out.Header.Del("If-Range")
@@ -519,6 +528,11 @@ func (b *broker) refuse(w http.ResponseWriter, reason policy.Reason) {
 	case policy.Timeout: // no connection to the origin became free in time
 		code = http.StatusServiceUnavailable
 	}
+	b.answer(w, reason, code, b.c.Sentence(reason))
+}
+
+// answer writes a refusal: code, the reason header and sentence.
+func (b *broker) answer(w http.ResponseWriter, reason policy.Reason, code int, sentence string) {
 	h := w.Header()
 	if reason == policy.SecretGuessed {
 		h.Set("Connection", "close") // HTTP/2 too: net/http sends GOAWAY for it
@@ -526,7 +540,7 @@ func (b *broker) refuse(w http.ResponseWriter, reason policy.Reason) {
 	h.Set(ReasonHeader, string(reason))
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(code)
-	io.WriteString(w, b.c.Sentence(reason)+"\n")
+	io.WriteString(w, sentence+"\n")
 }
 
 // reqState is what a request's forwarding learns, for its audit event.
