@@ -313,12 +313,14 @@ type guessGuard struct {
 	forms   []valueForm
 	finds   []matcher // on the bytes as they are
 	decoded []matcher // on the bytes form-decoded
+	qp      []matcher // on the bytes quoted-printable-decoded
 	// pieces and decodedPieces look for the pieces (valueForm.piece) in
 	// the alphabet view of the bytes, and of them form-decoded; nil for
 	// other forms.
 	pieces, decodedPieces []*matcher
 	dec                   formDecoder
-	scratch, view         []byte
+	qpDec                 qpDecoder
+	scratch, qpOut, view  []byte
 	ends                  []int
 	hit                   func(name string) // called once, with the secret's name
 	err                   error
@@ -346,6 +348,7 @@ func newGuessGuard(body io.ReadCloser, forms []valueForm, trailer *http.Request,
 	for _, f := range forms {
 		g.finds = append(g.finds, matcher{pattern: f.form})
 		g.decoded = append(g.decoded, matcher{pattern: f.form})
+		g.qp = append(g.qp, matcher{pattern: f.form})
 		var raw, dec *matcher
 		if f.piece {
 			raw, dec = &matcher{pattern: f.form}, &matcher{pattern: f.form}
@@ -361,9 +364,11 @@ func (g *guessGuard) Read(p []byte) (int, error) {
 	}
 	n, err := g.ReadCloser.Read(p)
 	g.scratch = g.dec.decode(p[:n], g.scratch[:0])
+	g.qpOut = g.qpDec.decode(p[:n], g.qpOut[:0])
 	for i := range g.finds {
 		g.ends = g.finds[i].feed(p[:n], g.ends[:0])
 		g.ends = g.decoded[i].feed(g.scratch, g.ends)
+		g.ends = g.qp[i].feed(g.qpOut, g.ends)
 		if len(g.ends) > 0 {
 			return g.fail(g.forms[i].name)
 		}
@@ -431,6 +436,70 @@ func (d *formDecoder) decode(b, out []byte) []byte {
 		case '+':
 			out = append(out, ' ')
 		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// qpDecoder decodes quoted-printable (RFC 2045) as it streams, as Go's
+// mime/quotedprintable (and so any Go origin's multipart form parser) and
+// mail libraries read it: =XX as the byte, a soft line break ('=', any
+// blanks, then LF or CRLF) as nothing, anything else as it is. A multipart
+// part sent with Content-Transfer-Encoding: quoted-printable is decoded by
+// the origin without being asked (round 31: a guess list written =XX, or
+// cut by one soft break, reached the origin whole, and its echo was
+// scrubbed). Its state is the escape begun at the end of the last read;
+// a run of blanks after '=' longer than maxQPBlanks is taken as it is.
+type qpDecoder struct {
+	pending []byte // "=", "=X", or "=" then blanks and perhaps '\r'
+}
+
+const maxQPBlanks = 128
+
+func (d *qpDecoder) decode(b, out []byte) []byte {
+	for len(b) > 0 {
+		if len(d.pending) == 0 {
+			k := bytes.IndexByte(b, '=')
+			if k < 0 {
+				return append(out, b...)
+			}
+			out = append(out, b[:k]...)
+			d.pending = append(d.pending, '=')
+			b = b[k+1:]
+			continue
+		}
+		c := b[0]
+		b = b[1:]
+		last := d.pending[len(d.pending)-1]
+		switch {
+		case len(d.pending) == 1 && isHex(c):
+			d.pending = append(d.pending, c)
+			continue
+		case len(d.pending) == 2 && isHex(d.pending[1]):
+			if isHex(c) {
+				out = append(out, unhex(d.pending[1])<<4|unhex(c))
+				d.pending = d.pending[:0]
+				continue
+			}
+		case c == '\n':
+			// "=", blanks, an optional CR, then LF: a soft line break.
+			d.pending = d.pending[:0]
+			continue
+		case last != '\r' && (c == ' ' || c == '\t') && len(d.pending) < maxQPBlanks:
+			d.pending = append(d.pending, c)
+			continue
+		case last != '\r' && c == '\r':
+			d.pending = append(d.pending, c)
+			continue
+		}
+		// Not an escape after all: '=' and what followed are themselves,
+		// and c starts afresh.
+		out = append(out, d.pending...)
+		d.pending = d.pending[:0]
+		if c == '=' {
+			d.pending = append(d.pending, c)
+		} else {
 			out = append(out, c)
 		}
 	}

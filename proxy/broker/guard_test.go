@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"mime/quotedprintable"
 	"net/http"
 	"strings"
 	"testing"
@@ -133,4 +134,41 @@ func chunks(s string, n int) []string {
 		out = append(out, s[i:min(i+n, len(s))])
 	}
 	return out
+}
+
+// TestTheQuotedPrintableDecoderReadsAsGoesMimeReaderWhateverTheReads: the
+// guard's streaming decoder gives what mime/quotedprintable gives for the
+// forms a multipart part may carry (=XX, soft breaks with CRLF, LF and
+// blanks before them, a lone '=', an '=' before a non-hex byte), split at
+// every byte.
+func TestTheQuotedPrintableDecoderReadsAsGoesMimeReaderWhateverTheReads(t *testing.T) {
+	for _, in := range []string{
+		"=77=69=6E=\r\n=74=65=72=2B=32=30=31=39",
+		"wint=\r\ner+2019",
+		"wint=  \r\ner+2019",
+		"wint=\ner+2019",
+		"a=3d=3Db",
+		"plain text, no escapes",
+	} {
+		want, err := io.ReadAll(quotedprintable.NewReader(strings.NewReader(in)))
+		if err != nil {
+			t.Fatalf("%q: mime/quotedprintable: %v", in, err)
+		}
+		for cut := 0; cut <= len(in); cut++ {
+			var d qpDecoder
+			got := d.decode([]byte(in[:cut]), nil)
+			got = d.decode([]byte(in[cut:]), got)
+			got = append(got, d.pending...)
+			if string(got) != string(want) {
+				t.Fatalf("%q cut at %d: decoded %q, mime/quotedprintable %q", in, cut, got, want)
+			}
+		}
+	}
+	// Not escapes: taken as they are, as lenient readers do.
+	for in, want := range map[string]string{"a=zb": "a=zb", "50=": "50=", "x=4": "x=4", "=\rX": "=\rX"} {
+		var d qpDecoder
+		if got := string(append(d.decode([]byte(in), nil), d.pending...)); got != want {
+			t.Fatalf("%q decoded %q, want %q", in, got, want)
+		}
+	}
 }

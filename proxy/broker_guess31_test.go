@@ -1,0 +1,97 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"strings"
+	"testing"
+)
+
+// multipartEcho shows back the form field "note", as a Go origin reads it:
+// r.FormValue decodes a part sent with Content-Transfer-Encoding:
+// quoted-printable without being asked.
+func multipartEcho(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseMultipartForm(1 << 20); err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	io.WriteString(w, r.FormValue("note"))
+}
+
+// qpEveryByte writes s as quoted-printable, every byte as =XX, with a soft
+// line break after every third.
+func qpEveryByte(s string) string {
+	var out strings.Builder
+	for i := 0; i < len(s); i++ {
+		fmt.Fprintf(&out, "=%02X", s[i])
+		if i%3 == 2 {
+			out.WriteString("=\r\n")
+		}
+	}
+	return out.String()
+}
+
+// TestAGuessListInAQuotedPrintablePartIsRefused: round 31. A multipart
+// form part labelled quoted-printable holds a guess list written =XX with
+// soft breaks, or each guess cut by one soft break (with blanks before
+// it, which decoders drop too): raw, percent- or form-decoded there is no
+// value, and the base64 view finds none. The origin's form parser decodes
+// the part back to the guesses and showed them back, the right one
+// scrubbed to the placeholder. The guard reads the body quoted-printable-
+// decoded too: refused secret_guessed, and the origin never has it whole.
+func TestAGuessListInAQuotedPrintablePartIsRefused(t *testing.T) {
+	guesses := []string{"summer+2018", "summer+2019", "autumn+2019", guessPlus, "spring+2020"}
+	for _, enc := range []struct {
+		name string
+		qp   func(string) string
+	}{
+		{"every byte =XX", qpEveryByte},
+		{"one soft break", func(g string) string { return g[:4] + "=\r\n" + g[4:] }},
+		{"one soft break after blanks, LF", func(g string) string { return g[:4] + "=  \n" + g[4:] }},
+	} {
+		for _, h2 := range []bool{false, true} {
+			t.Run(enc.name+map[bool]string{false: " h1", true: " h2"}[h2], func(t *testing.T) {
+				b := newBrokerEnv(t, h2, multipartEcho, func(e *env) { e.secrets = plusSecrets(t) })
+				var lines []string
+				for _, g := range guesses {
+					lines = append(lines, enc.qp(g))
+				}
+				var buf bytes.Buffer
+				mw := multipart.NewWriter(&buf)
+				h := textproto.MIMEHeader{}
+				h.Set("Content-Disposition", `form-data; name="note"`)
+				h.Set("Content-Transfer-Encoding", "quoted-printable")
+				pw, err := mw.CreatePart(h)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.WriteString(pw, strings.Join(lines, "\r\n"))
+				mw.Close()
+				req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), buf.String())
+				req.Header.Set("Content-Type", mw.FormDataContentType())
+				resp, body := do(t, b.client(h2), req)
+				wantGuessed(t, enc.name, resp, body)
+			})
+		}
+	}
+	t.Run("quoted-printable of other text goes out", func(t *testing.T) {
+		b := newBrokerEnv(t, false, multipartEcho, func(e *env) { e.secrets = plusSecrets(t) })
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		h := textproto.MIMEHeader{}
+		h.Set("Content-Disposition", `form-data; name="note"`)
+		h.Set("Content-Transfer-Encoding", "quoted-printable")
+		pw, _ := mw.CreatePart(h)
+		io.WriteString(pw, qpEveryByte("summer 2019, winter+2018"))
+		mw.Close()
+		req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), buf.String())
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		if got := b.doOK(t, b.client(false), req); got != "summer 2019, winter+2018" {
+			t.Fatalf("the origin showed back %q", got)
+		}
+	})
+}
