@@ -95,3 +95,22 @@ func TestAGuessListInAQuotedPrintablePartIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestAQuotedPrintablePartBehindAnotherContentTypeFieldIsRead: a second
+// Content-Type field naming the multipart body (the origin may take
+// either) still turns the quoted-printable view on.
+func TestAQuotedPrintablePartBehindAnotherContentTypeFieldIsRead(t *testing.T) {
+	b := newBrokerEnv(t, false, multipartEcho, func(e *env) { e.secrets = plusSecrets(t) })
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", `form-data; name="note"`)
+	h.Set("Content-Transfer-Encoding", "quoted-printable")
+	pw, _ := mw.CreatePart(h)
+	io.WriteString(pw, qpEveryByte(guessPlus))
+	mw.Close()
+	req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), buf.String())
+	req.Header["Content-Type"] = []string{"text/plain", mw.FormDataContentType()}
+	resp, body := do(t, b.client(false), req)
+	wantGuessed(t, "a second Content-Type field", resp, body)
+}

@@ -313,7 +313,7 @@ type guessGuard struct {
 	forms   []valueForm
 	finds   []matcher // on the bytes as they are
 	decoded []matcher // on the bytes form-decoded
-	qp      []matcher // on the bytes quoted-printable-decoded
+	qp      []matcher // on the bytes quoted-printable-decoded; nil unless the body holds MIME parts (mimeParts)
 	// pieces and decodedPieces look for the pieces (valueForm.piece) in
 	// the alphabet view of the bytes, and of them form-decoded; nil for
 	// other forms.
@@ -348,7 +348,9 @@ func newGuessGuard(body io.ReadCloser, forms []valueForm, trailer *http.Request,
 	for _, f := range forms {
 		g.finds = append(g.finds, matcher{pattern: f.form})
 		g.decoded = append(g.decoded, matcher{pattern: f.form})
-		g.qp = append(g.qp, matcher{pattern: f.form})
+		if mimeParts(trailer.Header) {
+			g.qp = append(g.qp, matcher{pattern: f.form})
+		}
 		var raw, dec *matcher
 		if f.piece {
 			raw, dec = &matcher{pattern: f.form}, &matcher{pattern: f.form}
@@ -364,11 +366,15 @@ func (g *guessGuard) Read(p []byte) (int, error) {
 	}
 	n, err := g.ReadCloser.Read(p)
 	g.scratch = g.dec.decode(p[:n], g.scratch[:0])
-	g.qpOut = g.qpDec.decode(p[:n], g.qpOut[:0])
+	if g.qp != nil {
+		g.qpOut = g.qpDec.decode(p[:n], g.qpOut[:0])
+	}
 	for i := range g.finds {
 		g.ends = g.finds[i].feed(p[:n], g.ends[:0])
 		g.ends = g.decoded[i].feed(g.scratch, g.ends)
-		g.ends = g.qp[i].feed(g.qpOut, g.ends)
+		if g.qp != nil {
+			g.ends = g.qp[i].feed(g.qpOut, g.ends)
+		}
 		if len(g.ends) > 0 {
 			return g.fail(g.forms[i].name)
 		}
@@ -456,6 +462,22 @@ type qpDecoder struct {
 }
 
 const maxQPBlanks = 128
+
+// mimeParts reports whether a body with header h holds MIME parts, where a
+// part may carry its own Content-Transfer-Encoding (multipart/*, message/*):
+// the bodies an origin's parser decodes quoted-printable in. Other bodies
+// are not read that way: the view costs the guard about as much again,
+// and no parser applies a part's transfer encoding without parts.
+// Every Content-Type field counts: origins differ on which of two they take.
+func mimeParts(h http.Header) bool {
+	for _, v := range h.Values("Content-Type") {
+		ct := strings.ToLower(strings.TrimLeft(v, " \t"))
+		if strings.HasPrefix(ct, "multipart/") || strings.HasPrefix(ct, "message/") {
+			return true
+		}
+	}
+	return false
+}
 
 func (d *qpDecoder) decode(b, out []byte) []byte {
 	for len(b) > 0 {
