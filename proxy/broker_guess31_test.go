@@ -35,6 +35,25 @@ func qpEveryByte(s string) string {
 	return out.String()
 }
 
+// qpNoteForm is a multipart form whose one field, "note", holds text in a
+// part labelled quoted-printable (text is written as it is: encode it
+// first), and the form's Content-Type.
+func qpNoteForm(t *testing.T, text string) (body, contentType string) {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", `form-data; name="note"`)
+	h.Set("Content-Transfer-Encoding", "quoted-printable")
+	pw, err := mw.CreatePart(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(pw, text)
+	mw.Close()
+	return buf.String(), mw.FormDataContentType()
+}
+
 // TestAGuessListInAQuotedPrintablePartIsRefused: round 31. A multipart
 // form part labelled quoted-printable holds a guess list written =XX with
 // soft breaks, or each guess cut by one soft break (with blanks before
@@ -60,36 +79,19 @@ func TestAGuessListInAQuotedPrintablePartIsRefused(t *testing.T) {
 				for _, g := range guesses {
 					lines = append(lines, enc.qp(g))
 				}
-				var buf bytes.Buffer
-				mw := multipart.NewWriter(&buf)
-				h := textproto.MIMEHeader{}
-				h.Set("Content-Disposition", `form-data; name="note"`)
-				h.Set("Content-Transfer-Encoding", "quoted-printable")
-				pw, err := mw.CreatePart(h)
-				if err != nil {
-					t.Fatal(err)
-				}
-				io.WriteString(pw, strings.Join(lines, "\r\n"))
-				mw.Close()
-				req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), buf.String())
-				req.Header.Set("Content-Type", mw.FormDataContentType())
-				resp, body := do(t, b.client(h2), req)
-				wantGuessed(t, enc.name, resp, body)
+				body, ct := qpNoteForm(t, strings.Join(lines, "\r\n"))
+				req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), body)
+				req.Header.Set("Content-Type", ct)
+				resp, answer := do(t, b.client(h2), req)
+				wantGuessed(t, enc.name, resp, answer)
 			})
 		}
 	}
 	t.Run("quoted-printable of other text goes out", func(t *testing.T) {
 		b := newBrokerEnv(t, false, multipartEcho, func(e *env) { e.secrets = plusSecrets(t) })
-		var buf bytes.Buffer
-		mw := multipart.NewWriter(&buf)
-		h := textproto.MIMEHeader{}
-		h.Set("Content-Disposition", `form-data; name="note"`)
-		h.Set("Content-Transfer-Encoding", "quoted-printable")
-		pw, _ := mw.CreatePart(h)
-		io.WriteString(pw, qpEveryByte("summer 2019, winter+2018"))
-		mw.Close()
-		req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), buf.String())
-		req.Header.Set("Content-Type", mw.FormDataContentType())
+		body, ct := qpNoteForm(t, qpEveryByte("summer 2019, winter+2018"))
+		req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), body)
+		req.Header.Set("Content-Type", ct)
 		if got := b.doOK(t, b.client(false), req); got != "summer 2019, winter+2018" {
 			t.Fatalf("the origin showed back %q", got)
 		}
@@ -101,16 +103,9 @@ func TestAGuessListInAQuotedPrintablePartIsRefused(t *testing.T) {
 // either) still turns the quoted-printable view on.
 func TestAQuotedPrintablePartBehindAnotherContentTypeFieldIsRead(t *testing.T) {
 	b := newBrokerEnv(t, false, multipartEcho, func(e *env) { e.secrets = plusSecrets(t) })
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	h := textproto.MIMEHeader{}
-	h.Set("Content-Disposition", `form-data; name="note"`)
-	h.Set("Content-Transfer-Encoding", "quoted-printable")
-	pw, _ := mw.CreatePart(h)
-	io.WriteString(pw, qpEveryByte(guessPlus))
-	mw.Close()
-	req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), buf.String())
-	req.Header["Content-Type"] = []string{"text/plain", mw.FormDataContentType()}
-	resp, body := do(t, b.client(false), req)
-	wantGuessed(t, "a second Content-Type field", resp, body)
+	body, ct := qpNoteForm(t, qpEveryByte(guessPlus))
+	req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), body)
+	req.Header["Content-Type"] = []string{"text/plain", ct}
+	resp, answer := do(t, b.client(false), req)
+	wantGuessed(t, "a second Content-Type field", resp, answer)
 }
