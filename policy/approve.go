@@ -305,7 +305,7 @@ func pendingOf(s *State, id, version string) []pendingRecord {
 	var out []pendingRecord
 	for _, place := range sortedKeys(s.Folders) {
 		f := s.Folders[place]
-		if p := f.Pending; p != nil && !p.Approved && p.ID == id && p.Version == version {
+		if p := f.Pending; p != nil && (!p.Approved || s.ApprovalOutdated(place)) && p.ID == id && p.Version == version {
 			out = append(out, pendingRecord{ID: id, Version: version, Place: place, Digest: p.Digest, From: f.ID, Entries: p.Entries})
 		}
 	}
@@ -320,7 +320,7 @@ func (c pendingRecord) approve(s *State) Approval {
 	a := Approval{ID: c.ID, Version: c.Version, Digest: c.Digest}
 	if c.Place != "" {
 		f := s.Folders[c.Place]
-		f.Pending.Approved = true
+		f.Pending.Approved, f.Pending.Shown = true, s.targetState(c.ID, c.Place)
 		s.Folders[c.Place] = f
 		a.What = c.what()
 		if owners := s.FoldersOf(c.ID); len(owners) > 0 {
@@ -386,7 +386,7 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 				}
 			}
 			p := changeTo(man)
-			p.Approved = true
+			p.Approved, p.Shown = true, s.targetState(man.ID, folder)
 			f.Pending = &p
 			s.Folders[folder] = f
 			a.What = pendingRecord{ID: man.ID, Place: folder, From: f.ID}.what()

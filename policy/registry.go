@@ -375,6 +375,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, read manifestRead, last *
 	p.ManifestAt, p.Generation, p.StateDir = file, gen, r.memory.commandDir()
 	p.setPending(adm.pending, adm.idFrom, adm.claimOf, adm.unbound)
 	p.PendingIDFromVersion, p.PendingKeptVersion, p.GateWithheld = adm.fromVer, adm.keptVer, adm.withheld
+	p.PendingOutdated = adm.outdated && adm.pending != ""
 	out.Notice = p.PendingNotice()
 	if dupOf != "" {
 		out.Notice = startClaimNotice(p, dupOf)
@@ -426,6 +427,7 @@ func (r *Registry) rebuild(cfg Config, in Integration, last *Policy, gen uint64)
 	p.ManifestAt, p.Generation, p.StateDir = last.ManifestAt, gen, last.StateDir
 	p.setPending(last.Pending, last.PendingIDFrom, last.PendingClaimOf, last.PendingUnbound)
 	p.PendingIDFromVersion, p.PendingKeptVersion, p.GateWithheld = last.PendingIDFromVersion, last.PendingKeptVersion, last.GateWithheld
+	p.PendingOutdated = last.PendingOutdated
 	return p
 }
 

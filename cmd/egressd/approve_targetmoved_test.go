@@ -1,0 +1,52 @@
+package main
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/egressd/egressd/policy"
+)
+
+// TestAnApprovedIDChangeToAFreshIDWaitsAgainOnceAnotherFolderTookTheID is
+// round 30's s4.sh on the real binary: folder a (com.x) changes its id to
+// com.y 5.0.0, an id nobody held, and the operator approves it (the
+// preview names no other holder). Before a loads again, folder q first
+// loads com.y 1.0.0. a's load applied the approval anyway: a joined
+// com.y under q's list (q.example, never shown for a) and raised com.y's
+// floor to 5.0.0, locking q out. An approval holds only for the state it
+// was shown against: a's change now waits again, says why, state list
+// says the same, and q keeps its own list and loads again.
+func TestAnApprovedIDChangeToAFreshIDWaitsAgainOnceAnotherFolderTookTheID(t *testing.T) {
+	state, a, q := t.TempDir(), t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, a, "com.x", "1.0.0", "x.example"))
+	if o := loadAsServe(t, state, erpFolder(t, a, "com.y", "5.0.0", "y.example")); o.Result != policy.Pending {
+		t.Fatalf("a's id change does not wait: %+v", o)
+	}
+	cmd := regexp.MustCompile(`egressd approve --state \S+ --folder \S+ --digest \S+ com\.y 5\.0\.0`).FindString(stateList(t, state))
+	if cmd == "" {
+		t.Fatalf("state list prints no command for a's change")
+	}
+	if out, errs, code := runBinary(t, append(strings.Fields(cmd)[1:], "--yes")...); code != exitOK {
+		t.Fatalf("approve: exit %d\n%s%s", code, out, errs)
+	}
+	if o := loadAsServe(t, state, erpFolder(t, q, "com.y", "1.0.0", "q.example")); o.Result != policy.Loaded {
+		t.Fatalf("q's first load of com.y: %+v", o)
+	}
+	const why = "changed since the approval"
+	if list := stateList(t, state); !strings.Contains(list, why) {
+		t.Errorf("state list does not say a's approval no longer holds:\n%s", list)
+	}
+	o := loadAsServe(t, state, a)
+	if o.Result != policy.Pending || !strings.Contains(o.Notice, why) || !strings.Contains(o.Notice, "egressd approve --state") {
+		t.Fatalf("a's approved change applied against a state the operator was never shown: %+v", o)
+	}
+	if o := loadAsServe(t, state, q); o.Result != policy.Loaded || o.Version != "1.0.0" {
+		t.Fatalf("q is locked out of its own id: %+v", o)
+	}
+	a = policy.ManifestPlace(filepath.Join(a, "manifest.json"))
+	if list := stateList(t, state); !strings.Contains(list, "folder "+a) && !strings.Contains(list, a) {
+		t.Errorf("state list lost a's waiting change:\n%s", list)
+	}
+}
