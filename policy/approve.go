@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -159,11 +160,24 @@ func ManifestPlace(manifestFile string) string {
 	if err != nil {
 		file = filepath.Clean(manifestFile)
 	}
+	if isDir(file) {
+		return file
+	}
 	switch filepath.Base(file) {
 	case allowlist.VoiceOSFile, allowlist.SollarFile:
 		return filepath.Dir(file)
 	}
 	return file
+}
+
+// isDir reports whether path is a directory. A directory is a folder
+// place whatever its name: a folder literally named manifest.json, named
+// on the command line (approve --folder, state forget --folder), is that
+// folder, never the manifest file of its parent, whose binding a forget
+// would otherwise drop (round 30, s7c).
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // ApprovePending approves what egressd saw and holds as pending for id at
