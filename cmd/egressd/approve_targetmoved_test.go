@@ -50,3 +50,34 @@ func TestAnApprovedIDChangeToAFreshIDWaitsAgainOnceAnotherFolderTookTheID(t *tes
 		t.Errorf("state list lost a's waiting change:\n%s", list)
 	}
 }
+
+// TestServeStartsWhenAFolderAddedBeforeARenamedOneTakesTheIDItMovesTo is
+// round 30's s4b.sh: a's change to com.y is approved; q, a new folder
+// declaring com.y, is added to the same serve config before a. Serve
+// could not start ("id com.y is already served from q; ids must be
+// unique"), and every restart failed the same way. a is not bound to
+// com.y: its change waits again with nothing allowed, and serve starts.
+func TestServeStartsWhenAFolderAddedBeforeARenamedOneTakesTheIDItMovesTo(t *testing.T) {
+	state, a, q := t.TempDir(), t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, a, "com.x", "1.0.0", "x.example"))
+	loadAsServe(t, state, erpFolder(t, a, "com.y", "5.0.0", "y.example"))
+	cmd := regexp.MustCompile(`egressd approve --state \S+ --folder \S+ --digest \S+ com\.y 5\.0\.0`).FindString(stateList(t, state))
+	if out, errs, code := runBinary(t, append(strings.Fields(cmd)[1:], "--yes")...); cmd == "" || code != exitOK {
+		t.Fatalf("approve %q: exit %d\n%s%s", cmd, code, out, errs)
+	}
+	erpFolder(t, q, "com.y", "1.0.0", "q.example")
+	mem, err := policy.OpenMemory(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := policy.DefaultConfig()
+	cfg.Integrations = []policy.Integration{{Manifest: q, Listen: "127.0.0.1:0"}, {Manifest: a, Listen: "127.0.0.1:0"}}
+	r := policy.NewRegistry(mem, nil)
+	outs := r.Load(cfg)
+	if outs[0].Result != policy.Loaded || outs[1].Result != policy.Pending {
+		t.Fatalf("serve cannot start: %+v", outs)
+	}
+	if d := r.Policy(a).Decide("q.example", 443); d.Verdict == policy.Allow {
+		t.Fatalf("a may reach q's list while its change waits: %+v", d)
+	}
+}
