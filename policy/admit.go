@@ -23,6 +23,9 @@ type admission struct {
 	// withheld, with pending, says why widen: auto or pin_digest did
 	// not approve the widening (gateWithheld).
 	withheld string
+	// outdated, with pending, says the change's approval was withdrawn
+	// at this load: the id it moves to changed since (withdrawOutdated).
+	outdated bool
 }
 
 // admitAt applies the version rules to m, found at places: its folder
@@ -37,6 +40,7 @@ type admission struct {
 // stateDir names version memory's folder in the commands a refusal prints
 // ("" for memory that lives in the process).
 func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration, stateDir string) (admission, error) {
+	outdated := withdrawOutdated(s, places)
 	var changed []string
 	for _, place := range places {
 		if f := s.Folders[place]; f.ID != "" && f.ID != m.ID && !idChangePasses(f, m, in) {
@@ -63,11 +67,11 @@ func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration, s
 		}
 		from := s.Folders[changed[0]].ID
 		kept, err := parseApproved(s.IDs[from].Approved.Entries)
-		return admission{inForce: kept, pending: m.Version, idFrom: from, fromVer: s.IDs[from].Approved.Version, claimOf: claimOf, unbound: unbound}, err
+		return admission{inForce: kept, pending: m.Version, idFrom: from, fromVer: s.IDs[from].Approved.Version, claimOf: claimOf, unbound: unbound, outdated: outdated}, err
 	}
 	if claimOf != nil || unbound {
 		holdClaim(s, places[0], m)
-		return admission{inForce: []allowlist.Entry{}, pending: m.Version, claimOf: claimOf, unbound: unbound}, nil
+		return admission{inForce: []allowlist.Entry{}, pending: m.Version, claimOf: claimOf, unbound: unbound, outdated: outdated}, nil
 	}
 	withheld := gateWithheld(s, places, m, in)
 	if withheld != "" {

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -159,11 +160,24 @@ func ManifestPlace(manifestFile string) string {
 	if err != nil {
 		file = filepath.Clean(manifestFile)
 	}
+	if isDir(file) {
+		return file
+	}
 	switch filepath.Base(file) {
 	case allowlist.VoiceOSFile, allowlist.SollarFile:
 		return filepath.Dir(file)
 	}
 	return file
+}
+
+// isDir reports whether path is a directory. A directory is a folder
+// place whatever its name: a folder literally named manifest.json, named
+// on the command line (approve --folder, state forget --folder), is that
+// folder, never the manifest file of its parent, whose binding a forget
+// would otherwise drop (round 30, s7c).
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // ApprovePending approves what egressd saw and holds as pending for id at
@@ -305,7 +319,7 @@ func pendingOf(s *State, id, version string) []pendingRecord {
 	var out []pendingRecord
 	for _, place := range sortedKeys(s.Folders) {
 		f := s.Folders[place]
-		if p := f.Pending; p != nil && !p.Approved && p.ID == id && p.Version == version {
+		if p := f.Pending; p != nil && (!p.Approved || s.ApprovalOutdated(place)) && p.ID == id && p.Version == version {
 			out = append(out, pendingRecord{ID: id, Version: version, Place: place, Digest: p.Digest, From: f.ID, Entries: p.Entries})
 		}
 	}
@@ -320,7 +334,7 @@ func (c pendingRecord) approve(s *State) Approval {
 	a := Approval{ID: c.ID, Version: c.Version, Digest: c.Digest}
 	if c.Place != "" {
 		f := s.Folders[c.Place]
-		f.Pending.Approved = true
+		f.Pending.Approved, f.Pending.Shown = true, s.targetState(c.ID, c.Place)
 		s.Folders[c.Place] = f
 		a.What = c.what()
 		if owners := s.FoldersOf(c.ID); len(owners) > 0 {
@@ -386,7 +400,7 @@ func (m *Memory) ApproveManifest(man *allowlist.Manifest, folder string, firstLi
 				}
 			}
 			p := changeTo(man)
-			p.Approved = true
+			p.Approved, p.Shown = true, s.targetState(man.ID, folder)
 			f.Pending = &p
 			s.Folders[folder] = f
 			a.What = pendingRecord{ID: man.ID, Place: folder, From: f.ID}.what()

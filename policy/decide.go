@@ -60,6 +60,10 @@ type Policy struct {
 	// version memory knows but binds to no folder (an earlier egressd's
 	// memory): only the operator's approval binds this folder to it.
 	PendingUnbound bool
+	// PendingOutdated is, with Pending, set when the id change or claim
+	// waits again because its approval was given against another state
+	// of the id it moves to (withdrawOutdated).
+	PendingOutdated bool
 	// StateDir is the version memory folder the policy was admitted
 	// against ("" for memory kept in the process): an approve command
 	// printed for it names that folder, so it works as printed whatever

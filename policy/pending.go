@@ -142,8 +142,17 @@ func (p *Policy) dropClaimAndForgetCommand() string {
 }
 
 // PendingNotice says what waits for the operator and how to approve it,
-// or "" when nothing does. Serve and run state it when they load.
+// or "" when nothing does. Serve and run state it when they load. A
+// change whose approval was withdrawn says so first.
 func (p *Policy) PendingNotice() string {
+	n := p.pendingNotice()
+	if n != "" && p.PendingOutdated {
+		n = ManifestPlace(p.ManifestAt) + ": " + OutdatedNote + "; approve again: " + p.ApproveCommand() + "; " + n
+	}
+	return n
+}
+
+func (p *Policy) pendingNotice() string {
 	if p == nil || p.Pending == "" {
 		return ""
 	}

@@ -342,7 +342,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, read manifestRead, last *
 	out.ID, out.Version = m.ID, m.Version
 	dupOf := ""
 	if other, dup := ids[m.ID]; dup && other != in.Manifest {
-		if last != nil || len(before.boundElsewhere(m.ID, ManifestPlace(file))) == 0 {
+		if last != nil || (len(before.boundElsewhere(m.ID, ManifestPlace(file))) == 0 && !movesToID(before, ManifestPlace(file), m.ID)) {
 			return refuse(fmt.Errorf("id %s is already served from %s; %w", m.ID, other, ErrIDServedTwice))
 		}
 		dupOf = other // at start: a claim of another entry's id, which waits (startClaim)
@@ -375,6 +375,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, read manifestRead, last *
 	p.ManifestAt, p.Generation, p.StateDir = file, gen, r.memory.commandDir()
 	p.setPending(adm.pending, adm.idFrom, adm.claimOf, adm.unbound)
 	p.PendingIDFromVersion, p.PendingKeptVersion, p.GateWithheld = adm.fromVer, adm.keptVer, adm.withheld
+	p.PendingOutdated = adm.outdated && adm.pending != ""
 	out.Notice = p.PendingNotice()
 	if dupOf != "" {
 		out.Notice = startClaimNotice(p, dupOf)
@@ -426,6 +427,7 @@ func (r *Registry) rebuild(cfg Config, in Integration, last *Policy, gen uint64)
 	p.ManifestAt, p.Generation, p.StateDir = last.ManifestAt, gen, last.StateDir
 	p.setPending(last.Pending, last.PendingIDFrom, last.PendingClaimOf, last.PendingUnbound)
 	p.PendingIDFromVersion, p.PendingKeptVersion, p.GateWithheld = last.PendingIDFromVersion, last.PendingKeptVersion, last.GateWithheld
+	p.PendingOutdated = last.PendingOutdated
 	return p
 }
 
@@ -446,6 +448,16 @@ func sameEntries(a, b []allowlist.Entry) bool {
 // cannot tell them apart (the id bound to no folder, or to this one) does
 // the start fail. Memory is read as it was before the load: the first
 // entry's own load must not decide that the second one is the claim.
+
+// movesToID reports whether s holds place as moving to id: bound to
+// another id (an id change), or holding a change or claim to id. Such an
+// entry is not bound to id, so at start another entry serving id makes it
+// wait with nothing allowed, not the whole serve refuse to start (round
+// 30, s4b): the refusal is for entries both bound to one id.
+func movesToID(s *State, place, id string) bool {
+	f := s.Folders[place]
+	return (f.ID != "" && f.ID != id) || (f.Pending != nil && f.Pending.ID == id)
+}
 
 // startClaimNotice is PendingNotice for such an entry.
 func startClaimNotice(p *Policy, servedFrom string) string {

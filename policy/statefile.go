@@ -73,6 +73,13 @@ type IDChange struct {
 	// from the manifest file, which may have been swapped since. Memory
 	// written by an earlier egressd has none.
 	Entries []string `json:"entries,omitempty"`
+	// Shown, once Approved, is what the operator was shown about ID when
+	// approving (State.targetState): the approval holds only while that
+	// still holds. Another folder may take a fresh id between the
+	// approval and this folder's load (round 30, s4); applied then, the
+	// change would join that folder's list and raise its version floor,
+	// neither of which the preview showed.
+	Shown string `json:"shown,omitempty"`
 }
 
 // changeTo is the id change to m's id, version and list.

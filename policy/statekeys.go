@@ -15,7 +15,7 @@ var (
 	recordKeys   = []string{"version", "digest", "approved", "approvals", "pending"}
 	approvedKeys = []string{"version", "digest", "entries"}
 	folderKeys   = []string{"id", "pending", "by_approval"}
-	idChangeKeys = []string{"id", "version", "digest", "approved", "entries"}
+	idChangeKeys = []string{"id", "version", "digest", "approved", "entries", "shown"}
 )
 
 // checkStateKeys reports the first key, in the objects that decode into

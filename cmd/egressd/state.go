@@ -115,6 +115,9 @@ func printState(w io.Writer, file string, s policy.State) {
 			if p.Approved {
 				verb = "approved, applies at the next load"
 			}
+			if s.ApprovalOutdated(dir) {
+				verb = "approved, but " + policy.OutdatedNote + ", so it waits again; approve again: " + printable(policy.WithState(policy.ApproveCommandFor(dir, p.Digest, p.ID, p.Version), filepath.Dir(file)))
+			}
 			if why := s.PendingCannotApply(dir); why != "" {
 				verb = "cannot load, so it is not approvable: " + why + "; " + printable(policy.WithState("egressd state forget --folder "+termsafe.ShellWord(dir), filepath.Dir(file))) + " drops it"
 			}
@@ -131,7 +134,7 @@ func printState(w io.Writer, file string, s policy.State) {
 				claim = fmt.Sprintf("changes its id to %s %s", p.ID, p.Version)
 			}
 			line = fmt.Sprintf("%s%s %s; %s", place, was, claim, verb)
-			if !p.Approved {
+			if !p.Approved || s.ApprovalOutdated(dir) {
 				for _, l := range s.PendingLists(p.ID, p.Version, filepath.Dir(file)) {
 					if l.Place == dir {
 						line += "\n" + strings.Join(pendingListLines(l), "\n")
