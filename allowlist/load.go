@@ -27,6 +27,13 @@ func Locate(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if st.IsDir() && standardName(path) {
+		// A folder in a manifest file's place: read as a folder, its own
+		// manifest.json would load as a new place's first load (round 32:
+		// the operator's unchanged --manifest a/manifest.json ran a new id
+		// with any list once the author swapped the file for a folder).
+		return "", folderInAManifestsPlace(path)
+	}
 	folder := path
 	if !st.IsDir() {
 		if !standardName(path) {
@@ -47,6 +54,11 @@ func Locate(path string) (string, error) {
 		return path, nil // the folder's one manifest, named directly
 	}
 	return found, err
+}
+
+// folderInAManifestsPlace refuses a folder at path, a manifest file's name.
+func folderInAManifestsPlace(path string) error {
+	return fmt.Errorf("%s: is a folder, not a regular file: a path named like a manifest file must be the manifest itself (name the folder that holds it)", path)
 }
 
 // standardName reports whether file has one of the two names a folder's
@@ -137,6 +149,8 @@ func LoadIn(folder *os.File, path string, rules *Rules) (m *Manifest, file strin
 				return nil, "", nil, err
 			}
 		}
+	} else if standardName(path) {
+		return nil, "", nil, folderInAManifestsPlace(path) // see Locate
 	} else if file, err = locateIn(folder, path); err != nil {
 		return nil, "", nil, err
 	}

@@ -109,3 +109,30 @@ func TestAQuotedPrintablePartBehindAnotherContentTypeFieldIsRead(t *testing.T) {
 	resp, answer := do(t, b.client(false), req)
 	wantGuessed(t, "a second Content-Type field", resp, answer)
 }
+
+// TestQuotedPrintableGuessesPastTheFirstViewAreRefused: round 32. A
+// Content-Type led by U+00A0 or U+0085 (Go's media-type parser drops them,
+// so a Go origin still parses the form) turned the quoted-printable view
+// off; and Python's decoder takes '=', CR, then anything up to the LF as a
+// soft break ("wint=\rjunk\ner+2019" is the value to it). Both refused.
+func TestQuotedPrintableGuessesPastTheFirstViewAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, lead string
+		qp         func(string) string
+	}{
+		{"U+00A0 before the type", "\u00a0", qpEveryByte},
+		{"U+0085 before the type", "\u0085", qpEveryByte},
+		{"Python's soft break", "", func(g string) string { return g[:4] + "=\rjunk\n" + g[4:] }},
+	} {
+		for _, h2 := range []bool{false, true} {
+			t.Run(tc.name+map[bool]string{false: " h1", true: " h2"}[h2], func(t *testing.T) {
+				b := newBrokerEnv(t, h2, multipartEcho, func(e *env) { e.secrets = plusSecrets(t) })
+				body, ct := qpNoteForm(t, strings.Join([]string{tc.qp("summer+2018"), tc.qp(guessPlus)}, "\r\n"))
+				req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), body)
+				req.Header.Set("Content-Type", tc.lead+ct)
+				resp, answer := do(t, b.client(h2), req)
+				wantGuessed(t, tc.name, resp, answer)
+			})
+		}
+	}
+}

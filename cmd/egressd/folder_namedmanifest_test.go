@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -20,13 +19,16 @@ func mkdirNamed(t *testing.T, dir, name string) string {
 	return sub
 }
 
-// TestForgetFolderNamedManifestJSONDoesNotForgetItsParentsBinding is
-// round 30's s7c.sh: folder m is bound to com.x; a folder inside it
-// literally named manifest.json claims com.x. The claim notice's way out,
-// "state forget --folder m/manifest.json", was read as the manifest file
-// of m and forgot m's (the owner's) binding. A path that is a folder is a
-// folder place whatever its name.
-func TestForgetFolderNamedManifestJSONDoesNotForgetItsParentsBinding(t *testing.T) {
+// TestAFolderNamedManifestJSONIsRefusedAndForgetOfItLeavesItsParentsBinding
+// is round 30's s7c.sh and s7.sh, after round 32: folder m is bound to
+// com.x; a folder inside it literally named manifest.json claimed com.x,
+// and "state forget --folder m/manifest.json" was read as m's manifest
+// file and forgot m's (the owner's) binding. Such a folder is now refused
+// at load (a path named like a manifest file must be the file: round 32
+// swapped the file for a folder to load a new id as a first load), so it
+// binds nothing; forget --folder naming it names that folder (a path that
+// is a folder is a folder place whatever its name), never its parent.
+func TestAFolderNamedManifestJSONIsRefusedAndForgetOfItLeavesItsParentsBinding(t *testing.T) {
 	state, m := t.TempDir(), t.TempDir()
 	doc := `{"schemaVersion":1,"id":"com.x","name":"x","version":"1.0.0","runtime":{"kind":"local-mcp","command":"node","args":["s.mjs"]},"permissions":[{"kind":"network","domains":["x.example"]}]}`
 	if err := os.WriteFile(filepath.Join(m, "voiceos.integration.json"), []byte(doc), 0o600); err != nil {
@@ -36,41 +38,11 @@ func TestForgetFolderNamedManifestJSONDoesNotForgetItsParentsBinding(t *testing.
 		t.Fatalf("m's first load: %+v", o)
 	}
 	y := mkdirNamed(t, m, "manifest.json")
-	if o := loadAsServe(t, state, erpFolder(t, y, "com.x", "1.0.0", "x.example")); o.Result != policy.Pending {
-		t.Fatalf("the folder named manifest.json does not wait as a claim of com.x: %+v", o)
+	if o := loadAsServe(t, state, erpFolder(t, y, "com.x", "1.0.0", "x.example")); o.Result != policy.Failed || o.Err == nil || !strings.Contains(o.Err.Error(), "is a folder, not a regular file") {
+		t.Fatalf("the folder named manifest.json was not refused: %+v", o)
 	}
-	if out, errs, code := runBinary(t, "state", "--state", state, "forget", "--folder", y); code != exitOK {
-		t.Fatalf("forget --folder %s: exit %d\n%s%s", y, code, out, errs)
-	}
-	list := stateList(t, state)
-	if !strings.Contains(list, "folder "+m+": com.x") || strings.Contains(list, y) {
-		t.Fatalf("forget --folder of the folder named manifest.json did not forget that folder's claim alone:\n%s", list)
-	}
-	// m still owns com.x: the folder named manifest.json claims it again.
-	if o := loadAsServe(t, state, y); o.Result != policy.Pending || !strings.Contains(o.Notice, "binds to folder "+m+";") {
-		t.Fatalf("the owner lost its binding: %+v", o)
-	}
-}
-
-// TestApproveAsPrintedForAFolderNamedManifestJSONApprovesThatFolder is
-// round 30's s7.sh: a folder named manifest.json changes its id; the
-// approve --folder command egressd prints names that folder, and was read
-// as the manifest file of its parent, so it failed as printed.
-func TestApproveAsPrintedForAFolderNamedManifestJSONApprovesThatFolder(t *testing.T) {
-	state := t.TempDir()
-	y := mkdirNamed(t, t.TempDir(), "manifest.json")
-	loadAsServe(t, state, erpFolder(t, y, "com.a", "1.0.0", "a.example"))
-	if o := loadAsServe(t, state, erpFolder(t, y, "com.b", "2.0.0", "a.example", "b.example")); o.Result != policy.Pending {
-		t.Fatalf("the id change does not wait: %+v", o)
-	}
-	cmd := regexp.MustCompile(`egressd approve --state \S+ --folder \S+ --digest \S+ com\.b 2\.0\.0`).FindString(stateList(t, state))
-	if !strings.Contains(cmd, "--folder "+y+" ") {
-		t.Fatalf("state list prints no approve command naming %s: %q", y, cmd)
-	}
-	if out, errs, code := runBinary(t, append(strings.Fields(cmd)[1:], "--yes")...); code != exitOK {
-		t.Fatalf("approve as printed: exit %d\n%s%s", code, out, errs)
-	}
-	if o := loadAsServe(t, state, y); o.Result != policy.Loaded || o.ID != "com.b" {
-		t.Fatalf("the approved change did not load: %+v", o)
+	runBinary(t, "state", "--state", state, "forget", "--folder", y) // nothing to forget there
+	if list := stateList(t, state); !strings.Contains(list, "folder "+m+": com.x") || strings.Contains(list, y) {
+		t.Fatalf("forget --folder of the folder named manifest.json touched its parent's binding:\n%s", list)
 	}
 }

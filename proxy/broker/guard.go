@@ -451,7 +451,8 @@ func (d *formDecoder) decode(b, out []byte) []byte {
 // qpDecoder decodes quoted-printable (RFC 2045) as it streams, as Go's
 // mime/quotedprintable (and so any Go origin's multipart form parser) and
 // mail libraries read it: =XX as the byte, a soft line break ('=', any
-// blanks, then LF or CRLF) as nothing, anything else as it is. A multipart
+// blanks, then LF, or CR and anything up to the LF, as Python reads it)
+// as nothing, anything else as it is. A multipart
 // part sent with Content-Transfer-Encoding: quoted-printable is decoded by
 // the origin without being asked (round 31: a guess list written =XX, or
 // cut by one soft break, reached the origin whole, and its echo was
@@ -468,11 +469,13 @@ const maxQPBlanks = 128
 // the bodies an origin's parser decodes quoted-printable in. Other bodies
 // are not read that way: the view costs the guard about as much again,
 // and no parser applies a part's transfer encoding without parts.
-// Every Content-Type field counts: origins differ on which of two they take.
+// Every Content-Type field counts (origins differ on which of two they
+// take), and the type is looked for anywhere in it: a media-type parser
+// trims more than blanks (Go's drops a leading U+00A0 or U+0085, round 32).
 func mimeParts(h http.Header) bool {
 	for _, v := range h.Values("Content-Type") {
-		ct := strings.ToLower(strings.TrimLeft(v, " \t"))
-		if strings.HasPrefix(ct, "multipart/") || strings.HasPrefix(ct, "message/") {
+		ct := strings.ToLower(v)
+		if strings.Contains(ct, "multipart/") || strings.Contains(ct, "message/") {
 			return true
 		}
 	}
@@ -512,6 +515,11 @@ func (d *qpDecoder) decode(b, out []byte) []byte {
 			d.pending = append(d.pending, c)
 			continue
 		case last != '\r' && c == '\r':
+			d.pending = append(d.pending, c)
+			continue
+		case bytes.IndexByte(d.pending, '\r') > 0 && len(d.pending) < maxQPBlanks:
+			// Python's decoder takes '=', CR, then anything up to the LF as
+			// a soft break (round 32): so does the guard.
 			d.pending = append(d.pending, c)
 			continue
 		}
