@@ -93,6 +93,15 @@ func routeEverything(ipv6 bool) error {
 	if err != nil {
 		return err
 	}
+	// No qdisc in front of the TUN's own queue: a pfifo_fast there drops
+	// a burst's overflow where egress0's drop counter does not see it (and
+	// sendto still reports success), so those attempts would leave no
+	// trace. With noqueue, every packet egressd does not read is one the
+	// TUN dropped and counted.
+	noqueue := &netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Parent: netlink.HANDLE_ROOT}, QdiscType: "noqueue"}
+	if err := netlink.QdiscReplace(noqueue); err != nil {
+		return fmt.Errorf("noqueue on %s: %w", egressLink, err)
+	}
 	if err := netlink.LinkSetUp(link); err != nil {
 		return err
 	}
@@ -127,7 +136,7 @@ func routeEverything(ipv6 bool) error {
 
 // egress0 holds at most its queue length (500 packets) that the supervisor
 // has not read yet; the kernel drops what a burst sends past that, and
-// counts it. Those are attempts too, whose destinations no one saw, so the
+// counts it (in the TUN itself: routeEverything leaves no qdisc in front). Those are attempts too, whose destinations no one saw, so the
 // supervisor keeps the sandbox's /proc/net/dev open (the open file keeps
 // the namespace, and so egress0's counters, alive after the program exits)
 // and audits the count.
