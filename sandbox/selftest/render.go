@@ -1,10 +1,13 @@
 package selftest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/egressd/egressd/internal/termsafe"
 )
 
 // fixes say what to do about an OPEN, by layer.
@@ -47,17 +50,18 @@ func Fix(r Result) string {
 
 // WriteTable prints the report for a person.
 func WriteTable(w io.Writer, r Report) {
+	q := termsafe.String // what the probes saw may name anything: nothing paints or reorders the terminal
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROBE\tLAYER\tRESULT\tDETAIL")
 	for _, p := range r.Probes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, p.Layer, p.Result, p.Detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", q(p.Name), q(p.Layer), q(p.Result), q(p.Detail))
 	}
 	tw.Flush()
 	h := r.Host
-	fmt.Fprintf(w, "\nhost: kernel %s %s, Landlock ABI %d, %s, root %v, mode %s\n", h.Kernel, h.Arch, h.LandlockABI, h.UserNS, h.Root, h.Mode)
+	fmt.Fprintf(w, "\nhost: kernel %s %s, Landlock ABI %d, %s, root %v, mode %s\n", q(h.Kernel), q(h.Arch), h.LandlockABI, q(h.UserNS), h.Root, q(h.Mode))
 	b := r.Bounds
 	fmt.Fprintf(w, "bounds seen inside: processes %s, open files %s, address space %s, file size %s, stack %s, locked memory %s, nice %s, cgroup pids %s, cgroup memory %s\n",
-		b.Processes, b.OpenFiles, b.AddrSpace, b.FileSize, b.Stack, b.LockedMem, b.Nice, b.CgroupPids, b.CgroupMem)
+		q(b.Processes), q(b.OpenFiles), q(b.AddrSpace), q(b.FileSize), q(b.Stack), q(b.LockedMem), q(b.Nice), q(b.CgroupPids), q(b.CgroupMem))
 	var open []Result
 	for _, p := range r.Probes {
 		if p.Result == Open {
@@ -76,7 +80,7 @@ func WriteTable(w io.Writer, r Report) {
 	for _, p := range open {
 		if !said[p.Layer] {
 			said[p.Layer] = true
-			fmt.Fprintf(w, "  %s: %s\n", p.Layer, Fix(p))
+			fmt.Fprintf(w, "  %s: %s\n", q(p.Layer), q(Fix(p)))
 		}
 	}
 }
@@ -101,7 +105,12 @@ func WriteJSON(w io.Writer, r Report) error {
 			out.Open++
 		}
 	}
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	_, err := w.Write(termsafe.JSON(buf.Bytes())) // a detail's bidi override as \u202e, as the table escapes it
+	return err
 }
