@@ -369,10 +369,13 @@ func (d *Daemon) closeListeners(ctx context.Context, drain time.Duration, closin
 
 // Shutdown stops accepting on every listener, drains open tunnels until the
 // drain timeout, closes the rest, and writes the audit chain's clean end.
+// It returns the audit log's close error (a last write that failed, or a
+// run link that could not record the end: audit.LinkError), so serve does
+// not exit 0 over a chain whose end no one can find.
 //
 // It never waits for a reload in progress: a reload stuck reading a file
 // finds, when it returns, that egressd is stopping, and changes nothing.
-func (d *Daemon) Shutdown(ctx context.Context) {
+func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.stopping.Store(true)
 	d.ready.Store(false)
 	d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "drain", Msg: fmt.Sprintf("draining open tunnels for up to %s", d.Config().Timeouts.Drain)})
@@ -381,7 +384,7 @@ func (d *Daemon) Shutdown(ctx context.Context) {
 		d.Suppress.Flush(true)
 	}
 	d.Audit.Write(audit.Event{Kind: audit.Lifecycle, Action: "stop"})
-	d.Audit.Close()
+	return d.Audit.Close()
 }
 
 // closeAll closes every listener, draining them together.

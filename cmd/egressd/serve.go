@@ -111,10 +111,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 	if err != nil {
 		go watch.close() // once built: a stuck walk must not hold up the exit
 		if errors.Is(err, errStoppedWhileStarting) {
+			if !shutdown(context.Background(), d, stderr) { // the audit chain's clean end
+				return exitFail
+			}
 			return exitOK
 		}
 		d.Audit.Write(startFailed(err))
-		d.Shutdown(context.Background()) // listeners opened are closed, and the chain ends cleanly
+		shutdown(context.Background(), d, stderr) // listeners opened are closed, and the chain ends cleanly
 		printLines(stderr, "egressd serve: "+err.Error())
 		return exitFail
 	}
@@ -160,14 +163,26 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 				continue
 			}
 			notify(stderr, daemon.SdNotifyStopping)
-			d.Shutdown(ctx)
+			if !shutdown(ctx, d, stderr) {
+				return exitFail
+			}
 			return exitOK
 		case err := <-d.Errors():
 			fmt.Fprintln(stderr, "egressd serve:", err)
-			d.Shutdown(ctx)
+			shutdown(ctx, d, stderr)
 			return exitFail
 		}
 	}
+}
+
+// shutdown stops d and reports false, having said why on stderr, when the
+// audit log's end may be lost: serve then exits non-zero.
+func shutdown(ctx context.Context, d *proxy.Daemon, stderr io.Writer) bool {
+	if err := d.Shutdown(ctx); err != nil {
+		printLines(stderr, "egressd serve: audit log: "+err.Error())
+		return false
+	}
+	return true
 }
 
 // startFailed is the audit record of a start that failed after the audit
@@ -274,8 +289,7 @@ func startDaemon(ctx context.Context, cancel context.CancelFunc, d *proxy.Daemon
 				hup = true
 			case syscall.SIGTERM, syscall.SIGINT:
 				cancel()
-				<-done                           // prompt: the manifest reads stop waiting when ctx ends
-				d.Shutdown(context.Background()) // the audit chain's clean end
+				<-done // prompt: the manifest reads stop waiting when ctx ends
 				return false, errStoppedWhileStarting
 			}
 		}
