@@ -23,6 +23,10 @@ type admission struct {
 	// withheld, with pending, says why widen: auto or pin_digest did
 	// not approve the widening (gateWithheld).
 	withheld string
+	// widenAuto says widen: auto is the gate at this load: set for the
+	// place and not withheld (gateWithheld), so it is announced as an
+	// exemption in force only where it is one.
+	widenAuto bool
 	// outdated, with pending, says the change's approval was withdrawn
 	// at this load: the id it moves to changed since (withdrawOutdated).
 	outdated bool
@@ -90,6 +94,7 @@ func admitAt(s *State, places []string, m *allowlist.Manifest, in Integration, s
 	if adm.pending != "" {
 		adm.withheld = withheld
 	}
+	adm.widenAuto = in.Widen == WidenAuto
 	return adm, err
 }
 

@@ -365,6 +365,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, read manifestRead, last *
 		return refuse(fmt.Errorf("%w (version memory: %s)", err, r.memory.where()))
 	}
 	opts := r.options(cfg, in)
+	opts.WidenAuto = adm.widenAuto
 	if opts.Secrets, err = BindSecrets(m, adm.inForce, in.PassedEnv, in.Secrets); err != nil {
 		return refuse(err)
 	}
@@ -419,6 +420,7 @@ func StartProblems(cfg Config) []error {
 
 func (r *Registry) rebuild(cfg Config, in Integration, last *Policy, gen uint64) *Policy {
 	opts := r.options(cfg, in)
+	opts.WidenAuto = opts.WidenAuto && last.widenAuto // withheld at the last load: still withheld
 	var err error
 	if opts.Secrets, err = BindSecrets(last.Manifest, last.Entries(), in.PassedEnv, in.Secrets); err != nil {
 		opts.Secrets = last.Secrets() // the last good bindings, as the last good list
