@@ -80,7 +80,7 @@ func (s *Server) admit(c net.Conn, headerTimeout bool) bool {
 			}
 		})
 	}
-	s.slots.Store(c, p)
+	s.slots.Store(slotKey(c), p)
 	s.accepted()
 	return true
 }
@@ -88,7 +88,7 @@ func (s *Server) admit(c net.Conn, headerTimeout bool) bool {
 // requestArrived stops c's request-header clock; its slot stays taken
 // until the handshake ends.
 func (s *Server) requestArrived(c any) {
-	if v, ok := s.slots.Load(c); ok {
+	if v, ok := s.slots.Load(slotKey(c)); ok {
 		p := v.(*pending)
 		p.arrived.Store(true)
 		if p.timer != nil {
@@ -100,13 +100,23 @@ func (s *Server) requestArrived(c any) {
 // releaseSlot frees c's handshake slot, if it holds one, and reports
 // whether c closed before its request was read.
 func (s *Server) releaseSlot(c any) (beforeRequest bool) {
-	v, ok := s.slots.LoadAndDelete(c)
+	v, ok := s.slots.LoadAndDelete(slotKey(c))
 	if !ok {
 		return false
 	}
 	p := v.(*pending)
 	p.release()
 	return !p.arrived.Load()
+}
+
+// slotKey is the connection a slot is filed under: the accepted socket,
+// whether the caller holds it in its head guard (net/http's callbacks) or
+// unguarded (the CONNECT path, which splices the socket itself).
+func slotKey(c any) any {
+	if g, ok := c.(*headGuard); ok {
+		return g.Conn
+	}
+	return c
 }
 
 // refusedAtAccept records a connection closed at accept. Repeats fold into

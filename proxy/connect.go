@@ -413,6 +413,10 @@ func (s *Server) refuse(client net.Conn, p *policy.Policy, d policy.Decision, ev
 // with sentence (a captured connection is closed).
 func (s *Server) refuseSaying(client net.Conn, d policy.Decision, ev *audit.Event, how arrival, sentence string) {
 	ev.Decision, ev.Reason = "deny", string(d.Reason)
+	// The handshake slot goes back before the answer: a client that reads
+	// its refusal and connects again never finds its own slot still taken
+	// (with few slots, that next connection was closed at accept).
+	s.releaseSlot(client)
 	s.recordDenial(*ev)
 	if how == captured {
 		client.Close()
