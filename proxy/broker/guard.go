@@ -275,14 +275,15 @@ type guessGuard struct {
 	forms   []valueForm
 	finds   []matcher // on the bytes as they are
 	decoded []matcher // on the bytes form-decoded
-	qp      []matcher // on the bytes quoted-printable-decoded; nil unless the body holds MIME parts (mimeParts)
+	// mime reads the body through each decoder an origin applies to a
+	// MIME part (mimeviews.go); nil unless the body holds MIME parts.
+	mime []*viewMatchers
 	// pieces and decodedPieces look for the pieces (valueForm.piece) in
 	// the alphabet view of the bytes, and of them form-decoded; nil for
 	// other forms.
 	pieces, decodedPieces []*matcher
 	dec                   formDecoder
-	qpDec                 qpDecoder
-	scratch, qpOut, view  []byte
+	scratch, view         []byte
 	ends                  []int
 	hit                   func(name string) // called once, with the secret's name
 	err                   error
@@ -310,16 +311,63 @@ func newGuessGuard(body io.ReadCloser, forms []valueForm, trailer *http.Request,
 	for _, f := range forms {
 		g.finds = append(g.finds, matcher{pattern: f.form})
 		g.decoded = append(g.decoded, matcher{pattern: f.form})
-		if mimeParts(trailer.Header) {
-			g.qp = append(g.qp, matcher{pattern: f.form})
-		}
 		var raw, dec *matcher
 		if f.piece {
 			raw, dec = &matcher{pattern: f.form}, &matcher{pattern: f.form}
 		}
 		g.pieces, g.decodedPieces = append(g.pieces, raw), append(g.decodedPieces, dec)
 	}
+	if mimeParts(trailer.Header) {
+		keep := 0
+		for _, f := range forms {
+			keep = max(keep, len(f.form))
+		}
+		for _, v := range mimeViews(keep) {
+			g.mime = append(g.mime, newViewMatchers(v, forms))
+		}
+	}
 	return g
+}
+
+// viewMatchers looks for every value form in what a view gives, and for
+// the pieces in its alphabet view too (base64 of a value, written with
+// escapes or soft breaks inside, or uuencoded).
+type viewMatchers struct {
+	view       mimeView
+	finds      []matcher
+	pieces     []*matcher // nil for forms that are not pieces
+	out, alpha []byte
+}
+
+func newViewMatchers(v mimeView, forms []valueForm) *viewMatchers {
+	m := &viewMatchers{view: v}
+	for _, f := range forms {
+		m.finds = append(m.finds, matcher{pattern: f.form})
+		var piece *matcher
+		if f.piece {
+			piece = &matcher{pattern: f.form}
+		}
+		m.pieces = append(m.pieces, piece)
+	}
+	return m
+}
+
+// feed reads b through the view and returns the index of a form found,
+// or -1. ends is scratch.
+func (m *viewMatchers) feed(b []byte, ends []int) int {
+	m.out = m.view.decode(b, m.out[:0])
+	for i := range m.finds {
+		if len(m.finds[i].feed(m.out, ends[:0])) > 0 {
+			return i
+		}
+	}
+	m.alpha = alphabetView(m.out, m.alpha[:0])
+	for i, piece := range m.pieces {
+		if piece != nil && len(piece.feed(m.alpha, ends[:0])) > 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 func (g *guessGuard) Read(p []byte) (int, error) {
@@ -328,15 +376,9 @@ func (g *guessGuard) Read(p []byte) (int, error) {
 	}
 	n, err := g.ReadCloser.Read(p)
 	g.scratch = g.dec.decode(p[:n], g.scratch[:0])
-	if g.qp != nil {
-		g.qpOut = g.qpDec.decode(p[:n], g.qpOut[:0])
-	}
 	for i := range g.finds {
 		g.ends = g.finds[i].feed(p[:n], g.ends[:0])
 		g.ends = g.decoded[i].feed(g.scratch, g.ends)
-		if g.qp != nil {
-			g.ends = g.qp[i].feed(g.qpOut, g.ends)
-		}
 		if len(g.ends) > 0 {
 			return g.fail(g.forms[i].name)
 		}
@@ -353,6 +395,11 @@ func (g *guessGuard) Read(p []byte) (int, error) {
 			if g.ends = m.feed(g.view, g.ends[:0]); len(g.ends) > 0 {
 				return g.fail(g.forms[i].name)
 			}
+		}
+	}
+	for _, m := range g.mime {
+		if i := m.feed(p[:n], g.ends); i >= 0 {
+			return g.fail(g.forms[i].name)
 		}
 	}
 	if err == io.EOF {

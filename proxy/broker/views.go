@@ -94,22 +94,6 @@ func (d *formDecoder) decode(b, out []byte) []byte {
 	return out
 }
 
-// qpDecoder decodes quoted-printable (RFC 2045) as it streams, as Go's
-// mime/quotedprintable (and so any Go origin's multipart form parser) and
-// mail libraries read it: =XX as the byte, a soft line break ('=', any
-// blanks, then LF, or CR and anything up to the LF, as Python reads it)
-// as nothing, anything else as it is. A multipart
-// part sent with Content-Transfer-Encoding: quoted-printable is decoded by
-// the origin without being asked (round 31: a guess list written =XX, or
-// cut by one soft break, reached the origin whole, and its echo was
-// scrubbed). Its state is the escape begun at the end of the last read;
-// a run of blanks after '=' longer than maxQPBlanks is taken as it is.
-type qpDecoder struct {
-	pending []byte // "=", "=X", or "=" then blanks and perhaps '\r'
-}
-
-const maxQPBlanks = 128
-
 // mimeParts reports whether a body with header h holds MIME parts, where a
 // part may carry its own Content-Transfer-Encoding (multipart/*, message/*):
 // the bodies an origin's parser decodes quoted-printable in. Other bodies
@@ -126,60 +110,6 @@ func mimeParts(h http.Header) bool {
 		}
 	}
 	return false
-}
-
-func (d *qpDecoder) decode(b, out []byte) []byte {
-	for len(b) > 0 {
-		if len(d.pending) == 0 {
-			k := bytes.IndexByte(b, '=')
-			if k < 0 {
-				return append(out, b...)
-			}
-			out = append(out, b[:k]...)
-			d.pending = append(d.pending, '=')
-			b = b[k+1:]
-			continue
-		}
-		c := b[0]
-		b = b[1:]
-		last := d.pending[len(d.pending)-1]
-		switch {
-		case len(d.pending) == 1 && isHex(c):
-			d.pending = append(d.pending, c)
-			continue
-		case len(d.pending) == 2 && isHex(d.pending[1]):
-			if isHex(c) {
-				out = append(out, unhex(d.pending[1])<<4|unhex(c))
-				d.pending = d.pending[:0]
-				continue
-			}
-		case c == '\n':
-			// "=", blanks, an optional CR, then LF: a soft line break.
-			d.pending = d.pending[:0]
-			continue
-		case last != '\r' && (c == ' ' || c == '\t') && len(d.pending) < maxQPBlanks:
-			d.pending = append(d.pending, c)
-			continue
-		case last != '\r' && c == '\r':
-			d.pending = append(d.pending, c)
-			continue
-		case bytes.IndexByte(d.pending, '\r') > 0 && len(d.pending) < maxQPBlanks:
-			// Python's decoder takes '=', CR, then anything up to the LF as
-			// a soft break (round 32): so does the guard.
-			d.pending = append(d.pending, c)
-			continue
-		}
-		// Not an escape after all: '=' and what followed are themselves,
-		// and c starts afresh.
-		out = append(out, d.pending...)
-		d.pending = d.pending[:0]
-		if c == '=' {
-			d.pending = append(d.pending, c)
-		} else {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 func isHex(c byte) bool {
