@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -62,7 +63,10 @@ func uuencoded(b []byte) string {
 //     it decoded (the guard dropped everything up to the LF);
 //   - "==": '=' to Python (the guard read '=' then the escape "=de");
 //   - the list uuencoded in a part labelled x-uuencode, which Python's
-//     email package decodes.
+//     email package decodes;
+//   - the list's base64 with junk between, written =XX (an origin that
+//     decodes the part, then the base64 leniently): each view's output
+//     is read through the alphabet view too.
 //
 // Each is refused secret_guessed, the origin never has it whole.
 func TestGuessesHiddenWhereTheGuardsQuotedPrintableViewDifferedFromTheOriginsAreRefused(t *testing.T) {
@@ -78,6 +82,7 @@ func TestGuessesHiddenWhereTheGuardsQuotedPrintableViewDifferedFromTheOriginsAre
 		{"'= ' CR then an escape (Go and Python)", guessPlus, nil, "", func(g string) string { return "= \r" + g[:4] + fmt.Sprintf("=%02X", g[4]) + g[5:] }},
 		{"'==' for '=' (Python)", dbleq, []string{"AccountKey=cafebabe42", dbleq, "AccountKey=feedface42"}, "", func(g string) string { return strings.ReplaceAll(g, "=", "==") }},
 		{"uuencoded, x-uuencode (Python)", guessPlus, nil, "x-uuencode", nil},
+		{"base64 written =XX with junk between (Go and Python)", guessPlus, nil, "", nil},
 	} {
 		for _, h2 := range []bool{false, true} {
 			t.Run(tc.name+map[bool]string{false: " h1", true: " h2"}[h2], func(t *testing.T) {
@@ -93,8 +98,19 @@ func TestGuessesHiddenWhereTheGuardsQuotedPrintableViewDifferedFromTheOriginsAre
 						lines = append(lines, tc.write(g))
 					}
 					text = strings.Join(lines, "\r\n")
-				} else {
+				} else if tc.cte == "x-uuencode" {
 					text = uuencoded([]byte(strings.Join(guesses, "\r\n")))
+				} else {
+					// Base64 with a '.' after every fourth character (a
+					// lenient base64 decoder skips it), every byte written
+					// =XX: the hex digits are in the base64 alphabet, so
+					// the raw alphabet view has no piece of the value.
+					b64 := base64.StdEncoding.EncodeToString([]byte(strings.Join(guesses, "\r\n")))
+					var cut strings.Builder
+					for i := 0; i < len(b64); i += 4 {
+						cut.WriteString(qpEveryByte(b64[i:min(i+4, len(b64))] + "."))
+					}
+					text = cut.String()
 				}
 				body, ct := encodedNoteForm(t, text, tc.cte)
 				req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), body)
