@@ -244,3 +244,38 @@ func uuLine(b []byte) string {
 	}
 	return string(out)
 }
+
+// TestALongBlankRunIsShortenedOnlyWhereNoValueCanLie: the Go view keeps a
+// blank run longer than twice the longest form as its two ends; every
+// run of up to keep bytes of what Go's reader gives that holds a byte
+// other than a blank, tab or CR is still in what the view gives.
+func TestALongBlankRunIsShortenedOnlyWhereNoValueCanLie(t *testing.T) {
+	const keep = 6
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 400 {
+		var in strings.Builder
+		for range 1 + r.IntN(8) {
+			in.WriteString([]string{"ab", "=41", "c", "=", "=\r\n", "\r\n", "x=4"}[r.IntN(7)])
+			for range r.IntN(6 * keep) {
+				in.WriteByte(" \t\r"[r.IntN(3)])
+			}
+		}
+		want, err := io.ReadAll(quotedprintable.NewReader(strings.NewReader(in.String())))
+		d := &goQP{keep: keep}
+		got := d.endLine(d.decode([]byte(in.String()), nil), false)
+		if err == nil && len(got) > len(want) {
+			t.Fatalf("%q: the view gave %q, longer than Go's %q", in.String(), got, want)
+		}
+		for i := range want {
+			for n := 1; n <= keep && i+n <= len(want); n++ {
+				w := want[i : i+n]
+				if len(bytes.Trim(w, " \t\r")) == 0 {
+					continue
+				}
+				if !bytes.Contains(got, w) {
+					t.Fatalf("%q: Go gave %q, the view %q, without %q", in.String(), want, got, w)
+				}
+			}
+		}
+	}
+}
