@@ -301,16 +301,22 @@ type uuView struct {
 }
 
 func (d *uuView) decode(b, out []byte) []byte {
-	for _, c := range b {
+	for i := 0; i < len(b); i++ {
+		if d.inLine && d.left == 0 {
+			// The line gives nothing more: skip to its end.
+			k := bytes.IndexAny(b[i:], d.lineEnds())
+			if k < 0 {
+				return out
+			}
+			i += k
+		}
+		c := b[i]
 		if c == '\n' || (c == '\r' && !d.lfOnly) {
 			out = d.endLine(out)
 			continue
 		}
 		if !d.inLine {
 			d.inLine, d.left = true, int((c-' ')&63)
-			continue
-		}
-		if d.left == 0 {
 			continue
 		}
 		sextet := uint((c - ' ') & 63)
@@ -320,6 +326,14 @@ func (d *uuView) decode(b, out []byte) []byte {
 		out = d.sextet(sextet, out)
 	}
 	return out
+}
+
+// lineEnds are the bytes that end a line.
+func (d *uuView) lineEnds() string {
+	if d.lfOnly {
+		return "\n"
+	}
+	return "\r\n"
 }
 
 func (d *uuView) sextet(v uint, out []byte) []byte {
