@@ -40,11 +40,21 @@ func qpEveryByte(s string) string {
 // first), and the form's Content-Type.
 func qpNoteForm(t *testing.T, text string) (body, contentType string) {
 	t.Helper()
+	return encodedNoteForm(t, text, "quoted-printable")
+}
+
+// encodedNoteForm is qpNoteForm for a part labelled with the transfer
+// encoding cte ("" for quoted-printable).
+func encodedNoteForm(t *testing.T, text, cte string) (body, contentType string) {
+	t.Helper()
+	if cte == "" {
+		cte = "quoted-printable"
+	}
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	h := textproto.MIMEHeader{}
 	h.Set("Content-Disposition", `form-data; name="note"`)
-	h.Set("Content-Transfer-Encoding", "quoted-printable")
+	h.Set("Content-Transfer-Encoding", cte)
 	pw, err := mw.CreatePart(h)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -122,43 +121,6 @@ func valueForms(secrets []policy.Secret) []valueForm {
 	}
 	return out
 }
-
-// alphabetView appends to out the bytes of b in the base64 alphabets,
-// the URL alphabet's '-' and '_' written as the standard '+' and '/',
-// and nothing else: what a lenient decoder (Node's Buffer, Python's
-// b64decode) decodes, base64 wrapped at any column (MIME, PEM), with
-// junk between its characters, or in both alphabets at once. Only the
-// stable pieces of the values' base64 are looked for in it (not the
-// values: joined words would make them up from ordinary text). A piece
-// is at least MinBase64Piece characters, 48 bits that only the value
-// decides (a value of 8 bytes or more has pieces of 10 or more, 60
-// bits): text that is not that value's base64 holds one by chance with
-// a probability of about 2^-48 per position or less, so a chance match
-// (a refusal and a quarantine for nothing) is negligible. One byte in,
-// at most one out, no state across reads: a streamed body is viewed
-// read by read.
-func alphabetView(b, out []byte) []byte {
-	n := len(out)
-	out = slices.Grow(out, len(b))[:n+len(b)]
-	for _, c := range b {
-		// Branch-free: every byte is written, and kept only if in the
-		// alphabet (the next one overwrites it otherwise).
-		v := inAlphabet[c]
-		out[n] = v
-		n += int((v | -v) >> 7)
-	}
-	return out[:n]
-}
-
-// inAlphabet maps each byte of the base64 alphabets to what alphabetView
-// writes for it, and every other byte to 0.
-var inAlphabet = func() (t [256]byte) {
-	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") {
-		t[c] = c
-	}
-	t['-'], t['_'] = '+', '/'
-	return t
-}()
 
 // carriedPiece is the name of a secret a stable base64 piece of whose
 // value s holds in its alphabet view, or "".
@@ -313,14 +275,15 @@ type guessGuard struct {
 	forms   []valueForm
 	finds   []matcher // on the bytes as they are
 	decoded []matcher // on the bytes form-decoded
-	qp      []matcher // on the bytes quoted-printable-decoded; nil unless the body holds MIME parts (mimeParts)
+	// mime reads the body through each decoder an origin applies to a
+	// MIME part (mimeviews.go); nil unless the body holds MIME parts.
+	mime []*viewMatchers
 	// pieces and decodedPieces look for the pieces (valueForm.piece) in
 	// the alphabet view of the bytes, and of them form-decoded; nil for
 	// other forms.
 	pieces, decodedPieces []*matcher
 	dec                   formDecoder
-	qpDec                 qpDecoder
-	scratch, qpOut, view  []byte
+	scratch, view         []byte
 	ends                  []int
 	hit                   func(name string) // called once, with the secret's name
 	err                   error
@@ -348,16 +311,63 @@ func newGuessGuard(body io.ReadCloser, forms []valueForm, trailer *http.Request,
 	for _, f := range forms {
 		g.finds = append(g.finds, matcher{pattern: f.form})
 		g.decoded = append(g.decoded, matcher{pattern: f.form})
-		if mimeParts(trailer.Header) {
-			g.qp = append(g.qp, matcher{pattern: f.form})
-		}
 		var raw, dec *matcher
 		if f.piece {
 			raw, dec = &matcher{pattern: f.form}, &matcher{pattern: f.form}
 		}
 		g.pieces, g.decodedPieces = append(g.pieces, raw), append(g.decodedPieces, dec)
 	}
+	if mimeParts(trailer.Header) {
+		keep := 0
+		for _, f := range forms {
+			keep = max(keep, len(f.form))
+		}
+		for _, v := range mimeViews(keep) {
+			g.mime = append(g.mime, newViewMatchers(v, forms))
+		}
+	}
 	return g
+}
+
+// viewMatchers looks for every value form in what a view gives, and for
+// the pieces in its alphabet view too (base64 of a value, written with
+// escapes or soft breaks inside, or uuencoded).
+type viewMatchers struct {
+	view       mimeView
+	finds      []matcher
+	pieces     []*matcher // nil for forms that are not pieces
+	out, alpha []byte
+}
+
+func newViewMatchers(v mimeView, forms []valueForm) *viewMatchers {
+	m := &viewMatchers{view: v}
+	for _, f := range forms {
+		m.finds = append(m.finds, matcher{pattern: f.form})
+		var piece *matcher
+		if f.piece {
+			piece = &matcher{pattern: f.form}
+		}
+		m.pieces = append(m.pieces, piece)
+	}
+	return m
+}
+
+// feed reads b through the view and returns the index of a form found,
+// or -1. ends is scratch.
+func (m *viewMatchers) feed(b []byte, ends []int) int {
+	m.out = m.view.decode(b, m.out[:0])
+	for i := range m.finds {
+		if len(m.finds[i].feed(m.out, ends[:0])) > 0 {
+			return i
+		}
+	}
+	m.alpha = alphabetView(m.out, m.alpha[:0])
+	for i, piece := range m.pieces {
+		if piece != nil && len(piece.feed(m.alpha, ends[:0])) > 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 func (g *guessGuard) Read(p []byte) (int, error) {
@@ -366,15 +376,9 @@ func (g *guessGuard) Read(p []byte) (int, error) {
 	}
 	n, err := g.ReadCloser.Read(p)
 	g.scratch = g.dec.decode(p[:n], g.scratch[:0])
-	if g.qp != nil {
-		g.qpOut = g.qpDec.decode(p[:n], g.qpOut[:0])
-	}
 	for i := range g.finds {
 		g.ends = g.finds[i].feed(p[:n], g.ends[:0])
 		g.ends = g.decoded[i].feed(g.scratch, g.ends)
-		if g.qp != nil {
-			g.ends = g.qp[i].feed(g.qpOut, g.ends)
-		}
 		if len(g.ends) > 0 {
 			return g.fail(g.forms[i].name)
 		}
@@ -393,159 +397,15 @@ func (g *guessGuard) Read(p []byte) (int, error) {
 			}
 		}
 	}
+	for _, m := range g.mime {
+		if i := m.feed(p[:n], g.ends); i >= 0 {
+			return g.fail(g.forms[i].name)
+		}
+	}
 	if err == io.EOF {
 		if name := guessedInHeader(g.trailer.Trailer, g.forms); name != "" {
 			return g.fail(name)
 		}
 	}
 	return n, err
-}
-
-// formDecoder decodes application/x-www-form-urlencoded bytes as they
-// stream: %XX as the byte, '+' as a space, anything else (a '%' not
-// followed by two hex digits included) as it is. Its state is the escape
-// begun at the end of the last read.
-type formDecoder struct {
-	pending []byte // "%" or "%X", awaiting the rest of an escape
-}
-
-func (d *formDecoder) decode(b, out []byte) []byte {
-	for len(b) > 0 {
-		if len(d.pending) == 0 {
-			// Bytes up to the next '%' or '+' are themselves: copied at
-			// memory speed, not one by one.
-			k := bytes.IndexAny(b, "%+")
-			if k < 0 {
-				return append(out, b...)
-			}
-			out = append(out, b[:k]...)
-			b = b[k:]
-		}
-		c := b[0]
-		b = b[1:]
-		if len(d.pending) > 0 {
-			if !isHex(c) {
-				out = append(out, d.pending...)
-				d.pending = d.pending[:0]
-			} else if len(d.pending) == 2 {
-				out = append(out, unhex(d.pending[1])<<4|unhex(c))
-				d.pending = d.pending[:0]
-				continue
-			} else {
-				d.pending = append(d.pending, c)
-				continue
-			}
-		}
-		switch c {
-		case '%':
-			d.pending = append(d.pending, c)
-		case '+':
-			out = append(out, ' ')
-		default:
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// qpDecoder decodes quoted-printable (RFC 2045) as it streams, as Go's
-// mime/quotedprintable (and so any Go origin's multipart form parser) and
-// mail libraries read it: =XX as the byte, a soft line break ('=', any
-// blanks, then LF, or CR and anything up to the LF, as Python reads it)
-// as nothing, anything else as it is. A multipart
-// part sent with Content-Transfer-Encoding: quoted-printable is decoded by
-// the origin without being asked (round 31: a guess list written =XX, or
-// cut by one soft break, reached the origin whole, and its echo was
-// scrubbed). Its state is the escape begun at the end of the last read;
-// a run of blanks after '=' longer than maxQPBlanks is taken as it is.
-type qpDecoder struct {
-	pending []byte // "=", "=X", or "=" then blanks and perhaps '\r'
-}
-
-const maxQPBlanks = 128
-
-// mimeParts reports whether a body with header h holds MIME parts, where a
-// part may carry its own Content-Transfer-Encoding (multipart/*, message/*):
-// the bodies an origin's parser decodes quoted-printable in. Other bodies
-// are not read that way: the view costs the guard about as much again,
-// and no parser applies a part's transfer encoding without parts.
-// Every Content-Type field counts (origins differ on which of two they
-// take), and the type is looked for anywhere in it: a media-type parser
-// trims more than blanks (Go's drops a leading U+00A0 or U+0085, round 32).
-func mimeParts(h http.Header) bool {
-	for _, v := range h.Values("Content-Type") {
-		ct := strings.ToLower(v)
-		if strings.Contains(ct, "multipart/") || strings.Contains(ct, "message/") {
-			return true
-		}
-	}
-	return false
-}
-
-func (d *qpDecoder) decode(b, out []byte) []byte {
-	for len(b) > 0 {
-		if len(d.pending) == 0 {
-			k := bytes.IndexByte(b, '=')
-			if k < 0 {
-				return append(out, b...)
-			}
-			out = append(out, b[:k]...)
-			d.pending = append(d.pending, '=')
-			b = b[k+1:]
-			continue
-		}
-		c := b[0]
-		b = b[1:]
-		last := d.pending[len(d.pending)-1]
-		switch {
-		case len(d.pending) == 1 && isHex(c):
-			d.pending = append(d.pending, c)
-			continue
-		case len(d.pending) == 2 && isHex(d.pending[1]):
-			if isHex(c) {
-				out = append(out, unhex(d.pending[1])<<4|unhex(c))
-				d.pending = d.pending[:0]
-				continue
-			}
-		case c == '\n':
-			// "=", blanks, an optional CR, then LF: a soft line break.
-			d.pending = d.pending[:0]
-			continue
-		case last != '\r' && (c == ' ' || c == '\t') && len(d.pending) < maxQPBlanks:
-			d.pending = append(d.pending, c)
-			continue
-		case last != '\r' && c == '\r':
-			d.pending = append(d.pending, c)
-			continue
-		case bytes.IndexByte(d.pending, '\r') > 0 && len(d.pending) < maxQPBlanks:
-			// Python's decoder takes '=', CR, then anything up to the LF as
-			// a soft break (round 32): so does the guard.
-			d.pending = append(d.pending, c)
-			continue
-		}
-		// Not an escape after all: '=' and what followed are themselves,
-		// and c starts afresh.
-		out = append(out, d.pending...)
-		d.pending = d.pending[:0]
-		if c == '=' {
-			d.pending = append(d.pending, c)
-		} else {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0'
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10
-	}
-	return c - 'A' + 10
 }
