@@ -119,7 +119,7 @@ func pythonA2bQP(in string) string {
 // the guard's Python view gives what binascii.a2b_qp gives ('=' CR junk
 // LF and "=" LF soft breaks however long, "==" as '=', no trimming), cut
 // at every byte; and, where python3 is installed, what Python itself
-// gives (python3 is no CI dependency: skipped without it).
+// gives (skipped without it, except in CI, which installs it).
 func TestThePythonQuotedPrintableViewReadsAsBinasciiA2bQPWhateverTheReads(t *testing.T) {
 	inputs := append([]string(nil), adversarialQP...)
 	r := rand.New(rand.NewPCG(3, 4))
@@ -150,10 +150,7 @@ func TestThePythonQuotedPrintableViewReadsAsBinasciiA2bQPWhateverTheReads(t *tes
 			}
 		}
 	}
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not installed: compared with the rules only")
-	}
+	python := python3(t)
 	var all bytes.Buffer
 	for _, in := range inputs[:300] {
 		all.WriteString(in)
@@ -210,10 +207,7 @@ func TestTheUuencodeViewReadsAsPythonsEmailPackage(t *testing.T) {
 	if got := (&uuView{lfOnly: true}).decode([]byte("#86\r8\n"), nil); !bytes.Equal(got, []byte{0x61, 0x60, 0x18}) {
 		t.Fatalf("lfOnly: %x", got)
 	}
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not installed: compared with the rules only")
-	}
+	python := python3(t)
 	msg := "Content-Type: text/plain\r\nContent-Transfer-Encoding: x-uuencode\r\n\r\n" + in.String()
 	cmd := exec.Command(python, "-c", `import email,sys
 sys.stdout.buffer.write(email.message_from_bytes(sys.stdin.buffer.read()).get_payload(decode=True))`)
@@ -278,4 +272,19 @@ func TestALongBlankRunIsShortenedOnlyWhereNoValueCanLie(t *testing.T) {
 			}
 		}
 	}
+}
+
+// python3 finds python3 to compare a view with Python's own decoders: a
+// missing one skips locally and fails in CI (scripts/test-prerequisites
+// installs it).
+func python3(t *testing.T) string {
+	t.Helper()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("python3 is missing: the views are compared with Python's decoders in CI")
+		}
+		t.Skip("python3 not installed: compared with the rules only")
+	}
+	return python
 }
