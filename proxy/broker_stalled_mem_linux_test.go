@@ -19,7 +19,7 @@ import (
 // maxStalledBrokeredConnBytes bounds what one brokered HTTP/2 connection
 // holds in egressd when its program asks for maxStreams large answers and
 // stops reading them (measured: see README "Limits and timeouts").
-const maxStalledBrokeredConnBytes = 2 << 20
+const maxStalledBrokeredConnBytes = 5 << 19 // 2.5 MiB
 
 // stalledStreams is the streams a brokered HTTP/2 connection serves at once
 // (broker.maxStreams).
@@ -75,6 +75,129 @@ func TestBrokeredConnectionsThatAskForBigAnswersAndNeverReadThemHoldUnderTheDocu
 	}
 }
 
+// maxStalledUploadConnBytes bounds what one brokered HTTP/2 connection
+// holds when its program starts maxStreams uploads of no declared length
+// to an HTTP/2 origin and never finishes them: Go's HTTP/2 transport takes
+// a scratch buffer per request body as large as the origin's
+// SETTINGS_MAX_FRAME_SIZE, at most 512 KiB (a Go origin's is 1 MiB), held
+// until the body ends. A residual, measured (README "Limits and
+// timeouts").
+const maxStalledUploadConnBytes = 4 << 20
+
+// TestBrokeredConnectionsThatStartUploadsAndNeverFinishThemHoldUnderTheDocumentedWorstCase:
+// the upload side of round 33's attack. Real HTTP/2 clients start
+// stalledStreams POSTs of no declared length per connection to a real
+// HTTP/2 origin, send uploadMark bytes of each and stop; once the origin
+// has read uploadMark bytes of every one, the heap and stacks in use after
+// a collection, per connection, are held to maxStalledUploadConnBytes.
+func TestBrokeredConnectionsThatStartUploadsAndNeverFinishThemHoldUnderTheDocumentedWorstCase(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector grows frames and moves values to the heap: the bound is for the build that ships")
+	}
+	profile := os.Getenv("EGRESSD_HEAP_PROFILE")
+	if profile != "" {
+		runtime.MemProfileRate = 1
+	}
+	arrived := make(chan struct{}, stalledConns*stalledStreams)
+	b := newBrokerEnv(t, true, uploadReader(arrived), withConfig(func(c *policy.Config) {
+		c.Limits.MaxBrokeredConnections = 2 * stalledConns
+	}))
+	before, _ := memoryInUse()
+	for range stalledConns {
+		b.stallUploads(t)
+	}
+	for range stalledConns * stalledStreams {
+		<-arrived
+	}
+	after, _ := memoryInUse()
+	per := float64(after.heap+after.stacks-before.heap-before.stacks) / stalledConns
+	t.Logf("a brokered HTTP/2 connection with %d uploads stalled holds %.0f KiB of heap and stacks (%.0f KiB of stacks)",
+		stalledStreams, per/1024, float64(after.stacks-before.stacks)/stalledConns/1024)
+	if profile != "" {
+		writeHeapProfile(t, profile)
+	}
+	if per > maxStalledUploadConnBytes {
+		t.Fatalf("a brokered HTTP/2 connection with %d uploads stalled holds %.0f B of heap and stacks, over %d", stalledStreams, per, maxStalledUploadConnBytes)
+	}
+}
+
+// uploadMark is what each stalled upload sends before it stops.
+const uploadMark = 16 << 10
+
+// uploadReader reads each request's body, reporting on arrived once
+// uploadMark bytes of it came, and answers when it ends.
+func uploadReader(arrived chan<- struct{}) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 4<<10)
+		for n := 0; ; {
+			k, err := r.Body.Read(buf)
+			if n < uploadMark && n+k >= uploadMark {
+				arrived <- struct{}{}
+			}
+			n += k
+			if err != nil {
+				break
+			}
+		}
+		w.Write([]byte("ok"))
+	}
+}
+
+// stallUploads opens a brokered HTTP/2 connection, starts stalledStreams
+// POSTs of no declared length, sends uploadMark bytes of each and no more.
+// The connection stays open until the test ends.
+func (b *brokerEnv) stallUploads(t *testing.T) {
+	t.Helper()
+	fr, target := b.brokeredH2(t)
+	data := make([]byte, uploadMark)
+	for i := range uint32(stalledStreams) {
+		id := 2*i + 1
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: requestBlock("POST", target, "/up"), EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := fr.WriteData(id, false, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// brokeredH2 opens a brokered HTTP/2 connection to api.allowed.example
+// through the CONNECT, sends the preface and SETTINGS granting egressd a
+// 2 GiB window, and returns its framer and the :authority to ask.
+func (b *brokerEnv) brokeredH2(t *testing.T) (*http2.Framer, string) {
+	t.Helper()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.bca.CertPEM())
+	target := net.JoinHostPort("api.allowed.example", itoa(b.origin.addr.Port()))
+	raw, _, resp := b.rawConnect("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n")
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %d", resp.StatusCode)
+	}
+	raw.SetDeadline(time.Now().Add(time.Minute)) // a failsafe, not a measure
+	tc := tls.Client(raw, &tls.Config{ServerName: "api.allowed.example", RootCAs: pool, NextProtos: []string{"h2"}})
+	if err := tc.Handshake(); err != nil || tc.ConnectionState().NegotiatedProtocol != "h2" {
+		t.Fatalf("handshake: %v, protocol %q", err, tc.ConnectionState().NegotiatedProtocol)
+	}
+	if _, err := tc.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(tc, tc)
+	fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1})
+	fr.WriteWindowUpdate(0, 1<<31-1-65535)
+	return fr, target
+}
+
+// requestBlock is the header block of a request carrying TOKEN's
+// placeholder as a bearer token.
+func requestBlock(method, authority, path string) []byte {
+	var block bytes.Buffer
+	enc := hpack.NewEncoder(&block)
+	for _, f := range [][2]string{{":method", method}, {":scheme", "https"}, {":authority", authority}, {":path", path}, {"authorization", "Bearer " + tokenPH}} {
+		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	return block.Bytes()
+}
+
 // stalledMark is what every stream must have received before its client
 // stops reading: several of the reverse proxy's 32 KiB reads, so every
 // buffer on the way has been through its growth.
@@ -104,35 +227,13 @@ func endlessBigAnswer(w http.ResponseWriter, r *http.Request) {
 // connection stays open until the test ends.
 func (b *brokerEnv) stallBigAnswers(t *testing.T) {
 	t.Helper()
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(b.bca.CertPEM())
-	target := net.JoinHostPort("api.allowed.example", itoa(b.origin.addr.Port()))
-	raw, _, resp := b.rawConnect("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n")
-	if resp.StatusCode != 200 {
-		t.Fatalf("CONNECT: %d", resp.StatusCode)
-	}
-	raw.SetDeadline(time.Now().Add(time.Minute)) // a failsafe, not a measure
-	tc := tls.Client(raw, &tls.Config{ServerName: "api.allowed.example", RootCAs: pool, NextProtos: []string{"h2"}})
-	if err := tc.Handshake(); err != nil || tc.ConnectionState().NegotiatedProtocol != "h2" {
-		t.Fatalf("handshake: %v, protocol %q", err, tc.ConnectionState().NegotiatedProtocol)
-	}
-	if _, err := tc.Write([]byte(http2.ClientPreface)); err != nil {
-		t.Fatal(err)
-	}
-	fr := http2.NewFramer(tc, tc)
-	fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1})
-	fr.WriteWindowUpdate(0, 1<<31-1-65535)
+	fr, target := b.brokeredH2(t)
 	got := map[uint32]int{}
 	dec := hpack.NewDecoder(4096, nil)
 	for i := range uint32(stalledStreams) {
-		var block bytes.Buffer
-		enc := hpack.NewEncoder(&block)
-		for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", target}, {":path", "/big"}, {"authorization", "Bearer " + tokenPH}} {
-			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-		}
 		id := 2*i + 1
 		got[id] = -1 // no HEADERS yet
-		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: requestBlock("GET", target, "/big"), EndStream: true, EndHeaders: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
