@@ -128,7 +128,7 @@ func (s *scrubReader) makeRoom() {
 		s.window = make([]byte, 0, s.hold+s.room)
 		return
 	}
-	if cap(s.window)-len(s.window) >= s.room/2 || s.next == 0 {
+	if cap(s.window)-len(s.window) >= max(1, s.room/2) || s.next == 0 {
 		return
 	}
 	n := copy(s.window, s.window[s.next:])
