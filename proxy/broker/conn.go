@@ -120,6 +120,22 @@ const (
 
 var discard = log.New(io.Discard, "", 0)
 
+// copyBuffers are the reverse proxy's copy buffers: an answer's copy takes
+// one for as long as it runs. ReverseProxy's own are 32 KiB each, made per
+// answer; these are as large as what a scrubber releases at a time
+// (scrubRoom) and go back to a pool when the answer ends.
+type copyBuffers struct{}
+
+var copyBufferPool = sync.Pool{New: func() any { return new([scrubRoom]byte) }}
+
+func (copyBuffers) Get() []byte { return copyBufferPool.Get().(*[scrubRoom]byte)[:] }
+
+func (copyBuffers) Put(b []byte) {
+	if len(b) == scrubRoom {
+		copyBufferPool.Put((*[scrubRoom]byte)(b))
+	}
+}
+
 // Serve terminates TLS from client with c.Leaf, serves its requests over
 // HTTP/1.1 or HTTP/2 (as the client's ALPN chose) and forwards each, once
 // checked and substituted, to the origin over TLS verified against
@@ -185,6 +201,7 @@ func Serve(ctx context.Context, client net.Conn, c *Conn) (up, down int64) {
 		ErrorHandler:   b.upstreamError,
 		ErrorLog:       discard,
 		FlushInterval:  -1, // stream: a server-sent event must not wait in a buffer
+		BufferPool:     copyBuffers{},
 	}
 	ln := newSingleListener(tc)
 	connDone := make(chan struct{})

@@ -48,13 +48,25 @@ type scrubReader struct {
 	finds []matcher // finds[i] looks for pairs[i].from
 	hold  int       // bytes held back between reads: the longest from, less one
 
-	// window[next:] is read from src, not yet released; longest[k] is 1 +
-	// the index of the longest pair found starting at window[k], or 0.
-	// Both are compacted when next passes half their length. last is the
-	// last position with a pair noted (-1 if none), so a stretch with none
-	// is released in one copy.
+	// window[next:] is read from src, not yet released; src reads straight
+	// into it, at most room bytes at a time, and it never grows past
+	// hold+room: the held bytes are moved to its start when less than
+	// half the room is left (a copy of at most hold bytes per room/2 read).
+	// longest[k] is 1 + the index of the longest pair found starting at
+	// window[k], or 0; it is made, as long as the window can be, at the
+	// first match only: most answers hold none. last is the last position
+	// with a pair noted (-1 if none), so a stretch with none is released
+	// in one copy.
+	//
+	// What an answer in flight holds is therefore at most hold+room bytes
+	// of window, 4 bytes per window byte of longest once a value was seen,
+	// and out: round 33's client that asked for 8 answers a connection and
+	// never read them found a 32 KiB read buffer beside a window that grew
+	// to twice a read and a longest four times that, some 300 KiB an
+	// answer in each layer.
 	window  []byte
 	longest []int32
+	room    int
 	next    int
 	last    int
 	covered int   // window[:covered] is replaced or released: the end of the last replacement
@@ -64,11 +76,15 @@ type scrubReader struct {
 	sent  int
 	err   error  // src's error, once seen
 	onEOF func() // runs once, when src reached a clean EOF (trailers are read by then)
-	buf   []byte
 }
 
+// scrubRoom is what a scrubber reads from its source at a time, beside
+// the bytes it holds back: half an HTTP/2 frame or TLS record, small
+// because every answer in flight holds it (twice, with built tokens).
+const scrubRoom = 8 << 10
+
 func newScrubReader(src io.ReadCloser, pairs []pair, onEOF func()) *scrubReader {
-	s := &scrubReader{src: src, onEOF: onEOF, buf: make([]byte, 32<<10), last: -1}
+	s := &scrubReader{src: src, onEOF: onEOF, room: scrubRoom, last: -1}
 	for _, p := range pairs {
 		if len(p.from) == 0 {
 			continue // matches everywhere; scrubPairs makes none
@@ -77,14 +93,18 @@ func newScrubReader(src io.ReadCloser, pairs []pair, onEOF func()) *scrubReader 
 		s.finds = append(s.finds, matcher{pattern: p.from})
 		s.hold = max(s.hold, len(p.from)-1)
 	}
+	s.room = max(s.room, s.hold) // a compaction's copy stays within twice the bytes read
 	return s
 }
 
 func (s *scrubReader) Read(p []byte) (int, error) {
 	for s.sent == len(s.out) && s.err == nil {
 		s.out, s.sent = s.out[:0], 0
-		n, err := s.src.Read(s.buf)
-		s.take(s.buf[:n])
+		s.makeRoom()
+		at := len(s.window)
+		n, err := s.src.Read(s.window[at:cap(s.window)])
+		s.window = s.window[:at+n]
+		s.take(at)
 		if err != nil {
 			s.err = err
 		}
@@ -101,23 +121,41 @@ func (s *scrubReader) Read(p []byte) (int, error) {
 	return 0, s.err
 }
 
-// take adds b to the window and notes, at the position each starts, every
-// from that b completes, unless a replacement already passed it.
-func (s *scrubReader) take(b []byte) {
-	if s.next > len(s.window)/2 {
-		n := copy(s.window, s.window[s.next:])
-		copy(s.longest, s.longest[s.next:])
-		s.window, s.longest, s.last, s.covered, s.next = s.window[:n], s.longest[:n], s.last-s.next, max(0, s.covered-s.next), 0
+// makeRoom makes the window, or moves its held bytes to its start when
+// less than half the room is left after them.
+func (s *scrubReader) makeRoom() {
+	if s.window == nil {
+		s.window = make([]byte, 0, s.hold+s.room)
+		return
 	}
-	at := len(s.window)
-	s.window = append(s.window, b...)
-	s.longest = append(s.longest, make([]int32, len(b))...)
+	if cap(s.window)-len(s.window) >= max(1, s.room/2) || s.next == 0 {
+		return
+	}
+	n := copy(s.window, s.window[s.next:])
+	if s.longest != nil {
+		copy(s.longest, s.longest[s.next:len(s.window)])
+		clear(s.longest[n:len(s.window)])
+	}
+	s.window, s.last, s.covered, s.next = s.window[:n], s.last-s.next, max(0, s.covered-s.next), 0
+}
+
+// take notes, at the position each starts, every from that the bytes
+// window[at:] (just read) complete, unless a replacement already passed
+// it.
+func (s *scrubReader) take(at int) {
+	b := s.window[at:]
 	for i := range s.finds {
 		from := s.pairs[i].from
 		s.ends = s.finds[i].feed(b, s.ends[:0])
 		for _, end := range s.ends {
 			start := at + end - len(from)
-			if start >= s.next && (s.longest[start] == 0 || len(s.pairs[s.longest[start]-1].from) < len(from)) {
+			if start < s.next {
+				continue
+			}
+			if s.longest == nil {
+				s.longest = make([]int32, cap(s.window))
+			}
+			if s.longest[start] == 0 || len(s.pairs[s.longest[start]-1].from) < len(from) {
 				s.longest[start] = int32(i + 1)
 				s.last = max(s.last, start)
 			}
@@ -212,7 +250,7 @@ func newResponseScrubber(src io.ReadCloser, set scrubSet, onEOF func()) io.ReadC
 // scrubBytes is b scrubbed of pairs, as a body holding only b would be.
 func scrubBytes(b []byte, pairs []pair) []byte {
 	s := newScrubReader(io.NopCloser(bytes.NewReader(b)), pairs, nil)
-	s.buf = make([]byte, len(b)+1) // one read takes it all
+	s.room = max(s.room, len(b)+1) // one read takes it all
 	out, _ := io.ReadAll(s)
 	return out
 }

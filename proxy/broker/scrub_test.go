@@ -249,3 +249,39 @@ func TestABuiltTokenWhoseTailIsAValuesHeadDoesNotHideTheValuesTail(t *testing.T)
 		}
 	}
 }
+
+// TestScrubbingThroughAWindowOfAnyRoomIsALeftmostLongestReplaceOfTheWholeBody:
+// the scrubber reads into a window that never grows (hold + room bytes:
+// an answer in flight held some 300 KiB of growing buffers before round
+// 33) and moves its held bytes, and the matches noted at them, to its
+// start as it fills. A value that straddles such a move, or a chain of
+// replacements that does, must come out as the whole body's replace,
+// whatever the room and the reads; and the window and its match index
+// stay within hold + room.
+func TestScrubbingThroughAWindowOfAnyRoomIsALeftmostLongestReplaceOfTheWholeBody(t *testing.T) {
+	pairs := overlappingPairs()
+	rng := rand.New(rand.NewPCG(33, 15))
+	for round := range 3000 {
+		body := make([]byte, rng.IntN(200))
+		for i := range body {
+			body[i] = "abx"[rng.IntN(3)]
+		}
+		sizes := make([]byte, 64)
+		for i := range sizes {
+			sizes[i] = byte(rng.IntN(256))
+		}
+		room := 1 + rng.IntN(12)
+		s := newScrubReader(io.NopCloser(&splitReader{r: bytes.NewReader(body), sizes: sizes}), pairs, nil)
+		s.room = room
+		got, err := io.ReadAll(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := replaceLeftmostLongest(body, pairs); !bytes.Equal(got, want) {
+			t.Fatalf("round %d, room %d, body %q: got %q, want %q", round, room, body, got, want)
+		}
+		if limit := s.hold + room; cap(s.window) > limit || len(s.longest) > limit {
+			t.Fatalf("round %d: the window grew to %d bytes and its index to %d entries, over hold + room = %d", round, cap(s.window), len(s.longest), limit)
+		}
+	}
+}

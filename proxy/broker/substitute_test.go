@@ -159,7 +159,7 @@ func TestScrubbingRewritesNoPieceOfAValue(t *testing.T) {
 // arrive) with from as the only value.
 func scrubBody(t testing.TB, from, body []byte) {
 	s := newScrubReader(io.NopCloser(iotest.HalfReader(bytes.NewReader(body))), []pair{{from: from, to: []byte(phA)}}, nil)
-	s.buf = make([]byte, 4<<10)
+	s.room = 4 << 10
 	if _, err := io.Copy(io.Discard, s); err != nil {
 		t.Fatal(err)
 	}
