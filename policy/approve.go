@@ -155,19 +155,27 @@ const listenerPlace = "listener "
 // the same place, with the same bindings and the same sandbox state. Two
 // spellings of one place are two places: a second spelling claims the id
 // and waits (see sameFolder).
+//
+// manifestFile is a file egressd read (allowlist.Load, LoadIn): the place
+// follows from its name alone, never from a second look at the path, which
+// the author can have swapped for a folder since the read (round 33: a
+// folder exchanged in at the manifest's name after the read made the place
+// the manifest's own path, new to version memory, and a new id there a
+// first load).
 func ManifestPlace(manifestFile string) string {
-	file, err := workdir.Abs(manifestFile)
-	if err != nil {
-		file = filepath.Clean(manifestFile)
-	}
-	if isDir(file) {
-		return file
-	}
+	file := absClean(manifestFile)
 	switch filepath.Base(file) {
 	case allowlist.VoiceOSFile, allowlist.SollarFile:
 		return filepath.Dir(file)
 	}
 	return file
+}
+
+func absClean(name string) string {
+	if abs, err := workdir.Abs(name); err == nil {
+		return abs
+	}
+	return filepath.Clean(name)
 }
 
 // isDir reports whether path is a directory. A directory is a folder
@@ -180,13 +188,31 @@ func isDir(path string) bool {
 	return err == nil && fi.IsDir()
 }
 
+// placeIn is the place the operator names in s: the name itself when s
+// holds a place of exactly that name (as "egressd state list" prints it),
+// otherwise PlaceOf(name). A place named like a manifest file, bound by an
+// older egressd or a race since closed, is then the place pasted from
+// state list even once a file stands at its path again, never its
+// parent's (round 33: forget --folder acted on the parent folder).
+func placeIn(s *State, name string) string {
+	if strings.HasPrefix(name, listenerPlace) {
+		return name
+	}
+	if exact := absClean(name); s != nil {
+		if _, ok := s.Folders[exact]; ok {
+			return exact
+		}
+	}
+	return PlaceOf(name)
+}
+
 // ApprovePending approves what egressd saw and holds as pending for id at
 // version. With place "" it approves only the id's own widening: what
 // waits for the folders already bound to id. An id change or a claim at
 // another place (a folder or a listener) is never approved with it, nor by
 // a command that does not name that place: approving one folder's widening
 // must not hand the id to a folder that copied its version and list. With
-// place set (a folder, or "listener ADDR") it approves the id change or
+// place set (a folder, a manifest file, or "listener ADDR", read by placeIn) it approves the id change or
 // claim waiting there, and the same change on a listener that served the
 // same old id (a folder and its listener are one integration). Each
 // approval binds to the digest egressd recorded, so another list at that
@@ -201,6 +227,9 @@ func (m *Memory) ApprovePending(id, version, digest, place string, shown []Appro
 	var made []Approval
 	err := m.update(func(s *State) error {
 		made = nil
+		if place != "" {
+			place = placeIn(s, place) // as the operator named it
+		}
 		all := pendingOf(s, id, version)
 		var cands []pendingRecord
 		for _, c := range all {
@@ -265,6 +294,9 @@ func pickPending(cs []pendingRecord, place string) []pendingRecord {
 func PlaceOf(name string) string {
 	if strings.HasPrefix(name, listenerPlace) {
 		return name
+	}
+	if dir := absClean(name); isDir(dir) {
+		return dir
 	}
 	return ManifestPlace(name)
 }
@@ -524,15 +556,16 @@ func (s *State) PendingCannotApply(place string) string {
 // binding, so the refusal says one must run.
 const restoreTheID = "restore the manifest's id and let egressd load it (a reload of serve, or the next run), which drops the change"
 
-// ForgetFolder removes what version memory holds for place (a folder, or
-// "listener ADDR"): its binding to an id, or a claim that waits there. The
-// place's next load of an id bound elsewhere, or of one now bound to no
-// place, waits for the operator again; a new id loads as a new folder's
-// would. It refuses while an id change waits there, as Forget does. It
-// returns the record it removed.
-func (m *Memory) ForgetFolder(place string) (Folder, error) {
-	var f Folder
-	err := m.update(func(s *State) error {
+// ForgetFolder removes what version memory holds for the place the
+// operator names (placeIn: a folder, a manifest file, or "listener
+// ADDR"): its binding to an id, or a claim that waits there. The place's
+// next load of an id bound elsewhere, or of one now bound to no place,
+// waits for the operator again; a new id loads as a new folder's would.
+// It refuses while an id change waits there, as Forget does. It returns
+// the place and the record it removed.
+func (m *Memory) ForgetFolder(name string) (place string, f Folder, err error) {
+	err = m.update(func(s *State) error {
+		place = placeIn(s, name)
 		var found bool
 		if f, found = s.Folders[place]; !found {
 			return fmt.Errorf("%s is not in version memory (%s)", place, m.where())
@@ -546,7 +579,7 @@ func (m *Memory) ForgetFolder(place string) (Folder, error) {
 		delete(s.Folders, place)
 		return nil
 	})
-	return f, err
+	return place, f, err
 }
 
 // PendingList is one list that waits for the operator's approval of an id

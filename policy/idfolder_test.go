@@ -93,7 +93,7 @@ func TestApprovedClaimJoinsTheIDAndForgetRemovesIt(t *testing.T) {
 	if _, _, err := mem.Forget("com.acme.erp"); err == nil || !strings.Contains(err.Error(), "forget --folder") {
 		t.Fatalf("forget while a claim waits: %v", err)
 	}
-	if _, err := mem.ForgetFolder(ManifestPlace(filepath.Join(c, "manifest.json"))); err != nil {
+	if _, _, err := mem.ForgetFolder(filepath.Join(c, "manifest.json")); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := mem.Forget("com.acme.erp"); err != nil {

@@ -73,3 +73,56 @@ func TestSecondManifestFileInAFolderClaimingTheFirstsIDWaits(t *testing.T) {
 		t.Fatalf("the first file's id change: %s", out.Notice)
 	}
 }
+
+// TestAManifestSwappedForAFolderAfterItsReadKeepsItsFoldersPlace: round
+// 33's race2.sh exchanged a folder in at the manifest's name (renameat2
+// RENAME_EXCHANGE) between egressd's read of the file and its second look
+// at the path, which made the place the manifest's own path: new to
+// version memory, so a new id there loaded as a first load, its list in
+// force without approval. The place of a file egressd read follows from
+// the file's name alone.
+func TestAManifestSwappedForAFolderAfterItsReadKeepsItsFoldersPlace(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "voiceos.integration.json")
+	if err := os.Mkdir(file, 0o755); err != nil { // what stands there after the read
+		t.Fatal(err)
+	}
+	if got := ManifestPlace(file); got != dir {
+		t.Fatalf("the place of the manifest read at %s is %s, want its folder %s", file, got, dir)
+	}
+	if got := PlaceOf(file); got != file {
+		t.Fatalf("a folder the operator names is that folder: PlaceOf = %s", got)
+	}
+}
+
+// TestForgetFolderActsOnThePlaceStateListPrintsEvenWhenAFileStandsThere:
+// a place named like a manifest file (bound by an older egressd, or by
+// the race above) is forgotten by the name state list prints for it, not
+// its parent folder, also once a file stands at that path again (round
+// 33: forget --folder with the printed place forgot the parent's binding
+// and left the stray place). With the exact place gone, the name stands
+// for its folder again.
+func TestForgetFolderActsOnThePlaceStateListPrintsEvenWhenAFileStandsThere(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "voiceos.integration.json")
+	if err := os.WriteFile(file, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mem, err := OpenMemory(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.update(func(s *State) error {
+		s.Folders[dir] = Folder{ID: "com.test.good"}
+		s.Folders[file] = Folder{ID: "com.test.evil"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct{ place, id string }{{file, "com.test.evil"}, {dir, "com.test.good"}} {
+		place, f, err := mem.ForgetFolder(file)
+		if err != nil || place != want.place || f.ID != want.id {
+			t.Fatalf("forget --folder %s: forgot %s (%s), %v; want %s (%s)", file, place, f.ID, err, want.place, want.id)
+		}
+	}
+}

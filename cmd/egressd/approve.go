@@ -67,7 +67,7 @@ it refuses unless --yes is given. Every binding made is printed. A running
 	} else {
 		q.id, q.version = pos[0], pos[1]
 		if *folder != "" {
-			q.place = policy.PlaceOf(*folder)
+			q.place = *folder // version memory reads it (an exact place first)
 		}
 	}
 	preview, err := q.apply(shown, nil)

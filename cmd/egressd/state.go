@@ -50,8 +50,7 @@ there; its next load of an id bound elsewhere waits for approval again.`, stderr
 			printLine(stderr, "egressd state: %v", err)
 			return exitFail
 		}
-		place := policy.PlaceOf(*folder)
-		f, err := mem.ForgetFolder(place)
+		place, f, err := mem.ForgetFolder(*folder)
 		if err != nil {
 			printLine(stderr, "egressd state: %v", err)
 			return exitFail
