@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/egressd/egressd/allowlist"
+	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/policy"
 )
 
@@ -38,6 +39,11 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 		printLines(stderr, err.Error())
 		return exitUsage
 	}
+	if *state == "" && *config != "" && cfg.StateDir != "" {
+		// serve would judge by that version memory: a widening waiting
+		// there is refused by serve and shown allowed here.
+		printLine(stderr, "egressd explain: note: version memory was not read; the config's serve keeps it in %s: add --state %s to decide as serve does now", cfg.StateDir, termsafe.ShellWord(cfg.StateDir))
+	}
 	target := targets[0]
 	if !strings.Contains(target, ":") || strings.HasSuffix(target, "]") {
 		target += ":443"
@@ -69,10 +75,8 @@ func explainPolicy(manifest string, cfg policy.Config, state string) (*policy.Po
 		return nil, fmt.Errorf("%s: the manifest has errors; run egressd check:\n%s", file, ps.Errors())
 	}
 	in := policy.Integration{Manifest: manifest, Listen: "explain", Exemptions: policy.Exemptions{Mode: cfg.Mode}}
-	for _, c := range cfg.Integrations {
-		if f, err := allowlist.Locate(c.Manifest); err == nil && sameFile(f, file) {
-			in.Exemptions, in.Widen, in.PinDigest, in.Listen = c.Exemptions, c.Widen, c.PinDigest, c.Listen
-		}
+	if c, ok := cfg.EntryFor(file); ok {
+		in.Exemptions, in.Widen, in.PinDigest, in.Listen = c.Exemptions, c.Widen, c.PinDigest, c.Listen
 	}
 	if state == "" {
 		return policy.NewPolicy(m, m.Entries, policy.PolicyOptions{Deny: cfg.Deny, NAT64: cfg.NAT64, Exemptions: in.Exemptions}), nil

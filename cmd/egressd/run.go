@@ -408,10 +408,8 @@ func (f runFlags) loadForRun() (policy.Config, error) {
 		return cfg, err
 	}
 	in := policy.Integration{Manifest: f.manifest, Listen: "sandbox", Exemptions: policy.Exemptions{Mode: cfg.Mode}}
-	for _, c := range cfg.Integrations {
-		if a, b := c.Manifest, f.manifest; a == b || sameFile(a, b) {
-			in.Exemptions, in.Widen, in.PinDigest = c.Exemptions, c.Widen, c.PinDigest
-		}
+	if c, ok := cfg.EntryFor(f.manifest); ok {
+		in.Exemptions, in.Widen, in.PinDigest = c.Exemptions, c.Widen, c.PinDigest
 	}
 	cfg.Integrations = []policy.Integration{in}
 	g := f.serveFlags
