@@ -61,7 +61,7 @@ func canonicalHead(h http.Header) string {
 // canonicalType parses a Content-Type value by the rules, giving its
 // media type (lower case) and the boundary of a multipart type.
 func canonicalType(v string) (mediatype, boundary string, ok bool) {
-	if !printable(v) || strings.Contains(v, "=?") || strings.Contains(v, "*=") {
+	if !printable(v) || strings.Contains(v, "=?") || strings.Contains(v, "*=") || !plainQuotes(v) {
 		return "", "", false
 	}
 	mt, params, err := mime.ParseMediaType(v)
@@ -73,11 +73,48 @@ func canonicalType(v string) (mediatype, boundary string, ok bool) {
 	}
 	if strings.HasPrefix(mt, "multipart/") {
 		boundary = params["boundary"]
-		if boundary == "" || len(boundary) > maxBoundary {
+		if !rfc2046Boundary(boundary) {
 			return "", "", false
 		}
 	}
 	return mt, boundary, true
+}
+
+// plainQuotes reports a field value with no backslash and no ';' inside
+// a quoted string: parameter splitters differ on both (Python's email
+// splits at ';' counting quotes, Go's parses quoted-pairs), so one
+// boundary to Go could be another to Python.
+func plainQuotes(v string) bool {
+	quoted := false
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '\\':
+			return false
+		case '"':
+			quoted = !quoted
+		case ';':
+			if quoted {
+				return false
+			}
+		}
+	}
+	return !quoted
+}
+
+// rfc2046Boundary reports a boundary of RFC 2046's bchars, 1 to 70 of
+// them, not ending in a space (Python's email strips one there, Go's
+// parser keeps it).
+func rfc2046Boundary(b string) bool {
+	if b == "" || len(b) > maxBoundary || b[len(b)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || strings.IndexByte("'()+_,-./:=? ", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // asciiCharset reports a charset in which a value's ASCII bytes are read

@@ -26,7 +26,8 @@ import (
 //   - a multipart/* part pushes its boundary (at most maxNesting in force,
 //     none a prefix of another), a message/* part's body begins with the
 //     header block of the message it holds;
-//   - the body ends after the close delimiter of every multipart in force.
+//   - a delimiter line is the innermost multipart's, and the body ends
+//     after the close delimiter of every multipart in force.
 //
 // Each byte is looked at a bounded number of times: the work is linear
 // in the body.
@@ -190,7 +191,7 @@ func (s *mimeShape) bodyByte(c byte) {
 	s.atStart, s.prefix = false, s.prefix[:0]
 }
 
-// delimByte reads c, not CR or LF... or LF, after a delimiter.
+// delimByte reads c, not CR, after a delimiter on its line.
 func (s *mimeShape) delimByte(c byte) {
 	if c == '\n' {
 		s.endDelimLine(true)
@@ -218,11 +219,16 @@ func delimTail(rest []byte, whole bool) bool {
 }
 
 // endDelimLine ends a delimiter line (lf: at a line break, else at the
-// body's end): a close delimiter closes its multipart and every one
-// inside it, another begins a part's header block.
+// body's end): a close delimiter closes its multipart, another begins a
+// part's header block. Either must be the innermost multipart's: every
+// one inside it is closed first.
 func (s *mimeShape) endDelimLine(lf bool) {
 	if !delimTail(s.rest, true) {
 		s.bad = delimLineSentence
+		return
+	}
+	if s.delim != len(s.delims)-1 { // an outer delimiter: a multipart inside was left open
+		s.bad = unfinishedSentence
 		return
 	}
 	if bytes.HasPrefix(s.rest, []byte("--")) {
@@ -230,7 +236,6 @@ func (s *mimeShape) endDelimLine(lf bool) {
 		s.mode, s.strict, s.atStart, s.afterLoneCR, s.prefix = shapeBody, true, lf, false, s.prefix[:0]
 		return
 	}
-	s.delims = s.delims[:s.delim+1]
 	s.beginHeaders()
 }
 
