@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"io"
 	"mime/multipart"
+	"net/http"
 	"net/textproto"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -204,6 +208,46 @@ func TestHonestMIMEBodiesStillGoOut(t *testing.T) {
 			if !o.saw(tc.body) {
 				t.Fatalf("%s: the origin did not receive the body as written", tc.name)
 			}
+		}
+	}
+}
+
+// TestARealCurlFormUploadWithABinaryFileGoesOut: curl -F, over HTTP/1.1
+// and HTTP/2, posting a field and a file of binary bytes holding lone
+// CRs, NULs and dashes: the canonical-MIME rules let it through, and the
+// origin's multipart reader has the file byte for byte.
+func TestARealCurlFormUploadWithABinaryFileGoesOut(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("curl is required in CI")
+		}
+		t.Skip("curl not installed")
+	}
+	file := []byte("\x89PNG\r\n\x1a\n\x00\r--\rbin\r\r-\xff\xfe\r\n--x\r")
+	got := make(chan []byte, 2)
+	b := newBrokerEnv(t, true, func(w http.ResponseWriter, r *http.Request) {
+		f, _, err := r.FormFile("file")
+		if err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		content, _ := io.ReadAll(f)
+		got <- content
+		io.WriteString(w, r.FormValue("note"))
+	}, func(e *env) { e.secrets = valueSecrets(t, guessPlus) })
+	dir := t.TempDir()
+	caFile, binFile := filepath.Join(dir, "broker-ca.pem"), filepath.Join(dir, "a.png")
+	os.WriteFile(caFile, b.bca.CertPEM(), 0o600)
+	os.WriteFile(binFile, file, 0o600)
+	for _, proto := range []string{"--http1.1", "--http2"} {
+		out, err := exec.Command(curl, "-sS", "--fail-with-body", proto, "--cacert", caFile, "-x", "http://"+b.addr,
+			"-F", "note=hello", "-F", "file=@"+binFile+";type=image/png", b.url("api.allowed.example", "/v1/upload")).CombinedOutput()
+		if err != nil || string(out) != "hello" {
+			t.Fatalf("%s: %v %q", proto, err, out)
+		}
+		if content := <-got; !bytes.Equal(content, file) {
+			t.Fatalf("%s: the origin read the file as %q", proto, content)
 		}
 	}
 }
