@@ -10,13 +10,15 @@ import (
 // block (at most maxHeaderBlock bytes) or the start of a line that may be
 // a delimiter is held. The rules (canonical.go says why):
 //   - outside part bodies (preamble, epilogue, delimiter lines, header
-//     blocks) a line ends with LF or CRLF, never a lone CR (Python's
-//     email parser ends a line there, Go's does not);
+//     blocks) a line ends with CRLF (RFC 2046), never a lone CR (Python's
+//     email parser ends a line there, Go's does not) nor a bare LF (Go's
+//     multipart reader, once its first delimiter line ended with CRLF,
+//     takes no delimiter after a bare LF, and Python's does);
 //   - a line that begins with a delimiter ("--" and a boundary in force),
 //     after any line break (CR, LF or CRLF: the union of Go's and
 //     Python's parsers), is a delimiter line: the delimiter, "--" for the
-//     last, blanks, the line's end; and it follows LF or CRLF, not a lone
-//     CR (where the parsers disagree whether it is one);
+//     last, blanks, the line's end; and it follows CRLF (or begins the
+//     body or a part's content), where every parser takes it for one;
 //   - a header block is at most maxHeaderBlock bytes of printable-ASCII
 //     field lines (folded lines allowed), with no encoded word, ended by
 //     an empty line; its Content-Type (one at most) and
@@ -34,15 +36,15 @@ import (
 type mimeShape struct {
 	delims [][]byte // "--" + boundary, innermost last
 	mode   shapeMode
-	strict bool // outside a part's body: a lone CR is refused
+	strict bool // outside a part's content: only CRLF ends a line
 	bad    string
 
-	crPending   bool   // the last byte was a CR, its LF not yet seen
-	atStart     bool   // a line began: prefix is its start
-	afterLoneCR bool   // the line began after a lone CR
-	prefix      []byte // the start of the line, while it may be a delimiter
-	delim       int    // the delimiter a delimiter line began with
-	rest        []byte // a delimiter line's bytes after the delimiter
+	crPending bool   // the last byte was a CR, its LF not yet seen
+	atStart   bool   // a line began: prefix is its start
+	breakOK   bool   // the line began after CRLF, or begins the body or a part's content
+	prefix    []byte // the start of the line, while it may be a delimiter
+	delim     int    // the delimiter a delimiter line began with
+	rest      []byte // a delimiter line's bytes after the delimiter
 
 	block  []byte // the header block's current line
 	blockN int    // the header block's bytes so far
@@ -68,7 +70,7 @@ const (
 
 // Sentences of the bad_request refusals of a body's structure.
 const (
-	loneCRSentence      = "egressd: a line of the MIME body outside a part's content ends with a lone CR (or a delimiter follows one); end lines with CRLF"
+	lineEndSentence     = "egressd: a line of the MIME body outside a part's content ends with a lone CR or a bare LF, or a delimiter follows one; end every such line with CRLF (RFC 2046)"
 	delimLineSentence   = "egressd: a line of the MIME body begins with a delimiter but is not a delimiter line (delimiter, optional --, blanks, CRLF); choose a boundary that is not in the content"
 	headerBlockSentence = "egressd: a part's header block is not printable-ASCII header fields (no encoded word, at most 16 KiB, a Content-Type and Content-Transfer-Encoding egressd reads, a charset of utf-8, us-ascii or iso-8859-1) ended by an empty line; send plain part headers, percent-encode a non-ASCII filename"
 	nestingSentence     = "egressd: the MIME body nests multiparts deeper than 8 or with a boundary that begins another; use distinct boundaries"
@@ -82,7 +84,7 @@ func newMIMEShape(mediatype, boundary string) *mimeShape {
 	switch {
 	case strings.HasPrefix(mediatype, "multipart/"):
 		s.delims = [][]byte{[]byte("--" + boundary)}
-		s.atStart = true
+		s.atStart, s.breakOK = true, true
 	case strings.HasPrefix(mediatype, "message/"):
 		s.mode = shapeHeaders
 	default:
@@ -113,8 +115,9 @@ func (s *mimeShape) end() string {
 	if s.bad != "" {
 		return s.bad
 	}
-	if s.crPending && s.strict {
-		return loneCRSentence
+	if s.crPending && !s.loose() {
+		s.bad = lineEndSentence
+		return s.bad
 	}
 	if s.mode == shapeDelim {
 		s.endDelimLine(false)
@@ -129,18 +132,26 @@ func (s *mimeShape) step(c byte) {
 	if s.crPending {
 		s.crPending = false
 		if c == '\n' {
-			s.lineEnded(false)
+			s.lineEnded(true)
 			return
 		}
 		// A lone CR ended the line.
-		if s.strict || s.mode != shapeBody {
-			s.bad = loneCRSentence
+		if !s.loose() {
+			s.bad = lineEndSentence
 			return
 		}
-		s.lineEnded(true)
+		s.lineEnded(false)
 	}
-	if c == '\r' {
+	switch c {
+	case '\r':
 		s.crPending = true
+		return
+	case '\n': // a bare LF
+		if !s.loose() {
+			s.bad = lineEndSentence
+			return
+		}
+		s.lineEnded(false)
 		return
 	}
 	switch s.mode {
@@ -153,24 +164,24 @@ func (s *mimeShape) step(c byte) {
 	}
 }
 
-// lineEnded follows a line break: loneCR says it was a lone CR.
-func (s *mimeShape) lineEnded(loneCR bool) {
+// loose reports a part's content, where any line break may be.
+func (s *mimeShape) loose() bool { return s.mode == shapeBody && !s.strict }
+
+// lineEnded follows a line break: crlf says it was CRLF.
+func (s *mimeShape) lineEnded(crlf bool) {
 	switch s.mode {
 	case shapeHeaders:
 		s.headerLine()
 	case shapeDelim:
 		s.endDelimLine(true)
 	default:
-		s.atStart, s.afterLoneCR, s.prefix = true, loneCR, s.prefix[:0]
+		s.atStart, s.breakOK, s.prefix = true, crlf, s.prefix[:0]
 	}
 }
 
-// bodyByte reads c, not CR, in a part's body, a preamble or an epilogue.
+// bodyByte reads c, not CR or LF, in a part's body, a preamble or an
+// epilogue.
 func (s *mimeShape) bodyByte(c byte) {
-	if c == '\n' {
-		s.lineEnded(false)
-		return
-	}
 	if !s.atStart {
 		return
 	}
@@ -180,8 +191,8 @@ func (s *mimeShape) bodyByte(c byte) {
 			continue
 		}
 		if len(s.prefix) == len(d) {
-			if s.afterLoneCR {
-				s.bad = loneCRSentence
+			if !s.breakOK {
+				s.bad = lineEndSentence
 				return
 			}
 			s.mode, s.delim, s.rest, s.atStart = shapeDelim, k, s.rest[:0], false
@@ -191,12 +202,8 @@ func (s *mimeShape) bodyByte(c byte) {
 	s.atStart, s.prefix = false, s.prefix[:0]
 }
 
-// delimByte reads c, not CR, after a delimiter on its line.
+// delimByte reads c, not CR or LF, after a delimiter on its line.
 func (s *mimeShape) delimByte(c byte) {
-	if c == '\n' {
-		s.endDelimLine(true)
-		return
-	}
 	s.rest = append(s.rest, c)
 	if !delimTail(s.rest, false) {
 		s.bad = delimLineSentence
@@ -233,7 +240,7 @@ func (s *mimeShape) endDelimLine(lf bool) {
 	}
 	if bytes.HasPrefix(s.rest, []byte("--")) {
 		s.delims = s.delims[:s.delim]
-		s.mode, s.strict, s.atStart, s.afterLoneCR, s.prefix = shapeBody, true, lf, false, s.prefix[:0]
+		s.mode, s.strict, s.atStart, s.breakOK, s.prefix = shapeBody, true, lf, true, s.prefix[:0]
 		return
 	}
 	s.beginHeaders()
@@ -243,12 +250,8 @@ func (s *mimeShape) beginHeaders() {
 	s.mode, s.block, s.blockN, s.fields = shapeHeaders, s.block[:0], 0, s.fields[:0]
 }
 
-// headerByte reads c, not CR, in a header block.
+// headerByte reads c, not CR or LF, in a header block.
 func (s *mimeShape) headerByte(c byte) {
-	if c == '\n' {
-		s.lineEnded(false)
-		return
-	}
 	s.blockN++
 	if s.blockN > maxHeaderBlock || (c < ' ' || c > '~') && c != '\t' {
 		s.bad = headerBlockSentence
@@ -346,5 +349,5 @@ func (s *mimeShape) endHeaders() {
 	default:
 		s.mode, s.strict = shapeBody, false
 	}
-	s.atStart, s.afterLoneCR, s.prefix = true, false, s.prefix[:0]
+	s.atStart, s.breakOK, s.prefix = true, true, s.prefix[:0]
 }

@@ -1,6 +1,13 @@
 package broker
 
 import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"mime/multipart"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -27,7 +34,9 @@ var shapeBodies = []struct {
 	ok         bool
 }{
 	{"curl -F with a binary file", "--XB\r\nContent-Disposition: form-data; name=\"f\"; filename=\"a.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n\x00\r\rbin\r-\r--X\xff\r\n--XB--\r\n", true},
-	{"LF line ends", "--XB\nContent-Disposition: form-data; name=\"a\"\n\nx\n--XB--\n", true},
+	{"LF line ends", "--XB\nContent-Disposition: form-data; name=\"a\"\n\nx\n--XB--\n", false},
+	{"a delimiter after a bare LF in a part's content", "--XB\r\n\r\nx\n--XB\r\n\r\ny\r\n--XB--\r\n", false},
+	{"an empty part", "--XB\r\n\r\n--XB--\r\n", true},
 	{"preamble, epilogue, padding", "pre\r\n--XB \t\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nx\r\n--XB--  \r\nepi\r\n", true},
 	{"close delimiter at the end, no line end", "--XB\r\n\r\nx\r\n--XB--", true},
 	{"nested multipart/mixed", "--XB\r\nContent-Type: multipart/mixed; boundary=\"in\"\r\n\r\n--in\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\na=3D\r\n--in--\r\n--XB--\r\n", true},
@@ -161,4 +170,75 @@ func FuzzMIMEShape(f *testing.F) {
 			t.Fatalf("%q cut at %d: %q, whole %q", body, cut, split, whole)
 		}
 	})
+}
+
+// TestWhatTheShapeCheckAcceptsGoAndPythonSplitIntoTheSameParts: the point
+// of the rules is that what is left, every parser reads alike. Random
+// multipart bodies (line ends CRLF, LF or a lone CR, headers that end in
+// '=', delimiter-like lines, padding) that the check accepts split into
+// the same parts, with the same content bytes and transfer encoding, in
+// Go's mime/multipart (a Go origin's form parser) and Python's email
+// package (policy.default).
+func TestWhatTheShapeCheckAcceptsGoAndPythonSplitIntoTheSameParts(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	pick := func(s ...string) string { return s[r.IntN(len(s))] }
+	var accepted []string
+	for len(accepted) < 400 {
+		var b strings.Builder
+		b.WriteString(pick("", "pre\r\n", "pre\n", "pre\rx\r\n"))
+		for range 1 + r.IntN(3) {
+			b.WriteString("--XB" + pick("", " ", "\t ", "x") + pick("\r\n", "\n", "\r"))
+			for range r.IntN(3) {
+				b.WriteString(pick("Content-Transfer-Encoding: quoted-printable", "Content-Transfer-Encoding: base64",
+					"X-Pad: =", "Content-Disposition: form-data; name=\"a\"", " folded", "Content-Type: text/plain; charset=utf-8") + pick("\r\n", "\n", "\r"))
+			}
+			b.WriteString(pick("\r\n", "\n", "\r"))
+			for range r.IntN(6) {
+				b.WriteString(pick("a", "=", "=\r", "\r", "\n", "\r\n", "--X", "--XB", "-", " ", "=41", "\x00"))
+			}
+			b.WriteString(pick("\r\n", "\n", "\r"))
+		}
+		b.WriteString("--XB--" + pick("", "\r\n", "\n", "\r", " \r\n", "\r\nepi"))
+		if shapeOf("multipart/form-data", "XB", b.String()) == "" {
+			accepted = append(accepted, b.String())
+		}
+	}
+	var goParts bytes.Buffer // per body: each part's CTE and content, NUL-separated; bodies by \x01
+	for _, body := range accepted {
+		mr := multipart.NewReader(strings.NewReader(body), "XB")
+		for {
+			p, err := mr.NextRawPart()
+			if err != nil {
+				break
+			}
+			content, _ := io.ReadAll(p)
+			fmt.Fprintf(&goParts, "%s\x00%s\x00", strings.TrimSpace(p.Header.Get("Content-Transfer-Encoding")), content)
+		}
+		goParts.WriteByte(1)
+	}
+	python := python3(t)
+	var in bytes.Buffer
+	for _, body := range accepted {
+		in.WriteString(body)
+		in.WriteByte(1)
+	}
+	cmd := exec.Command(python, "-c", `import email, email.policy, sys
+out = sys.stdout.buffer
+for body in sys.stdin.buffer.read().split(b"\x01")[:-1]:
+    m = email.message_from_bytes(b"Content-Type: multipart/form-data; boundary=XB\r\n\r\n" + body, policy=email.policy.default)
+    for p in m.get_payload():
+        cte = (p.get("Content-Transfer-Encoding") or "").strip()
+        out.write(cte.encode() + b"\0" + p.get_payload(decode=False).encode("ascii", "surrogateescape") + b"\0")
+    out.write(b"\x01")`)
+	cmd.Stdin, cmd.Stderr = &in, os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gos, pys := bytes.Split(goParts.Bytes(), []byte{1}), bytes.Split(out, []byte{1})
+	for i, body := range accepted {
+		if !bytes.Equal(gos[i], pys[i]) {
+			t.Fatalf("%q: Go read %q, Python %q", body, gos[i], pys[i])
+		}
+	}
 }
