@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"mime"
 	"mime/multipart"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -182,40 +184,64 @@ func FuzzMIMEShape(f *testing.F) {
 func TestWhatTheShapeCheckAcceptsGoAndPythonSplitIntoTheSameParts(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	pick := func(s ...string) string { return s[r.IntN(len(s))] }
-	var accepted []string
-	for len(accepted) < 400 {
-		var b strings.Builder
+	eol := func() string { return pick("\r\n", "\r\n", "\r\n", "\r\n", "\r\n", "\r\n", "\n", "\r") }
+	var multipartBody func(b *strings.Builder, boundary string, depth int)
+	multipartBody = func(b *strings.Builder, boundary string, depth int) {
 		b.WriteString(pick("", "pre\r\n", "pre\n", "pre\rx\r\n"))
 		for range 1 + r.IntN(3) {
-			b.WriteString("--XB" + pick("", " ", "\t ", "x") + pick("\r\n", "\n", "\r"))
+			b.WriteString("--" + boundary + pick("", " ", "\t ", "x") + eol())
+			if depth < 2 && r.IntN(4) == 0 {
+				b.WriteString("Content-Type: multipart/mixed; boundary=in" + strconv.Itoa(depth) + eol() + eol())
+				multipartBody(b, "in"+strconv.Itoa(depth), depth+1)
+				b.WriteString(eol())
+				continue
+			}
 			for range r.IntN(3) {
 				b.WriteString(pick("Content-Transfer-Encoding: quoted-printable", "Content-Transfer-Encoding: base64",
-					"X-Pad: =", "Content-Disposition: form-data; name=\"a\"", " folded", "Content-Type: text/plain; charset=utf-8") + pick("\r\n", "\n", "\r"))
+					"X-Pad: =", "Content-Disposition: form-data; name=\"a\"", " folded", "Content-Type: text/plain; charset=utf-8") + eol())
 			}
-			b.WriteString(pick("\r\n", "\n", "\r"))
+			b.WriteString(eol())
 			for range r.IntN(6) {
-				b.WriteString(pick("a", "=", "=\r", "\r", "\n", "\r\n", "--X", "--XB", "-", " ", "=41", "\x00"))
+				b.WriteString(pick("a", "=", "=\r", "\r", "\n", "\r\n", "--X", "--XB", "--in0", "\r\n--in1", "-", " ", "=41", "\x00"))
 			}
-			b.WriteString(pick("\r\n", "\n", "\r"))
+			b.WriteString(eol())
 		}
-		b.WriteString("--XB--" + pick("", "\r\n", "\n", "\r", " \r\n", "\r\nepi"))
+		b.WriteString("--" + boundary + "--" + pick("", "\r\n", "\n", "\r", " \r\n", "\r\nepi"))
+	}
+	var accepted []string
+	for len(accepted) < 1000 {
+		var b strings.Builder
+		multipartBody(&b, "XB", 0)
 		if shapeOf("multipart/form-data", "XB", b.String()) == "" {
 			accepted = append(accepted, b.String())
 		}
 	}
-	var goParts bytes.Buffer // per body: each part's CTE and content, NUL-separated; bodies by \x01
-	for _, body := range accepted {
-		mr := multipart.NewReader(strings.NewReader(body), "XB")
+	var goParts bytes.Buffer // per body: each leaf part's CTE and content, NUL-separated; bodies by \x01
+	var goLeaves func(body io.Reader, boundary string)
+	goLeaves = func(body io.Reader, boundary string) {
+		mr := multipart.NewReader(body, boundary)
 		for {
 			p, err := mr.NextRawPart()
 			if err != nil {
-				break
+				return
+			}
+			if mt, params, err := mime.ParseMediaType(p.Header.Get("Content-Type")); err == nil && strings.HasPrefix(mt, "multipart/") {
+				goLeaves(p, params["boundary"])
+				continue
 			}
 			content, _ := io.ReadAll(p)
 			fmt.Fprintf(&goParts, "%s\x00%s\x00", strings.TrimSpace(p.Header.Get("Content-Transfer-Encoding")), content)
 		}
+	}
+	nested := 0
+	for _, body := range accepted {
+		if strings.Contains(body, "boundary=in") {
+			nested++
+		}
+		goLeaves(strings.NewReader(body), "XB")
 		goParts.WriteByte(1)
 	}
+	t.Logf("%d accepted bodies, %d with a nested multipart", len(accepted), nested)
 	python := python3(t)
 	var in bytes.Buffer
 	for _, body := range accepted {
@@ -226,9 +252,14 @@ func TestWhatTheShapeCheckAcceptsGoAndPythonSplitIntoTheSameParts(t *testing.T) 
 out = sys.stdout.buffer
 for body in sys.stdin.buffer.read().split(b"\x01")[:-1]:
     m = email.message_from_bytes(b"Content-Type: multipart/form-data; boundary=XB\r\n\r\n" + body, policy=email.policy.default)
-    for p in m.get_payload():
-        cte = (p.get("Content-Transfer-Encoding") or "").strip()
-        out.write(cte.encode() + b"\0" + p.get_payload(decode=False).encode("ascii", "surrogateescape") + b"\0")
+    def leaves(m):
+        for p in m.get_payload():
+            if p.is_multipart():
+                leaves(p)
+                continue
+            cte = (p.get("Content-Transfer-Encoding") or "").strip()
+            out.write(cte.encode() + b"\0" + p.get_payload(decode=False).encode("ascii", "surrogateescape") + b"\0")
+    leaves(m)
     out.write(b"\x01")`)
 	cmd.Stdin, cmd.Stderr = &in, os.Stderr
 	out, err := cmd.Output()
