@@ -17,7 +17,7 @@ import (
 //   - a line that begins with a delimiter ("--" and a boundary in force),
 //     after any line break (CR, LF or CRLF: the union of Go's and
 //     Python's parsers), is a delimiter line: the delimiter, "--" for the
-//     last, blanks, the line's end; and it follows CRLF (or begins the
+//     last, the line's end (no padding); and it follows CRLF (or begins the
 //     body or a part's content), where every parser takes it for one;
 //   - a header block is at most maxHeaderBlock bytes of printable-ASCII
 //     field lines (folded lines allowed), with no encoded word, ended by
@@ -65,13 +65,12 @@ type headerField struct{ name, value string }
 const (
 	maxHeaderBlock = 16 << 10
 	maxNesting     = 8
-	maxPadding     = 64 // blanks after a delimiter
 )
 
 // Sentences of the bad_request refusals of a body's structure.
 const (
 	lineEndSentence     = "egressd: a line of the MIME body outside a part's content ends with a lone CR or a bare LF, or a delimiter follows one; end every such line with CRLF (RFC 2046)"
-	delimLineSentence   = "egressd: a line of the MIME body begins with a delimiter but is not a delimiter line (delimiter, optional --, blanks, CRLF); choose a boundary that is not in the content"
+	delimLineSentence   = "egressd: a line of the MIME body begins with a delimiter but is not a delimiter line (the delimiter, -- after the last, CRLF; no padding); choose a boundary that is not in the content"
 	headerBlockSentence = "egressd: a part's header block is not printable-ASCII header fields (no encoded word, at most 16 KiB, a Content-Type and Content-Transfer-Encoding egressd reads, a charset of utf-8, us-ascii or iso-8859-1) ended by an empty line; send plain part headers, percent-encode a non-ASCII filename"
 	nestingSentence     = "egressd: the MIME body nests multiparts deeper than 8 or with a boundary that begins another; use distinct boundaries"
 	unfinishedSentence  = "egressd: the MIME body ends before its closing delimiter (or inside a header block); send the whole body"
@@ -211,18 +210,17 @@ func (s *mimeShape) delimByte(c byte) {
 }
 
 // delimTail reports whether rest (what follows a delimiter on its line)
-// may still be, or is (whole), "--" or nothing, then blanks.
+// may still be, or is (whole), "--" or nothing. RFC 2046's transport
+// padding (blanks) is refused: Node's busboy takes a padded line for no
+// delimiter at all, so Go's and Python's parts would not be its.
 func delimTail(rest []byte, whole bool) bool {
-	if len(rest) > 2+maxPadding {
-		return false
-	}
-	t := rest
-	if bytes.HasPrefix(t, []byte("--")) {
-		t = t[2:]
-	} else if len(t) == 1 && t[0] == '-' {
+	switch string(rest) {
+	case "", "--":
+		return true
+	case "-":
 		return !whole
 	}
-	return len(bytes.Trim(t, " \t")) == 0
+	return false
 }
 
 // endDelimLine ends a delimiter line (lf: at a line break, else at the
