@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"mime"
 	"strings"
 )
 
@@ -23,8 +24,9 @@ import (
 //     field lines (folded lines allowed), with no encoded word, ended by
 //     an empty line; its Content-Type (one at most) and
 //     Content-Transfer-Encoding (one at most) follow canonicalType and
-//     knownTransfer, a composite part's encoding is the identity, and an
-//     RFC 2231 parameter names an ASCII-compatible charset;
+//     knownTransfer, a composite part's encoding is the identity, an
+//     RFC 2231 parameter names an ASCII-compatible charset, and its
+//     Content-Disposition parses and names no `_charset_` field;
 //   - a multipart/* part pushes its boundary (at most maxNesting in force,
 //     none a prefix of another), a message/* part's body begins with the
 //     header block of the message it holds;
@@ -286,6 +288,14 @@ func (s *mimeShape) headerLine() {
 	}
 }
 
+// plainDisposition reports a Content-Disposition that parses, and names
+// no `_charset_` field: RFC 7578 (4.6) lets such a field set the charset
+// other fields are decoded in, which a parser may honour unasked.
+func plainDisposition(v string) bool {
+	_, params, err := mime.ParseMediaType(v)
+	return err == nil && !strings.EqualFold(params["name"], "_charset_")
+}
+
 // endHeaders judges the header block just ended and begins what follows.
 func (s *mimeShape) endHeaders() {
 	var ct, cte []string
@@ -295,6 +305,11 @@ func (s *mimeShape) endHeaders() {
 			ct = append(ct, f.value)
 		case "content-transfer-encoding":
 			cte = append(cte, f.value)
+		case "content-disposition":
+			if !plainDisposition(f.value) {
+				s.bad = headerBlockSentence
+				return
+			}
 		}
 		if !extendedCharsets(f.value) {
 			s.bad = headerBlockSentence
