@@ -90,6 +90,7 @@ func TestAContentTypeWrittenAsAnEncodedWordIsRefused(t *testing.T) {
 			if n := len(b.origin.requests()); n != 0 {
 				t.Fatalf("%q: the origin received %d requests", ct, n)
 			}
+			b.log.waitEvent(t, map[string]any{"event": "request", "reason": "bad_request", "status": 400})
 		}
 	}
 }
