@@ -21,7 +21,7 @@ import (
 //     last, the line's end (no padding); and it follows CRLF (or begins the
 //     body or a part's content), where every parser takes it for one;
 //   - a header block is at most maxHeaderBlock bytes of printable-ASCII
-//     field lines (folded lines allowed), with no encoded word, ended by
+//     field lines (none folded), with no encoded word, ended by
 //     an empty line; its Content-Type (one at most) and
 //     Content-Transfer-Encoding (one at most) follow canonicalType and
 //     knownTransfer, a composite part's encoding is the identity, an
@@ -61,7 +61,7 @@ const (
 	shapeDelim                    // the rest of a delimiter line
 )
 
-// headerField is one field of a header block, folded lines joined.
+// headerField is one field of a header block.
 type headerField struct{ name, value string }
 
 const (
@@ -273,11 +273,9 @@ func (s *mimeShape) headerLine() {
 	case line == "":
 		s.endHeaders()
 	case line[0] == ' ' || line[0] == '\t':
-		if len(s.fields) == 0 {
-			s.bad = headerBlockSentence
-			return
-		}
-		s.fields[len(s.fields)-1].value += line
+		// A folded line: Go's textproto joins it with one space, Python's
+		// email keeps its blanks, so a folded boundary is two boundaries.
+		s.bad = headerBlockSentence
 	default:
 		name, value, ok := strings.Cut(line, ":")
 		if !ok || name == "" || strings.ContainsAny(name, " \t") {

@@ -54,6 +54,7 @@ var shapeBodies = []struct {
 	{"RFC 2231 filename in utf-7", "--XB\r\nContent-Disposition: form-data; name=\"f\"; filename*=utf-7''+AGE-\r\n\r\nx\r\n--XB--\r\n", false},
 	{"a _charset_ field (RFC 7578 4.6)", "--XB\r\nContent-Disposition: form-data; name=\"_charset_\"\r\n\r\nutf-7\r\n--XB--\r\n", false},
 	{"a Content-Disposition that does not parse", "--XB\r\nContent-Disposition: form-data; name=\"a\r\n\r\nx\r\n--XB--\r\n", false},
+	{"a folded boundary (Go joins with one space, Python keeps the blanks)", "--XB\r\nContent-Type: multipart/mixed; boundary=\"a\r\n  b\"\r\n\r\n--a  b--\r\n--XB--\r\n", false},
 	{"two transfer encodings", "--XB\r\nContent-Transfer-Encoding: base64\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nx\r\n--XB--\r\n", false},
 	{"base64 multipart part", "--XB\r\nContent-Type: multipart/mixed; boundary=in\r\nContent-Transfer-Encoding: base64\r\n\r\n--in--\r\n--XB--\r\n", false},
 	{"nested boundary beginning with the outer", "--XB\r\nContent-Type: multipart/mixed; boundary=XBX\r\n\r\n--XBX--\r\n--XB--\r\n", false},
