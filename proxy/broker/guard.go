@@ -278,6 +278,13 @@ type guessGuard struct {
 	// mime reads the body through each decoder an origin applies to a
 	// MIME part (mimeviews.go); nil unless the body holds MIME parts.
 	mime []*viewMatchers
+	// shape checks the structure of a multipart/* or message/* body
+	// (mimeshape.go); nil for other bodies. A body that breaks its rules
+	// fails as a guess does, but for its form: noncanonical is called
+	// with the refusal's sentence (no secret is involved, nothing is
+	// settled or quarantined).
+	shape        *mimeShape
+	noncanonical func(sentence string)
 	// pieces and decodedPieces look for the pieces (valueForm.piece) in
 	// the alphabet view of the bytes, and of them form-decoded; nil for
 	// other forms.
@@ -326,7 +333,29 @@ func newGuessGuard(body io.ReadCloser, forms []valueForm, trailer *http.Request,
 			g.mime = append(g.mime, newViewMatchers(v, forms))
 		}
 	}
+	// The request's Content-Type was judged by canonicalHead before its
+	// body is read: a refused one leaves the body unread.
+	if cts := trailer.Header.Values("Content-Type"); len(cts) == 1 {
+		if mt, boundary, ok := canonicalType(cts[0]); ok {
+			g.shape = newMIMEShape(mt, boundary)
+		}
+	}
 	return g
+}
+
+// errNoncanonical ends a request body that breaks the canonical-MIME
+// rules: the transport aborts the request, so the origin never has it
+// whole.
+var errNoncanonical = errors.New("the request body is not canonical MIME")
+
+// refuseShape ends the body's forwarding: it broke the rule sentence
+// names.
+func (g *guessGuard) refuseShape(sentence string) (int, error) {
+	g.err = errNoncanonical
+	if g.noncanonical != nil {
+		g.noncanonical(sentence)
+	}
+	return 0, g.err
 }
 
 // viewMatchers looks for every value form in what a view gives, and for
@@ -337,6 +366,7 @@ type viewMatchers struct {
 	finds      []matcher
 	pieces     []*matcher // nil for forms that are not pieces
 	out, alpha []byte
+	tail       []byte
 }
 
 func newViewMatchers(v mimeView, forms []valueForm) *viewMatchers {
@@ -364,6 +394,32 @@ func (m *viewMatchers) feed(b []byte, ends []int) int {
 	m.alpha = alphabetView(m.out, m.alpha[:0])
 	for i, piece := range m.pieces {
 		if piece != nil && len(piece.feed(m.alpha, ends[:0])) > 0 {
+			return i
+		}
+	}
+	return m.atEnd(ends)
+}
+
+// atEnd is the index of a form the view's output would complete if the
+// body ended here (mimeView.flushed), or -1; the matchers' states are
+// left as they are (each is tried on a copy: a table the copy grows is
+// the same one the matcher would build).
+func (m *viewMatchers) atEnd(ends []int) int {
+	m.tail = m.view.flushed(m.tail[:0])
+	if len(m.tail) == 0 {
+		return -1
+	}
+	for i := range m.finds {
+		if end := m.finds[i]; len(end.feed(m.tail, ends[:0])) > 0 {
+			return i
+		}
+	}
+	m.tail = alphabetView(m.tail, m.tail)[len(m.tail):]
+	for i, piece := range m.pieces {
+		if piece == nil {
+			continue
+		}
+		if end := *piece; len(end.feed(m.tail, ends[:0])) > 0 {
 			return i
 		}
 	}
@@ -405,6 +461,17 @@ func (g *guessGuard) Read(p []byte) (int, error) {
 	if err == io.EOF {
 		if name := guessedInHeader(g.trailer.Trailer, g.forms); name != "" {
 			return g.fail(name)
+		}
+	}
+	// After the views: a value found in the same read is a guess,
+	// whatever the body's form.
+	if g.shape != nil {
+		sentence := g.shape.feed(p[:n])
+		if sentence == "" && err == io.EOF {
+			sentence = g.shape.end()
+		}
+		if sentence != "" {
+			return g.refuseShape(sentence)
 		}
 	}
 	return n, err

@@ -17,8 +17,14 @@ import "bytes"
 
 // mimeView decodes a stream; decode appends what b decodes to and returns
 // it, the state carried from one call to the next.
+// flushed appends to out what the decoder would give if the data ended
+// now (an "=X" held for a third byte that never comes), leaving its
+// state as it is: the guard checks it at the end of every read, so a
+// value completed only by the data's end is found in the read that ends
+// it, before that read goes upstream.
 type mimeView interface {
 	decode(b, out []byte) []byte
+	flushed(out []byte) []byte
 }
 
 // mimeViews are the views the guard reads a MIME body through. keep is the
@@ -203,6 +209,11 @@ func (d *goQP) endLine(out []byte, lf bool) []byte {
 	return out
 }
 
+func (d *goQP) flushed(out []byte) []byte {
+	end := *d // endLine only shortens its copy of the held blanks
+	return end.endLine(out, false)
+}
+
 // pythonQP reads quoted-printable as CPython's binascii.a2b_qp does
 // (Modules/binascii.c, binascii_a2b_qp_impl, header=False): what the email
 // package's get_payload(decode=True) and quopri apply. No trimming of
@@ -278,6 +289,11 @@ func (d *pythonQP) flush(out []byte) []byte {
 	return out
 }
 
+func (d *pythonQP) flushed(out []byte) []byte {
+	end := *d
+	return end.flush(out)
+}
+
 // uuView reads uuencoded lines as CPython's email package decodes a part
 // labelled x-uuencode, uuencode, uue or x-uue (Lib/email/message.py,
 // get_payload -> _decode_uu: bytes.splitlines, so a line ends at CR, LF
@@ -326,6 +342,11 @@ func (d *uuView) decode(b, out []byte) []byte {
 		out = d.sextet(sextet, out)
 	}
 	return out
+}
+
+func (d *uuView) flushed(out []byte) []byte {
+	end := *d
+	return end.endLine(out)
 }
 
 // lineEnds are the bytes that end a line.

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -35,12 +36,14 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := &reqState{seq: b.nextSeq(), method: recorded(r.Method, forms), path: recorded(r.URL.Path, forms)}
 	body := &countingReader{ReadCloser: r.Body}
 	checked := &trailerCheck{ReadCloser: body, trailer: r, unbound: b.unbound(), st: st}
-	r.Body = newGuessGuard(checked, forms, r, func(name string) {
+	guard := newGuessGuard(checked, forms, r, func(name string) {
 		st.guessed.Store(&name)
 		if st.finished.Load() { // the transport read on past the handler's end: nothing left to settle
 			b.quarantine.trip(name, b)
 		}
 	})
+	guard.noncanonical = func(sentence string) { st.noncanonical.Store(&sentence) }
+	r.Body = guard
 	cw := &countingWriter{ResponseWriter: w, scrub: func(h http.Header) { scrubHeader(h, b.pairs(st)) }}
 	st.settle = func(name string) {
 		b.settleGuess(cw, checked, body)
@@ -71,7 +74,7 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b.refuse(cw, reason)
 		return
 	}
-	if sentence := malformed(r); sentence != "" {
+	if sentence := cmp.Or(malformed(r), canonicalHead(r.Header)); sentence != "" {
 		st.reason, st.err = policy.BadRequest, sentence
 		b.answer(cw, policy.BadRequest, http.StatusBadRequest, sentence)
 		return
@@ -119,6 +122,8 @@ func (b *broker) finish(r *http.Request, st *reqState, body *countingReader, cw 
 	}
 	if name := st.guessed.Load(); name != nil {
 		st.reason, st.err = policy.SecretGuessed, guessedErr(*name)
+	} else if sentence := st.noncanonical.Load(); sentence != nil {
+		st.reason, st.err = policy.BadRequest, *sentence
 	}
 	status := cw.status
 	if status == 0 {
@@ -476,6 +481,15 @@ func (b *broker) upstreamError(w http.ResponseWriter, r *http.Request, err error
 		}
 		return
 	}
+	if sentence := st.noncanonical.Load(); sentence != nil {
+		// A rule about the body's form, known to the program before it
+		// sent a byte: answered at once, nothing settled.
+		st.reason, st.err = policy.BadRequest, *sentence
+		if r.Context().Err() == nil {
+			b.answer(w, policy.BadRequest, http.StatusBadRequest, *sentence)
+		}
+		return
+	}
 	st.reason, st.err = policy.DialError, b.redact(err.Error(), st)
 	if errors.Is(context.Cause(r.Context()), errUpstreamBusy) {
 		st.reason = policy.Timeout
@@ -567,6 +581,10 @@ type reqState struct {
 	// guessed is the name of the secret whose value the request body (or
 	// its trailer) carried, set by the transport's goroutine reading it.
 	guessed atomic.Pointer[string]
+	// noncanonical is the sentence of the canonical-MIME rule the
+	// request body broke (mimeshape.go), set by the transport's
+	// goroutine reading it.
+	noncanonical atomic.Pointer[string]
 }
 
 // settleOnce settles a request the guard found a value in, once: the

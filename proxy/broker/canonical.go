@@ -1,0 +1,178 @@
+package broker
+
+import (
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// Canonical MIME. The guard reads a body the way each real decoder reads
+// it (views.go, mimeviews.go), but decoders differ wherever the standards
+// leave room (a line ended by a lone CR, a Content-Type written as an
+// RFC 2047 encoded word, a part in UTF-7), and each difference hid a
+// guess list (round 34). Emulating every decoder is an arms race; instead
+// a brokered request must be in the form honest clients send (curl -F,
+// Python requests, browsers, Go's mime/multipart Writer, Google's
+// multipart/related uploads; RFC 7578 and RFC 2046), where the views
+// read what every parser reads. Anything else is refused 400 bad_request
+// with a sentence saying what to send: a rule about the request's own
+// bytes, never about a secret, so it is no guess and no quarantine.
+//
+// The rules, for the request's Content-Type (this file) and for the
+// header blocks of a multipart/* or message/* body (mimeshape.go):
+//   - a Content-Type field is printable ASCII, there is at most one, and
+//     it parses as type/subtype with parameters (mime.ParseMediaType),
+//     with no encoded word ("=?") and no RFC 2231 parameter ("*=");
+//   - a charset parameter is utf-8, us-ascii or iso-8859-1, whose ASCII
+//     bytes read as themselves (UTF-7, UTF-16 and EBCDIC do not);
+//   - a multipart/* type has a boundary of 1 to 70 characters;
+//   - a Content-Transfer-Encoding is 7bit, 8bit, binary, base64,
+//     quoted-printable or a uuencode label (the encodings the views read).
+
+// maxBoundary is RFC 2046's longest boundary.
+const maxBoundary = 70
+
+// Sentences of the bad_request refusals of a non-canonical MIME request.
+const (
+	contentTypeSentence = "egressd: the Content-Type is not one printable-ASCII type/subtype with parameters (no encoded word, no RFC 2231 parameter, a boundary for multipart, a charset of utf-8, us-ascii or iso-8859-1); egressd forwards only MIME it reads as every parser does: send a plain Content-Type such as multipart/form-data; boundary=X"
+	transferSentence    = "egressd: the Content-Transfer-Encoding is not 7bit, 8bit, binary, base64, quoted-printable or x-uuencode; send the body unencoded (RFC 7578) or in one of those"
+)
+
+// canonicalHead is the sentence a bad_request refusal of a request whose
+// MIME labels break the rules gives, or "".
+func canonicalHead(h http.Header) string {
+	cts := h.Values("Content-Type")
+	if len(cts) > 1 {
+		return contentTypeSentence
+	}
+	for _, v := range cts {
+		if _, _, ok := canonicalType(v); !ok {
+			return contentTypeSentence
+		}
+	}
+	for _, v := range h.Values("Content-Transfer-Encoding") {
+		if !knownTransfer(v) {
+			return transferSentence
+		}
+	}
+	return ""
+}
+
+// canonicalType parses a Content-Type value by the rules, giving its
+// media type (lower case) and the boundary of a multipart type.
+func canonicalType(v string) (mediatype, boundary string, ok bool) {
+	if !printable(v) || strings.Contains(v, "=?") || strings.Contains(v, "*=") || !plainQuotes(v) {
+		return "", "", false
+	}
+	mt, params, err := mime.ParseMediaType(v)
+	if err != nil || !strings.Contains(mt, "/") {
+		return "", "", false
+	}
+	if cs, has := params["charset"]; has && !asciiCharset(cs) {
+		return "", "", false
+	}
+	if strings.HasPrefix(mt, "multipart/") {
+		boundary = params["boundary"]
+		if !rfc2046Boundary(boundary) {
+			return "", "", false
+		}
+	}
+	return mt, boundary, true
+}
+
+// plainQuotes reports a field value with no backslash and no ';' inside
+// a quoted string: parameter splitters differ on both (Python's email
+// splits at ';' counting quotes, Go's parses quoted-pairs), so one
+// boundary to Go could be another to Python.
+func plainQuotes(v string) bool {
+	quoted := false
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '\\':
+			return false
+		case '"':
+			quoted = !quoted
+		case ';':
+			if quoted {
+				return false
+			}
+		}
+	}
+	return !quoted
+}
+
+// rfc2046Boundary reports a boundary of RFC 2046's bchars, 1 to 70 of
+// them, not ending in a space (Python's email strips one there, Go's
+// parser keeps it).
+func rfc2046Boundary(b string) bool {
+	if b == "" || len(b) > maxBoundary || b[len(b)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || strings.IndexByte("'()+_,-./:=? ", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiCharset reports a charset in which a value's ASCII bytes are read
+// as themselves, so the views read the field as its decoder does.
+func asciiCharset(cs string) bool {
+	switch strings.ToLower(strings.TrimSpace(cs)) {
+	case "utf-8", "us-ascii", "iso-8859-1":
+		return true
+	}
+	return false
+}
+
+// knownTransfer reports a Content-Transfer-Encoding the views read.
+func knownTransfer(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "7bit", "8bit", "binary", "base64", "quoted-printable", "x-uuencode", "uuencode", "uue", "x-uue":
+		return true
+	}
+	return false
+}
+
+// identityTransfer reports a Content-Transfer-Encoding that leaves the
+// bytes as they are (absent included): the only ones a composite part
+// (multipart/*, message/*) may carry.
+func identityTransfer(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "7bit", "8bit", "binary":
+		return true
+	}
+	return false
+}
+
+// printable reports a field value of printable ASCII and tabs only.
+func printable(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < ' ' || c > '~') && c != '\t' {
+			return false
+		}
+	}
+	return true
+}
+
+// extendedCharsets reports whether every RFC 2231 extended parameter of a
+// field value (name*=charset'lang'value) names an ASCII-compatible
+// charset, or none: Python decodes filename* by its charset.
+func extendedCharsets(v string) bool {
+	for {
+		i := strings.Index(v, "*=")
+		if i < 0 {
+			return true
+		}
+		v = v[i+2:]
+		end := strings.IndexByte(v, ';')
+		if end < 0 {
+			end = len(v)
+		}
+		if cs, _, has := strings.Cut(v[:end], "'"); has && cs != "" && !asciiCharset(cs) {
+			return false
+		}
+	}
+}
