@@ -34,6 +34,10 @@ func (v *verifier) finish() Verdict {
 	return out
 }
 
+// unlinkedRuns begins what a keyed verification proves when some run does
+// not name the run before it; the report's headline repeats it.
+const unlinkedRuns = "runs not linked"
+
 // proves says what was established for the part that verified, never more
 // than the verdict.
 func (v *verifier) proves(out Verdict, unchecked bool) string {
@@ -54,7 +58,7 @@ func (v *verifier) proves(out Verdict, unchecked bool) string {
 	case !out.Intact:
 		return fmt.Sprintf("only that the %d line(s) before the problem hold no accidental corruption (an unkeyed chain can be recomputed by whoever edits it); nothing about the rest", out.Lines)
 	case keyed && v.unlinked > 0:
-		return fmt.Sprintf("runs not linked: no line within a run was edited, deleted, reordered or added by anyone without the key, and %s, but %d run(s) do not name the run before them (see the notes): whole runs before those can have been removed, replayed or reordered without trace", closedCleanly(out), v.unlinked)
+		return fmt.Sprintf(unlinkedRuns+": no line within a run was edited, deleted, reordered or added by anyone without the key, and %s, but %d run(s) do not name the run before them (see the notes): whole runs before those can have been removed, replayed or reordered without trace", closedCleanly(out), v.unlinked)
 	case keyed:
 		return "no line was edited, deleted, reordered or added by anyone without the key, each run follows the run before it, and " + closedCleanly(out) + ". Whole runs at the end of the last file can be removed without trace unless checkpoints are given"
 	case out.Checkpoints > 0 || len(v.opts.Checkpoints) > 0:

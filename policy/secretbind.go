@@ -161,6 +161,14 @@ func valueProblem(v []byte) string {
 		if c < 0x20 || c == 0x7f {
 			return "holds a control character (a line break or NUL): a header cannot carry it"
 		}
+		if c >= 0x80 {
+			// HTTP gives a header's non-ASCII bytes no one reading: a WSGI
+			// origin decodes them as Latin-1 and an echo re-encodes them,
+			// so the value came back to the program in a form the scrubber
+			// did not know; and a guess sent in a Latin-1 part passed the
+			// guard, which looks for the value's own bytes (round 35).
+			return "holds a byte outside ASCII, which HTTP header values do not carry one agreed way (an origin echoing it re-encoded would hand it back unscrubbed); broker only ASCII credentials"
+		}
 	}
 	if v[0] == ' ' || v[len(v)-1] == ' ' {
 		// HTTP clients trim a header value's edges: the origin would get

@@ -50,6 +50,10 @@ func TestBindSecretsRefusesWhatTheOperatorCannotBind(t *testing.T) {
 		// matched the echo.
 		{"value_with_a_trailing_space", []SecretSpec{with(bindSpec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Value = []byte("sk-live-9f3c2a7e51 ") })}, "starts or ends with a space"},
 		{"value_with_a_leading_space", []SecretSpec{with(bindSpec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Value = []byte(" sk-live-9f3c2a7e51") })}, "starts or ends with a space"},
+		// Round 35: a WSGI origin decodes a header's non-ASCII bytes as
+		// Latin-1 and echoed them re-encoded, unscrubbed; a guess list in a
+		// Latin-1 part passed the guard.
+		{"value_outside_ascii", []SecretSpec{with(bindSpec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Value = []byte("Grüße-Köln-Straße-4") })}, "holds a byte outside ASCII"},
 		{"duplicate_name", []SecretSpec{bindSpec("ACME_KEY", "api.acme.example"), with(bindSpec("ACME_KEY", "paste.example"), func(s *SecretSpec) { s.Placeholder = bindTestPlaceholder + "B"; s.At = "second" })}, "second: ACME_KEY is bound twice"},
 		{"placeholder_without_prefix", []SecretSpec{with(bindSpec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Placeholder = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" })}, `placeholder: must start with "egressd-ph-"`},
 		{"placeholder_too_short", []SecretSpec{with(bindSpec("ACME_KEY", "api.acme.example"), func(s *SecretSpec) { s.Placeholder = "egressd-ph-abc" })}, "must be at least 24 characters"},

@@ -61,7 +61,7 @@ func canonicalHead(h http.Header) string {
 // canonicalType parses a Content-Type value by the rules, giving its
 // media type (lower case) and the boundary of a multipart type.
 func canonicalType(v string) (mediatype, boundary string, ok bool) {
-	if !printable(v) || strings.Contains(v, "=?") || strings.Contains(v, "*=") || !plainQuotes(v) {
+	if !printable(v) || strings.Contains(v, "=?") || strings.Contains(v, "*=") || !plainQuotes(v) || !noContinuations(v) {
 		return "", "", false
 	}
 	mt, params, err := mime.ParseMediaType(v)
@@ -99,6 +99,29 @@ func plainQuotes(v string) bool {
 		}
 	}
 	return !quoted
+}
+
+// noContinuations reports a field value whose every '*' outside quoted
+// strings is an extended parameter's "*=": RFC 2231 continuations
+// ("charset*1=", "boundary*0=") are put together differently by every
+// parser (Go needs a *0 section and lets it override the plain
+// parameter, Python's email takes a lone *1 and keeps the plain one,
+// busboy ignores them), so one boundary or charset to Go was another to
+// Python (round 35: the shape check read the body at a boundary Python
+// never split at, and a part's charset*1=utf-7 was utf-7 to Python alone).
+func noContinuations(v string) bool {
+	quoted := false
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '"':
+			quoted = !quoted
+		case '*':
+			if !quoted && (i+1 == len(v) || v[i+1] != '=') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // rfc2046Boundary reports a boundary of RFC 2046's bchars, 1 to 70 of

@@ -309,7 +309,7 @@ func (s *mimeShape) endHeaders() {
 				return
 			}
 		}
-		if !extendedCharsets(f.value) {
+		if !extendedCharsets(f.value) || !noContinuations(f.value) {
 			s.bad = headerBlockSentence
 			return
 		}

@@ -154,6 +154,9 @@ func TestCanonicalContentTypes(t *testing.T) {
 		"multipart/form-data; boundary=XB; x=\"a;b\"",
 		"\u00a0multipart/form-data; boundary=x",
 		"multipart/form-data; boundary=x; boundary=y",
+		"multipart/form-data; boundary=XX; boundary*0=YY", // round 35: YY to Go, XX to Python and busboy
+		"text/plain; charset*1=utf-7",                     // round 35: no charset to Go, utf-7 to Python
+		"text/plain; charset*0*=utf-7''x",
 		"form-data",
 	} {
 		if _, _, ok := canonicalType(ct); ok {

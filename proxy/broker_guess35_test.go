@@ -1,0 +1,39 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRFC2231ContinuationsInAContentTypeAreRefused: round 35. Parsers put
+// RFC 2231 continuations together differently: Go lets "boundary*0=YY"
+// override "boundary=XX", Python's email and busboy split at XX; Go sees no
+// charset in a part's "charset*1=utf-7", Python sees utf-7. So the shape
+// check read a body at a boundary Python never split at (its parts'
+// headers, a utf-7 one among them, never checked), and a part was utf-7
+// to the origin alone: a guess list went out and came back scrubbed at the
+// right line. A '*' outside quotes that is not an extended parameter's
+// "*=" is refused, in the request's Content-Type and in part headers.
+func TestRFC2231ContinuationsInAContentTypeAreRefused(t *testing.T) {
+	utf7 := strings.NewReplacer("+", "+ACs-").Replace(strings.Join(guesses34, "\n"))
+	part := func(ct, text string) string {
+		return "--XX\r\nContent-Disposition: form-data; name=\"note\"\r\nContent-Type: " + ct + "\r\n\r\n" + text + "\r\n--XX--\r\n"
+	}
+	for _, h2 := range []bool{false, true} {
+		wantRefusedBody(t, h2, "a part's charset*1", "multipart/form-data; boundary=XX", part("text/plain; charset*1=utf-7", utf7))
+		// Refused at the head: the origin gets no request at all.
+		o := newBodyRecorder(t)
+		b := newBrokerEnv(t, h2, o.handle, func(e *env) { e.secrets = valueSecrets(t, guessPlus) })
+		req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"),
+			"--YY\r\nContent-Disposition: form-data; name=\"cover\"\r\n\r\n"+part("text/plain; charset=utf-7", utf7)+"\r\n--YY--\r\n")
+		req.Header.Set("Content-Type", "multipart/form-data; boundary=XX; boundary*0=YY")
+		resp, answer := do(t, b.client(h2), req)
+		wantBadRequest(t, "a boundary*0 beside the boundary", resp, answer)
+		if n := len(b.origin.requests()); n != 0 {
+			t.Fatalf("a boundary*0 beside the boundary: the origin received %d requests", n)
+		}
+		b.log.waitEvent(t, map[string]any{"event": "request", "reason": "bad_request", "status": 400})
+		wantRefusedBody(t, h2, "a continued filename", "multipart/form-data; boundary=XX",
+			"--XX\r\nContent-Disposition: form-data; name=\"f\"; filename*0=\"a\"; filename*1=\"b\"\r\n\r\nx\r\n--XX--\r\n")
+	}
+}
