@@ -466,8 +466,16 @@ func (d *Daemon) auditOutcomes(outs []policy.Outcome) {
 		if o.Err != nil {
 			ev.Err = audit.Cap(o.Err.Error(), 1000)
 		}
-		if o.Result == policy.Failed && d.Warn != nil && d.Registry.Policy(o.Key) == nil {
+		switch {
+		case o.Result != policy.Failed || d.Warn == nil:
+		case d.Registry.Policy(o.Key) == nil:
 			d.Warn(fmt.Sprintf("%s: %s; its listener refuses every connection (manifest_not_loaded) until a reload loads it", o.Key, termsafe.OneLine(errText(o.Err))))
+		default:
+			// Another entry of the same manifest serves it (a manifests:
+			// folder and an explicit entry for one of its folders): this
+			// entry is left out, and the journal must say so (round 35:
+			// only an audit line without an integration said it).
+			d.Warn(fmt.Sprintf("reload: %s: %s; this entry is refused and the entry already serving it stays as it is", o.Key, termsafe.OneLine(errText(o.Err))))
 		}
 		if o.Result == policy.KeptLastGood && d.Warn != nil {
 			// The journal must say it too: the operator's narrowing with a
