@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 )
@@ -35,5 +36,35 @@ func TestRFC2231ContinuationsInAContentTypeAreRefused(t *testing.T) {
 		b.log.waitEvent(t, map[string]any{"event": "request", "reason": "bad_request", "status": 400})
 		wantRefusedBody(t, h2, "a continued filename", "multipart/form-data; boundary=XX",
 			"--XX\r\nContent-Disposition: form-data; name=\"f\"; filename*0=\"a\"; filename*1=\"b\"\r\n\r\nx\r\n--XX--\r\n")
+	}
+}
+
+// TestMIMEThatPythonReadsByRulesOfItsOwnIsRefused: round 36. Python's
+// email gives a multipart/digest's parts the type message/rfc822 (so the
+// header block the shape check read as text/plain content held a UTF-7
+// part), reads every block of a message/delivery-status as a header block
+// (encoded words hid in the second), and drops '-' and '_' from a base64
+// part, which the guard's alphabet view read as the URL alphabet (a guess
+// list's base64 with a '-' every four characters). Composite types other
+// than form-data, mixed, related, alternative, rfc822 and global are
+// refused whatever they hold, and a base64 part holds only its alphabet
+// and '='.
+func TestMIMEThatPythonReadsByRulesOfItsOwnIsRefused(t *testing.T) {
+	list := strings.Join(guesses34, "\n")
+	var dashed strings.Builder
+	for i, c := range base64.StdEncoding.EncodeToString([]byte(list)) {
+		if i > 0 && i%4 == 0 {
+			dashed.WriteByte('-')
+		}
+		dashed.WriteRune(c)
+	}
+	for _, h2 := range []bool{false, true} {
+		wantRefusedBody(t, h2, "a digest part", "multipart/form-data; boundary=XX",
+			"--XX\r\nContent-Disposition: form-data; name=\"note\"\r\nContent-Type: multipart/digest; boundary=DD\r\n\r\n"+
+				"--DD\r\n\r\nContent-Type: text/plain; charset=utf-7\r\n\r\nhello\r\n--DD--\r\n\r\n--XX--\r\n")
+		wantRefusedBody(t, h2, "a delivery-status part", "multipart/form-data; boundary=XX",
+			"--XX\r\nContent-Disposition: form-data; name=\"note\"\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; x\r\n\r\nX-Note: hello\r\n\r\n--XX--\r\n")
+		wantRefusedBody(t, h2, "base64 with a '-' every four characters", "multipart/form-data; boundary=XX",
+			"--XX\r\nContent-Disposition: form-data; name=\"note\"\r\nContent-Transfer-Encoding: base64\r\n\r\n"+dashed.String()+"\r\n--XX--\r\n")
 	}
 }

@@ -39,6 +39,7 @@ type mimeShape struct {
 	delims [][]byte // "--" + boundary, innermost last
 	mode   shapeMode
 	strict bool // outside a part's content: only CRLF ends a line
+	b64    bool // in the content of a part labelled base64: only its alphabet and '=' (strictBase64)
 	bad    string
 
 	crPending bool   // the last byte was a CR, its LF not yet seen
@@ -76,7 +77,33 @@ const (
 	headerBlockSentence = "egressd: a part's header block is not printable-ASCII header fields (no encoded word, at most 16 KiB, a Content-Type and Content-Transfer-Encoding egressd reads, a charset of utf-8, us-ascii or iso-8859-1) ended by an empty line; send plain part headers, percent-encode a non-ASCII filename"
 	nestingSentence     = "egressd: the MIME body nests multiparts deeper than 8 or with a boundary that begins another; use distinct boundaries"
 	unfinishedSentence  = "egressd: the MIME body ends before its closing delimiter (or inside a header block); send the whole body"
+	base64Sentence      = "egressd: a part labelled Content-Transfer-Encoding: base64 holds a byte outside the base64 alphabet and '='; send its content as plain base64 lines (RFC 2045)"
 )
+
+// base64Content marks the bytes a base64 part's content lines may hold:
+// the standard alphabet and '='. A decoder that skips what is not in its
+// alphabet reads other bytes away (Python's email drops '-' and '_',
+// which the guard's alphabet view reads as the URL alphabet's '+' and '/':
+// round 36 hid a guess list's base64 behind a '-' every four characters).
+var base64Content = func() (t [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") {
+		t[c] = true
+	}
+	return t
+}()
+
+// checkBase64 refuses content of a base64 part that holds another byte.
+func (s *mimeShape) checkBase64(content []byte) {
+	if !s.b64 {
+		return
+	}
+	for _, c := range content {
+		if !base64Content[c] {
+			s.bad = base64Sentence
+			return
+		}
+	}
+}
 
 // newMIMEShape checks a body of Content-Type mediatype (canonicalType's
 // result), or returns nil for a body that has no MIME structure.
@@ -102,6 +129,10 @@ func (s *mimeShape) feed(b []byte) string {
 			// Within a line: skip to its end at memory speed.
 			k := bytes.IndexAny(b[i:], "\r\n")
 			if k < 0 {
+				s.checkBase64(b[i:])
+				return s.bad
+			}
+			if s.checkBase64(b[i : i+k]); s.bad != "" {
 				return s.bad
 			}
 			i += k
@@ -176,6 +207,9 @@ func (s *mimeShape) lineEnded(crlf bool) {
 	case shapeDelim:
 		s.endDelimLine(true)
 	default:
+		if s.atStart { // a short line that could have been a delimiter: content
+			s.checkBase64(s.prefix)
+		}
 		s.atStart, s.breakOK, s.prefix = true, crlf, s.prefix[:0]
 	}
 }
@@ -200,6 +234,7 @@ func (s *mimeShape) bodyByte(c byte) {
 		}
 		return
 	}
+	s.checkBase64(s.prefix) // no delimiter after all: content
 	s.atStart, s.prefix = false, s.prefix[:0]
 }
 
@@ -240,14 +275,14 @@ func (s *mimeShape) endDelimLine(lf bool) {
 	}
 	if bytes.HasPrefix(s.rest, []byte("--")) {
 		s.delims = s.delims[:s.delim]
-		s.mode, s.strict, s.atStart, s.breakOK, s.prefix = shapeBody, true, lf, true, s.prefix[:0]
+		s.mode, s.strict, s.atStart, s.breakOK, s.prefix, s.b64 = shapeBody, true, lf, true, s.prefix[:0], false
 		return
 	}
 	s.beginHeaders()
 }
 
 func (s *mimeShape) beginHeaders() {
-	s.mode, s.block, s.blockN, s.fields = shapeHeaders, s.block[:0], 0, s.fields[:0]
+	s.mode, s.block, s.blockN, s.fields, s.b64 = shapeHeaders, s.block[:0], 0, s.fields[:0], false
 }
 
 // headerByte reads c, not CR or LF, in a header block.
@@ -359,6 +394,7 @@ func (s *mimeShape) endHeaders() {
 		return
 	default:
 		s.mode, s.strict = shapeBody, false
+		s.b64 = strings.EqualFold(strings.TrimSpace(transfer), "base64")
 	}
 	s.atStart, s.breakOK, s.prefix = true, true, s.prefix[:0]
 }
