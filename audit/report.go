@@ -29,6 +29,9 @@ type Verification struct {
 	IntactThrough uint64 `json:"intact_through"`
 	Lines         int    `json:"lines"`
 	Proves        string `json:"proves"`
+	// Unproven is Verdict.Unproven: why an intact log may still hold
+	// lines or runs no egressd run of this log wrote.
+	Unproven string `json:"unproven,omitempty"`
 	// PrunedRuns and PrunedCrashed count the runs prune receipts in the
 	// files removed, and those of them that had crashed: the headline
 	// names them, so "intact" is never read as "every run is here".
@@ -38,7 +41,7 @@ type Verification struct {
 
 // VerificationOf is the part of a verdict a report carries.
 func VerificationOf(v Verdict) *Verification {
-	return &Verification{Intact: v.Intact, Problem: v.Problem, IntactThrough: v.IntactThrough, Lines: v.Lines, Proves: v.Proves,
+	return &Verification{Intact: v.Intact, Problem: v.Problem, IntactThrough: v.IntactThrough, Lines: v.Lines, Proves: v.Proves, Unproven: v.Unproven(),
 		PrunedRuns: len(v.PrunedChains), PrunedCrashed: PrunedCrashes(v)}
 }
 
@@ -48,11 +51,11 @@ func (v *Verification) Headline() string {
 	switch {
 	case v == nil:
 		return "LOG NOT VERIFIED: the chain was not checked"
-	case v.Intact && strings.HasPrefix(v.Proves, unlinkedRuns):
+	case v.Intact && v.Unproven != "":
 		// Intact line by line, but a run may have been planted, removed
-		// or reordered whole (round 35: another instance's keyed run
-		// copied in read "intact" with none of verify's caveats).
-		return fmt.Sprintf("log verified: intact, %d lines through seq %d, but %s", v.Lines, v.IntactThrough, v.Proves)
+		// or reordered whole, or an unkeyed chain rewritten (rounds 35
+		// and 36: "intact" read with none of verify's caveats).
+		return fmt.Sprintf("log verified: intact, %d lines through seq %d, but %s", v.Lines, v.IntactThrough, v.Unproven)
 	case v.Intact && v.PrunedRuns > 0:
 		return fmt.Sprintf("log verified: intact, %d lines through seq %d; %d earlier run(s) were removed with egressd audit prune, %d of them crashed (whatever those did after their last line is not in the log)", v.Lines, v.IntactThrough, v.PrunedRuns, v.PrunedCrashed)
 	case v.Intact:

@@ -34,6 +34,32 @@ func (v *verifier) finish() Verdict {
 	return out
 }
 
+// Unproven says why an intact verdict still does not show that every
+// line came from this log's own runs, in order, or "": runs that do not
+// name the run before them (one from another instance sharing the key can
+// have been added), or an unkeyed chain no checkpoint was cross-checked
+// against (whoever can write the file can add a line and recompute the
+// chain). A report headlines it, and suggest says it (and refuses on
+// unlinked runs): a planted line would put its host in the permission the
+// operator approves.
+func (v Verdict) Unproven() string {
+	switch {
+	case !v.Intact:
+		return ""
+	case v.RunsUnlinked():
+		return v.Proves
+	case !v.Keyed && v.Checkpoints == 0 && v.Lines > 0:
+		return "the chain is unkeyed and no checkpoint was cross-checked: whoever can write the log can add or edit a line and recompute the chain (give --checkpoints with the file serve or run wrote them to, or use a key)"
+	}
+	return ""
+}
+
+// RunsUnlinked reports an intact verdict some run of which does not name
+// the run before it: a run from elsewhere can have been added whole.
+func (v Verdict) RunsUnlinked() bool {
+	return v.Intact && strings.HasPrefix(v.Proves, unlinkedRuns)
+}
+
 // unlinkedRuns begins what a keyed verification proves when some run does
 // not name the run before it; the report's headline repeats it.
 const unlinkedRuns = "runs not linked"

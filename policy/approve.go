@@ -510,6 +510,13 @@ func (m *Memory) Forget(id string) (Record, []string, error) {
 				return fmt.Errorf("%s claims %s %s, which waits for approval; forgetting %s would let whichever folder loads it first take it as a first load, with its list, this one included. Drop the claim first (%s), and make sure that folder's manifest no longer names %s, or approve it if that folder is %s now; then forget %s (%s)", place, id, f.Pending.Version, id, WithState("egressd state forget --folder "+termsafe.ShellWord(place), m.dir), id, id, id, m.where())
 			}
 		}
+		if found && len(r.Pending) > 0 {
+			// Said, not refused: forgetting is the way back from a version
+			// floor, and the operator must see what it releases (round 36:
+			// serve's rollback advice, then forget, put a waiting widening's
+			// list in force at the first load, and forget did not say so).
+			dropped = append(dropped, fmt.Sprintf("the gate on %s %s's list (%s), which waited for approval: a first load takes whatever list the manifest has then, that one included", id, r.Version, strings.Join(r.Pending, " ")))
+		}
 		delete(s.IDs, id)
 		for _, place := range sortedKeys(s.Folders) {
 			f := s.Folders[place]

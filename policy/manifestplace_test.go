@@ -126,3 +126,23 @@ func TestForgetFolderActsOnThePlaceStateListPrintsEvenWhenAFileStandsThere(t *te
 		}
 	}
 }
+
+// TestForgetSaysItReleasesAWideningThatWaits: round 36. serve's advice on
+// a version below the floor is to forget the id; a widening that waited
+// for approval then loaded as a first load, list and all, and forget said
+// only "a first load, with any list". It names the list it releases.
+func TestForgetSaysItReleasesAWideningThatWaits(t *testing.T) {
+	f := newFixture(t)
+	f.write("com.acme.erp", "1.0.0", "erp.acme.example")
+	f.load(f.registry(), Loaded)
+	f.write("com.acme.erp", "2.0.0", "erp.acme.example", "evil.example")
+	f.load(f.registry(), Pending)
+	mem, err := OpenMemory(f.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, dropped, err := mem.Forget("com.acme.erp")
+	if err != nil || len(dropped) != 1 || !strings.Contains(dropped[0], "evil.example") || !strings.Contains(dropped[0], "waited for approval") {
+		t.Fatalf("forget: %q %v", dropped, err)
+	}
+}

@@ -392,11 +392,11 @@ func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "egressd audit suggest:", termsafe.String(err.Error()))
 		return code
 	}
-	if !verdict.Intact && !*unverified {
+	if (!verdict.Intact || verdict.RunsUnlinked()) && !*unverified {
 		fmt.Fprintln(stderr, "egressd audit suggest:", suggestRefusal(verdict, verifyCommand(*keyFile, *ckptFile, *fileFlags.filesFrom, *fileFlags.runFiles, given)))
 		return exitFail
 	}
-	if !verdict.Intact {
+	if !verdict.Intact || verdict.Unproven() != "" {
 		fmt.Fprintln(stderr, "egressd audit suggest:", termsafe.String(audit.VerificationOf(verdict).Headline()))
 	}
 	observed := audit.ObservedHosts(recs)

@@ -46,6 +46,10 @@ func verifyCommand(keyFile, ckptFile, filesFrom, runFiles string, named []string
 // names into a manifest the operator approves, so nothing is suggested
 // unless the operator asks for it with --unverified.
 func suggestRefusal(v audit.Verdict, verify string) string {
+	if v.Intact {
+		return fmt.Sprintf("LOG NOT PROVEN: intact, %d lines through seq %d, but %s; nothing is suggested from a log that may hold a run no egressd of this log wrote: run %s (or pass --unverified to print the suggestion anyway)",
+			v.Lines, v.IntactThrough, termsafe.String(v.Unproven()), verify)
+	}
 	return fmt.Sprintf("LOG NOT VERIFIED: BROKEN: %s (intact through seq %d, %d lines); nothing is suggested from a log that may have been edited, cut or added to: run %s (or pass --unverified to print the suggestion anyway)",
 		termsafe.String(v.Problem), v.IntactThrough, v.Lines, verify)
 }

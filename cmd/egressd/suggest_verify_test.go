@@ -44,7 +44,9 @@ func TestSuggestRefusesARealServeLogWithAForgedConnectAppended(t *testing.T) {
 	sp.stop(t)
 	real := filepath.Join(dir, "audit.log")
 	out, errs, code := egressdCLI(t, "audit", "suggest", real)
-	if code != exitOK || !strings.Contains(out, `"api.weather.example"`) || errs != "" {
+	// Unkeyed, no checkpoints given: suggested, and said to be unproven
+	// (round 36: a forged line with the chain recomputed read "verified").
+	if code != exitOK || !strings.Contains(out, `"api.weather.example"`) || !strings.Contains(errs, "the chain is unkeyed and no checkpoint was cross-checked") {
 		t.Fatalf("the real log: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 
@@ -81,5 +83,30 @@ func TestSuggestOfAKeyedLogNeedsItsKey(t *testing.T) {
 	out, errs, code := runCLI(t, append([]string{"audit", "suggest", "--key", key}, files...)...)
 	if code != exitOK || !strings.Contains(out, `"api.weather.example"`) {
 		t.Fatalf("keyed log with --key: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}
+
+// TestSuggestRefusesARunPlantedFromAnotherInstanceSharingTheKey: round 36.
+// Two keyed serve instances share one key; only B was asked for
+// evil.weather.example. B's log given before A's verifies line by line,
+// but its runs are not linked: suggest put B's host in A's permission.
+// It now refuses a log whose runs are not linked.
+func TestSuggestRefusesARunPlantedFromAnotherInstanceSharingTheKey(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "audit.key")
+	os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef"), 0o600)
+	var logs []string
+	for _, host := range []string{"evil.weather.example", "api.weather.example"} {
+		dir := t.TempDir()
+		sp := startServeProcess(t, serveDir(t, dir, "\n  key_file: "+key+"\n  key_id: k1"))
+		connectReason(t, sp.listen, host)
+		sp.stop(t)
+		logs = append(logs, filepath.Join(dir, "audit.log"))
+	}
+	out, errs, code := runCLI(t, append([]string{"audit", "suggest", "--key", key}, logs...)...)
+	if code != exitFail || strings.Contains(out, "evil.weather.example") || !strings.Contains(errs, "LOG NOT PROVEN") || !strings.Contains(errs, "runs not linked") {
+		t.Fatalf("a planted run: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if out, errs, _ := runCLI(t, "audit", "report", "--key", key, logs[0], logs[1]); !strings.Contains(strings.SplitN(out, "\n", 2)[0], "runs not linked") {
+		t.Fatalf("the report's headline does not say the runs are not linked:\n%s%s", out, errs)
 	}
 }
