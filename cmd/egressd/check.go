@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/egressd/egressd/allowlist"
@@ -124,6 +125,11 @@ func checkOne(path string, rules *allowlist.Rules) checkReport {
 		}
 	}
 	if m == nil {
+		if looksLikeConfig(path) {
+			// A new operator's first try (round 36): "check egressd.yaml"
+			// read the config as a manifest and answered with a JSON error.
+			r.Errors = append(r.Errors, "this looks like an operator config (YAML), not a manifest: check it with egressd check --config "+termsafe.ShellWord(path))
+		}
 		return r
 	}
 	for _, k := range m.EnvKeys {
@@ -178,4 +184,10 @@ func configProblems(err error) []string {
 		return ce.Problems
 	}
 	return []string{err.Error()}
+}
+
+// looksLikeConfig reports a path named as egressd's config files are.
+func looksLikeConfig(path string) bool {
+	ext := strings.ToLower(filepath.Ext(path))
+	return ext == ".yaml" || ext == ".yml"
 }

@@ -65,3 +65,13 @@ func TestExplainWithAConfigButNoStateSaysItDidNotReadTheConfigsVersionMemory(t *
 		t.Fatalf("a note with --state given:\n%s", errs)
 	}
 }
+
+// TestCheckOfAConfigFileAsAManifestSaysToUseConfig: round 36's README
+// walk: "egressd check configs/egressd.yaml" answered only "not valid
+// JSON at line 1, column 1".
+func TestCheckOfAConfigFileAsAManifestSaysToUseConfig(t *testing.T) {
+	out, errs, code := runCLI(t, "check", mustAbs(t, "../../configs/egressd.yaml"))
+	if code != exitFail || !strings.Contains(out+errs, "check it with egressd check --config") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}
