@@ -37,6 +37,23 @@ func wantRefusedBody(t *testing.T, h2 bool, what, ct, body string) {
 	b.doOK(t, b.client(h2), mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), "hello"))
 }
 
+// wantRefusedHead posts body with Content-Type ct and fails unless egressd
+// refuses the request at its head, 400 bad_request with a sentence, before
+// the origin receives anything, and audits it so.
+func wantRefusedHead(t *testing.T, h2 bool, what, ct, body string) {
+	t.Helper()
+	o := newBodyRecorder(t)
+	b := newBrokerEnv(t, h2, o.handle, func(e *env) { e.secrets = valueSecrets(t, guessPlus) })
+	req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), body)
+	req.Header.Set("Content-Type", ct)
+	resp, answer := do(t, b.client(h2), req)
+	wantBadRequest(t, what, resp, answer)
+	if n := len(b.origin.requests()); n != 0 {
+		t.Fatalf("%s: the origin received %d requests", what, n)
+	}
+	b.log.waitEvent(t, map[string]any{"event": "request", "reason": "bad_request", "status": 400})
+}
+
 // TestPartHeaderLinesEndingInALoneCRAreRefusedNotReadOutOfStepWithPython:
 // round 34. Part header lines ended by a lone CR, the last `X-Pad: =`, the
 // blank line a bare CR: Python's email parser ends a line at a lone CR, so
@@ -81,16 +98,7 @@ func TestAContentTypeWrittenAsAnEncodedWordIsRefused(t *testing.T) {
 		"multipart/form-data", // no boundary
 	} {
 		for _, h2 := range []bool{false, true} {
-			o := newBodyRecorder(t)
-			b := newBrokerEnv(t, h2, o.handle, func(e *env) { e.secrets = valueSecrets(t, guessPlus) })
-			req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), body)
-			req.Header.Set("Content-Type", ct)
-			resp, answer := do(t, b.client(h2), req)
-			wantBadRequest(t, ct, resp, answer)
-			if n := len(b.origin.requests()); n != 0 {
-				t.Fatalf("%q: the origin received %d requests", ct, n)
-			}
-			b.log.waitEvent(t, map[string]any{"event": "request", "reason": "bad_request", "status": 400})
+			wantRefusedHead(t, h2, ct, ct, body)
 		}
 	}
 }
