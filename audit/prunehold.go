@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/egressd/egressd/internal/safefile"
 	"golang.org/x/sys/unix"
@@ -18,6 +19,7 @@ import (
 type Held struct {
 	names []string
 	files []*os.File
+	dirs  []*os.File // each file's folder as it was when held: removal goes through it
 }
 
 // Hold takes the lock of every file without waiting; a file another
@@ -31,16 +33,89 @@ func Hold(names []string) (*Held, error) {
 			return nil, err
 		}
 		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			twice := h.holding(f)
 			f.Close()
 			h.Release()
-			if errors.Is(err, unix.EWOULDBLOCK) {
+			switch {
+			case twice != "":
+				return nil, fmt.Errorf("%s is given twice (also as %s)", name, twice)
+			case errors.Is(err, unix.EWOULDBLOCK):
 				return nil, fmt.Errorf("%s is held by a running egressd process (the audit log's lock): its run is not over", name)
 			}
 			return nil, fmt.Errorf("%s: taking its lock: %w", name, err)
 		}
-		h.names, h.files = append(h.names, name), append(h.files, f)
+		dir, err := heldIn(name, f)
+		if err != nil {
+			f.Close()
+			h.Release()
+			return nil, err
+		}
+		h.names, h.files, h.dirs = append(h.names, name), append(h.files, f), append(h.dirs, dir)
 	}
 	return h, nil
+}
+
+// holding names the path a file held already was given as, or "".
+func (h *Held) holding(f *os.File) string {
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	for i, g := range h.files {
+		if gs, err := g.Stat(); err == nil && os.SameFile(st, gs) {
+			return h.names[i]
+		}
+	}
+	return ""
+}
+
+// heldIn opens the folder that holds f under name, checking that it does.
+func heldIn(name string, f *os.File) (*os.File, error) {
+	dir, err := os.Open(filepath.Dir(name))
+	if err != nil {
+		return nil, err
+	}
+	if err := sameEntry(dir, filepath.Base(name), f); err != nil {
+		dir.Close()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return dir, nil
+}
+
+// sameEntry checks that dir's entry base is the file f, not a link or
+// another file put in its place.
+func sameEntry(dir *os.File, base string, f *os.File) error {
+	var at, held unix.Stat_t
+	if err := unix.Fstatat(int(dir.Fd()), base, &at, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	if err := unix.Fstat(int(f.Fd()), &held); err != nil {
+		return err
+	}
+	if at.Dev != held.Dev || at.Ino != held.Ino {
+		return errors.New("replaced while it was held: it is not the file verified")
+	}
+	return nil
+}
+
+// Remove removes each held file through the folder it was held in, after
+// checking the entry there is still that file, and calls removed with its
+// name. Through the folder, not the path: a parent renamed and a link put
+// in its place while prune waited would have made the path name another
+// folder's file (round 37: prune removed an archive's copy it never
+// verified, and the file it verified stayed).
+func (h *Held) Remove(removed func(name string)) error {
+	for i, f := range h.files {
+		base := filepath.Base(h.names[i])
+		if err := sameEntry(h.dirs[i], base, f); err != nil {
+			return fmt.Errorf("%s %w", h.names[i], err)
+		}
+		if err := unix.Unlinkat(int(h.dirs[i].Fd()), base, 0); err != nil {
+			return fmt.Errorf("%s: %w", h.names[i], err)
+		}
+		removed(h.names[i])
+	}
+	return nil
 }
 
 // StillNamed checks that each path still names the file held: one put in
@@ -64,5 +139,8 @@ func (h *Held) Release() {
 	for _, f := range h.files {
 		f.Close()
 	}
-	h.files, h.names = nil, nil
+	for _, d := range h.dirs {
+		d.Close()
+	}
+	h.files, h.names, h.dirs = nil, nil, nil
 }

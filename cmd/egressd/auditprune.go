@@ -126,11 +126,8 @@ func prune(files []string, keep, keyFile, ckptFile, receipt string, stdout io.Wr
 		}
 		printLine(stdout, "%s %s (%s): %s to %s, %d lines%s", what, c.ID, c.File, c.FirstTime, c.LastTime, c.Lines, crash)
 	}
-	for _, name := range files {
-		if err := os.Remove(name); err != nil {
-			return fmt.Errorf("receipt %s written, but %w: remove the rest by hand", receipt, err)
-		}
-		printLine(stdout, "removed %s", name)
+	if err := held.Remove(func(name string) { printLine(stdout, "removed %s", name) }); err != nil {
+		return fmt.Errorf("receipt %s written, but %w: remove the rest by hand", receipt, err)
 	}
 	printLine(stdout, "receipt %s: %d run(s), %d lines, ending in hash %s; %d run(s) removed in all, with those of the earlier receipts; give it to audit verify in their place, before the files that follow",
 		receipt, len(v.Runs()), v.Lines, through, v.PrunedRunsInAll())
