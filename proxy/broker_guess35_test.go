@@ -37,8 +37,8 @@ func TestRFC2231ContinuationsInAContentTypeAreRefused(t *testing.T) {
 // part, which the guard's alphabet view read as the URL alphabet (a guess
 // list's base64 with a '-' every four characters). Composite types other
 // than form-data, mixed, related, alternative, rfc822 and global are
-// refused whatever they hold, and a base64 part holds only its alphabet
-// and '='.
+// refused whatever they hold, and a base64 part holds only its alphabet,
+// and '=' only at its end (round 37).
 func TestMIMEThatPythonReadsByRulesOfItsOwnIsRefused(t *testing.T) {
 	list := strings.Join(guesses34, "\n")
 	var dashed strings.Builder
@@ -48,6 +48,14 @@ func TestMIMEThatPythonReadsByRulesOfItsOwnIsRefused(t *testing.T) {
 		}
 		dashed.WriteRune(c)
 	}
+	// Round 37: two bytes at a time, each piece padded: python-multipart
+	// decodes each read on its own, so a piece per HTTP chunk came out
+	// whole there, while the alphabet view (and Go's and Python's email
+	// decoders) read one stream, broken at every piece.
+	var padded strings.Builder
+	for i := 0; i < len(list); i += 2 {
+		padded.WriteString(base64.StdEncoding.EncodeToString([]byte(list[i:min(i+2, len(list))])))
+	}
 	for _, h2 := range []bool{false, true} {
 		wantRefusedBody(t, h2, "a digest part", "multipart/form-data; boundary=XX",
 			"--XX\r\nContent-Disposition: form-data; name=\"note\"\r\nContent-Type: multipart/digest; boundary=DD\r\n\r\n"+
@@ -56,5 +64,7 @@ func TestMIMEThatPythonReadsByRulesOfItsOwnIsRefused(t *testing.T) {
 			"--XX\r\nContent-Disposition: form-data; name=\"note\"\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; x\r\n\r\nX-Note: hello\r\n\r\n--XX--\r\n")
 		wantRefusedBody(t, h2, "base64 with a '-' every four characters", "multipart/form-data; boundary=XX",
 			"--XX\r\nContent-Disposition: form-data; name=\"note\"\r\nContent-Transfer-Encoding: base64\r\n\r\n"+dashed.String()+"\r\n--XX--\r\n")
+		wantRefusedBody(t, h2, "base64 padded every two bytes", "multipart/form-data; boundary=XX",
+			"--XX\r\nContent-Disposition: form-data; name=\"note\"\r\nContent-Transfer-Encoding: base64\r\n\r\n"+padded.String()+"\r\n--XX--\r\n")
 	}
 }

@@ -39,7 +39,8 @@ type mimeShape struct {
 	delims [][]byte // "--" + boundary, innermost last
 	mode   shapeMode
 	strict bool // outside a part's content: only CRLF ends a line
-	b64    bool // in the content of a part labelled base64: only its alphabet and '=' (strictBase64)
+	b64    bool // in the content of a part labelled base64: only its alphabet and '=' (checkBase64)
+	padded bool // with b64: a '=' was seen, so only '=' may follow
 	bad    string
 
 	crPending bool   // the last byte was a CR, its LF not yet seen
@@ -77,7 +78,7 @@ const (
 	headerBlockSentence = "egressd: a part's header block is not printable-ASCII header fields (no encoded word, at most 16 KiB, a Content-Type and Content-Transfer-Encoding egressd reads, a charset of utf-8, us-ascii or iso-8859-1) ended by an empty line; send plain part headers, percent-encode a non-ASCII filename"
 	nestingSentence     = "egressd: the MIME body nests multiparts deeper than 8 or with a boundary that begins another; use distinct boundaries"
 	unfinishedSentence  = "egressd: the MIME body ends before its closing delimiter (or inside a header block); send the whole body"
-	base64Sentence      = "egressd: a part labelled Content-Transfer-Encoding: base64 holds a byte outside the base64 alphabet and '='; send its content as plain base64 lines (RFC 2045)"
+	base64Sentence      = "egressd: a part labelled Content-Transfer-Encoding: base64 holds a byte outside the base64 alphabet and '=', or more after its '=' padding; send its content as one plain base64 stream in lines (RFC 2045)"
 )
 
 // base64Content marks the bytes a base64 part's content lines may hold:
@@ -92,15 +93,24 @@ var base64Content = func() (t [256]bool) {
 	return t
 }()
 
-// checkBase64 refuses content of a base64 part that holds another byte.
+// checkBase64 refuses content of a base64 part that holds another byte,
+// or a character after its padding: a decoder that decodes each read on
+// its own (python-multipart, behind Starlette and FastAPI) reads a '='
+// mid-stream as the end of a group and decodes on, where the guard's
+// alphabet view, and Go's and Python's email decoders, read one stream
+// (round 37: a guess list base64-encoded two bytes at a time, a piece per
+// HTTP chunk, came out whole at such an origin).
 func (s *mimeShape) checkBase64(content []byte) {
 	if !s.b64 {
 		return
 	}
 	for _, c := range content {
-		if !base64Content[c] {
+		switch {
+		case !base64Content[c], s.padded && c != '=':
 			s.bad = base64Sentence
 			return
+		case c == '=':
+			s.padded = true
 		}
 	}
 }
@@ -394,7 +404,7 @@ func (s *mimeShape) endHeaders() {
 		return
 	default:
 		s.mode, s.strict = shapeBody, false
-		s.b64 = strings.EqualFold(strings.TrimSpace(transfer), "base64")
+		s.b64, s.padded = strings.EqualFold(strings.TrimSpace(transfer), "base64"), false
 	}
 	s.atStart, s.breakOK, s.prefix = true, true, s.prefix[:0]
 }
