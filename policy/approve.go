@@ -510,7 +510,7 @@ func (m *Memory) Forget(id string) (Record, []string, error) {
 				return fmt.Errorf("%s claims %s %s, which waits for approval; forgetting %s would let whichever folder loads it first take it as a first load, with its list, this one included. Drop the claim first (%s), and make sure that folder's manifest no longer names %s, or approve it if that folder is %s now; then forget %s (%s)", place, id, f.Pending.Version, id, WithState("egressd state forget --folder "+termsafe.ShellWord(place), m.dir), id, id, id, m.where())
 			}
 		}
-		if found && len(r.Pending) > 0 {
+		if found && len(r.Pending) > 0 && r.Approvals[r.Version] != r.Digest { // waiting, not approved and not yet loaded
 			// Said, not refused: forgetting is the way back from a version
 			// floor, and the operator must see what it releases (round 36:
 			// serve's rollback advice, then forget, put a waiting widening's
