@@ -68,3 +68,29 @@ func TestMIMEThatPythonReadsByRulesOfItsOwnIsRefused(t *testing.T) {
 			"--XX\r\nContent-Disposition: form-data; name=\"note\"\r\nContent-Transfer-Encoding: base64\r\n\r\n"+padded.String()+"\r\n--XX--\r\n")
 	}
 }
+
+// TestTransferEncodingsDecodedReadByReadAreRefusedUnlessAsEncodersWriteThem:
+// round 38. formidable (Node) decodes each base64 line on its own, so lines
+// of two characters gave a byte apiece where the stream decoders (and the
+// guard's alphabet view) read garbage; python-multipart runs a2b_qp on
+// each read, where '=' CR drops only to the read's end, so "=\rZZ" at the
+// end of each HTTP chunk cut nothing from the guesses there while the
+// guard's Python view dropped everything after the first. A base64 line
+// is whole four-character groups; in a quoted-printable part each '=' is
+// =XX or a soft break, and every line ends with CRLF.
+func TestTransferEncodingsDecodedReadByReadAreRefusedUnlessAsEncodersWriteThem(t *testing.T) {
+	var lines, qp strings.Builder
+	for _, g := range guesses34 {
+		for i := 0; i < len(g); i++ {
+			lines.WriteString(strings.TrimRight(base64.StdEncoding.EncodeToString([]byte{g[i]}), "=") + "\r\n")
+		}
+		qp.WriteString(g[:4] + "=\rZZ" + g[4:] + "=0D=0A")
+	}
+	part := func(cte, content string) string {
+		return "--XX\r\nContent-Disposition: form-data; name=\"note\"\r\nContent-Transfer-Encoding: " + cte + "\r\n\r\n" + content + "\r\n--XX--\r\n"
+	}
+	for _, h2 := range []bool{false, true} {
+		wantRefusedBody(t, h2, "base64 lines of two characters", "multipart/form-data; boundary=XX", part("base64", lines.String()))
+		wantRefusedBody(t, h2, "a quoted-printable '=' CR", "multipart/form-data; boundary=XX", part("quoted-printable", qp.String()))
+	}
+}

@@ -41,6 +41,9 @@ type mimeShape struct {
 	strict bool // outside a part's content: only CRLF ends a line
 	b64    bool // in the content of a part labelled base64: only its alphabet and '=' (checkBase64)
 	padded bool // with b64: a '=' was seen, so only '=' may follow
+	lineN  int  // with b64: the characters of the content line so far
+	qp     bool // in the content of a part labelled quoted-printable (checkQP)
+	qpEsc  int  // with qp: 1 after '=', 2 after '=' and a hex digit
 	bad    string
 
 	crPending bool   // the last byte was a CR, its LF not yet seen
@@ -78,7 +81,8 @@ const (
 	headerBlockSentence = "egressd: a part's header block is not printable-ASCII header fields (no encoded word, at most 16 KiB, a Content-Type and Content-Transfer-Encoding egressd reads, a charset of utf-8, us-ascii or iso-8859-1) ended by an empty line; send plain part headers, percent-encode a non-ASCII filename"
 	nestingSentence     = "egressd: the MIME body nests multiparts deeper than 8 or with a boundary that begins another; use distinct boundaries"
 	unfinishedSentence  = "egressd: the MIME body ends before its closing delimiter (or inside a header block); send the whole body"
-	base64Sentence      = "egressd: a part labelled Content-Transfer-Encoding: base64 holds a byte outside the base64 alphabet and '=', or more after its '=' padding; send its content as one plain base64 stream in lines (RFC 2045)"
+	qpSentence          = "egressd: a part labelled Content-Transfer-Encoding: quoted-printable holds a '=' that is neither =XX nor a soft break ('=' CRLF), or a line not ended by CRLF; send it as RFC 2045 encoders write it"
+	base64Sentence      = "egressd: a part labelled Content-Transfer-Encoding: base64 holds a byte outside the base64 alphabet and '=', more after its '=' padding, or a line that is not whole four-character groups; send its content as one padded base64 stream in lines (RFC 2045)"
 )
 
 // base64Content marks the bytes a base64 part's content lines may hold:
@@ -93,6 +97,61 @@ var base64Content = func() (t [256]bool) {
 	return t
 }()
 
+// checkContent checks a run of a part's content within one line.
+func (s *mimeShape) checkContent(content []byte) {
+	s.checkBase64(content)
+	s.checkQP(content)
+}
+
+// contentLineEnded checks the end of a content line of a base64 or
+// quoted-printable part: crlf says it ended with CRLF.
+//
+// In both, what RFC 2045 encoders write is all that passes, because
+// decoders that decode read by read (or line by line) differ from those
+// that decode the stream (round 38): formidable decodes each base64 line
+// on its own, so lines of two characters each gave a byte apiece while
+// the stream decoders (and the guard's alphabet view) read garbage; every
+// base64 line is a whole number of four-character groups. python-multipart
+// runs binascii.a2b_qp on each read, where '=' CR drops only to the read's
+// end, while the guard's Python view read one stream; in a
+// quoted-printable part every line ends with CRLF and every '=' is an
+// escape of two hex digits or the '=' of a soft break ('=' CRLF).
+func (s *mimeShape) contentLineEnded(crlf bool) {
+	if s.b64 {
+		if s.lineN%4 != 0 {
+			s.bad = base64Sentence
+		}
+		s.lineN = 0
+	}
+	if s.qp {
+		if !crlf || s.qpEsc == 2 {
+			s.bad = qpSentence
+		}
+		s.qpEsc = 0
+	}
+}
+
+// checkQP refuses a '=' in a quoted-printable part's content that is
+// neither "=XX" (hex) nor the end of its line.
+func (s *mimeShape) checkQP(content []byte) {
+	if !s.qp {
+		return
+	}
+	for _, c := range content {
+		switch {
+		case s.qpEsc > 0 && !isHex(c):
+			s.bad = qpSentence
+			return
+		case s.qpEsc == 1:
+			s.qpEsc = 2
+		case s.qpEsc == 2:
+			s.qpEsc = 0
+		case c == '=':
+			s.qpEsc = 1
+		}
+	}
+}
+
 // checkBase64 refuses content of a base64 part that holds another byte,
 // or a character after its padding: a decoder that decodes each read on
 // its own (python-multipart, behind Starlette and FastAPI) reads a '='
@@ -104,6 +163,7 @@ func (s *mimeShape) checkBase64(content []byte) {
 	if !s.b64 {
 		return
 	}
+	s.lineN += len(content)
 	for _, c := range content {
 		switch {
 		case !base64Content[c], s.padded && c != '=':
@@ -139,10 +199,10 @@ func (s *mimeShape) feed(b []byte) string {
 			// Within a line: skip to its end at memory speed.
 			k := bytes.IndexAny(b[i:], "\r\n")
 			if k < 0 {
-				s.checkBase64(b[i:])
+				s.checkContent(b[i:])
 				return s.bad
 			}
-			if s.checkBase64(b[i : i+k]); s.bad != "" {
+			if s.checkContent(b[i : i+k]); s.bad != "" {
 				return s.bad
 			}
 			i += k
@@ -218,7 +278,10 @@ func (s *mimeShape) lineEnded(crlf bool) {
 		s.endDelimLine(true)
 	default:
 		if s.atStart { // a short line that could have been a delimiter: content
-			s.checkBase64(s.prefix)
+			s.checkContent(s.prefix)
+		}
+		if s.bad == "" {
+			s.contentLineEnded(crlf)
 		}
 		s.atStart, s.breakOK, s.prefix = true, crlf, s.prefix[:0]
 	}
@@ -244,7 +307,7 @@ func (s *mimeShape) bodyByte(c byte) {
 		}
 		return
 	}
-	s.checkBase64(s.prefix) // no delimiter after all: content
+	s.checkContent(s.prefix) // no delimiter after all: content
 	s.atStart, s.prefix = false, s.prefix[:0]
 }
 
@@ -285,14 +348,14 @@ func (s *mimeShape) endDelimLine(lf bool) {
 	}
 	if bytes.HasPrefix(s.rest, []byte("--")) {
 		s.delims = s.delims[:s.delim]
-		s.mode, s.strict, s.atStart, s.breakOK, s.prefix, s.b64 = shapeBody, true, lf, true, s.prefix[:0], false
+		s.mode, s.strict, s.atStart, s.breakOK, s.prefix, s.b64, s.qp = shapeBody, true, lf, true, s.prefix[:0], false, false
 		return
 	}
 	s.beginHeaders()
 }
 
 func (s *mimeShape) beginHeaders() {
-	s.mode, s.block, s.blockN, s.fields, s.b64 = shapeHeaders, s.block[:0], 0, s.fields[:0], false
+	s.mode, s.block, s.blockN, s.fields, s.b64, s.qp = shapeHeaders, s.block[:0], 0, s.fields[:0], false, false
 }
 
 // headerByte reads c, not CR or LF, in a header block.
@@ -404,7 +467,9 @@ func (s *mimeShape) endHeaders() {
 		return
 	default:
 		s.mode, s.strict = shapeBody, false
-		s.b64, s.padded = strings.EqualFold(strings.TrimSpace(transfer), "base64"), false
+		enc := strings.ToLower(strings.TrimSpace(transfer))
+		s.b64, s.padded, s.lineN = enc == "base64", false, 0
+		s.qp, s.qpEsc = enc == "quoted-printable", 0
 	}
 	s.atStart, s.breakOK, s.prefix = true, true, s.prefix[:0]
 }
