@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -73,6 +74,10 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	v, err := audit.Verify(files, opts)
+	if errors.Is(err, audit.ErrDamagedStream) {
+		fmt.Fprintln(stdout, "BROKEN:", termsafe.String(err.Error()))
+		return exitFail
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 		return exitUsage

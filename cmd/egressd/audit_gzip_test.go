@@ -81,3 +81,22 @@ func TestACompressedRotationIsVerifiedAndReportedAndAMissingOneStillFails(t *tes
 		t.Fatalf("verify --run-files with ID.PID.log.1.gz: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestACompressedRotationCutShortIsBrokenNotAUsageError: round 38. A .gz
+// rotation with its last bytes cut made verify exit 2 ("usage") with the
+// gzip error, where a plain log cut back exits 1: a monitor alarming on 1
+// missed it. A damaged stream is a broken log.
+func TestACompressedRotationCutShortIsBrokenNotAUsageError(t *testing.T) {
+	files, _ := realLog(t, false)
+	rotated := gzipFile(t, files[0])
+	data, err := os.ReadFile(rotated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rotated, data[:len(data)-20], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := runBinary(t, "audit", "verify", rotated, files[1]); code != 1 || !strings.Contains(out, "BROKEN") {
+		t.Fatalf("verify of a cut .gz rotation: exit %d\n%s%s", code, out, errs)
+	}
+}
