@@ -97,14 +97,17 @@ func TestAGuessListInAQuotedPrintablePartIsRefused(t *testing.T) {
 			})
 		}
 	}
-	t.Run("quoted-printable of other text goes out", func(t *testing.T) {
+	// Round 39: a form part carrying a transfer encoding is refused for
+	// its form, whatever it holds (form parsers decode it read by read);
+	// quoted-printable that goes out is inside a message/* part
+	// (TestHonestMIMEBodiesStillGoOut).
+	t.Run("a quoted-printable form part of other text is refused for its form", func(t *testing.T) {
 		b := newBrokerEnv(t, false, multipartEcho, func(e *env) { e.secrets = plusSecrets(t) })
 		body, ct := qpNoteForm(t, qpEveryByte("summer 2019, winter+2018"))
 		req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), body)
 		req.Header.Set("Content-Type", ct)
-		if got := b.doOK(t, b.client(false), req); got != "summer 2019, winter+2018" {
-			t.Fatalf("the origin showed back %q", got)
-		}
+		resp, answer := do(t, b.client(false), req)
+		wantBadRequest(t, "a quoted-printable form part", resp, answer)
 	})
 }
 

@@ -94,3 +94,23 @@ func TestTransferEncodingsDecodedReadByReadAreRefusedUnlessAsEncodersWriteThem(t
 		wantRefusedBody(t, h2, "a quoted-printable '=' CR", "multipart/form-data; boundary=XX", part("quoted-printable", qp.String()))
 	}
 }
+
+// TestAFormPartCarryingATransferEncodingIsRefused: round 39. formidable
+// decodes floor(len/4)*4 raw characters of each read, counting line
+// breaks, so base64 lines chunked "abcd\r\nef" / "gh\r\n" gave five bytes
+// per eight characters (a guess list) where the stream decoders and the
+// guard read garbage; the origin's reads fall where egressd writes, which
+// the program's chunks decide. A transfer encoding is allowed only within
+// a message/* part, where email parsers decode the stream.
+func TestAFormPartCarryingATransferEncodingIsRefused(t *testing.T) {
+	var body strings.Builder
+	body.WriteString("--XX\r\nContent-Disposition: form-data; name=\"note\"\r\nContent-Transfer-Encoding: base64\r\n\r\n")
+	enc := base64.StdEncoding.EncodeToString([]byte("harmless text, in whole groups"))
+	for i := 0; i+4 <= len(enc); i += 4 {
+		body.WriteString(enc[i:i+4] + "\r\n")
+	}
+	body.WriteString("--XX--\r\n")
+	for _, h2 := range []bool{false, true} {
+		wantRefusedBody(t, h2, "a base64 form part", "multipart/form-data; boundary=XX", body.String())
+	}
+}

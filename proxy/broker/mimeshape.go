@@ -37,6 +37,12 @@ import (
 // in the body.
 type mimeShape struct {
 	delims [][]byte // "--" + boundary, innermost last
+	// inMail[k] says the multipart of delims[k] lies within a message
+	// (message/*), and email is that of the header block or part read
+	// now: a transfer encoding other than the identity is allowed only
+	// there (see encodedOutsideMail).
+	inMail []bool
+	email  bool
 	mode   shapeMode
 	strict bool // outside a part's content: only CRLF ends a line
 	b64    bool // in the content of a part labelled base64: only its alphabet and '=' (checkBase64)
@@ -81,6 +87,7 @@ const (
 	headerBlockSentence = "egressd: a part's header block is not printable-ASCII header fields (no encoded word, at most 16 KiB, a Content-Type and Content-Transfer-Encoding egressd reads, a charset of utf-8, us-ascii or iso-8859-1) ended by an empty line; send plain part headers, percent-encode a non-ASCII filename"
 	nestingSentence     = "egressd: the MIME body nests multiparts deeper than 8 or with a boundary that begins another; use distinct boundaries"
 	unfinishedSentence  = "egressd: the MIME body ends before its closing delimiter (or inside a header block); send the whole body"
+	encodedOutsideMail  = "egressd: a part of a multipart body outside any message/* part carries a Content-Transfer-Encoding other than 7bit, 8bit or binary; RFC 7578 asks senders not to, and form parsers decode it read by read, differently from the stream: send the part's bytes as they are (binary)"
 	qpSentence          = "egressd: a part labelled Content-Transfer-Encoding: quoted-printable holds a '=' that is neither =XX nor a soft break ('=' CRLF), or a line not ended by CRLF; send it as RFC 2045 encoders write it"
 	base64Sentence      = "egressd: a part labelled Content-Transfer-Encoding: base64 holds a byte outside the base64 alphabet and '=', more after its '=' padding, or a line that is not whole four-character groups; send its content as one padded base64 stream in lines (RFC 2045)"
 )
@@ -181,10 +188,10 @@ func newMIMEShape(mediatype, boundary string) *mimeShape {
 	s := &mimeShape{strict: true}
 	switch {
 	case strings.HasPrefix(mediatype, "multipart/"):
-		s.delims = [][]byte{[]byte("--" + boundary)}
+		s.delims, s.inMail = [][]byte{[]byte("--" + boundary)}, []bool{false}
 		s.atStart, s.breakOK = true, true
 	case strings.HasPrefix(mediatype, "message/"):
-		s.mode = shapeHeaders
+		s.mode, s.email = shapeHeaders, true
 	default:
 		return nil
 	}
@@ -347,11 +354,12 @@ func (s *mimeShape) endDelimLine(lf bool) {
 		return
 	}
 	if bytes.HasPrefix(s.rest, []byte("--")) {
-		s.delims = s.delims[:s.delim]
+		s.delims, s.inMail = s.delims[:s.delim], s.inMail[:s.delim]
 		s.mode, s.strict, s.atStart, s.breakOK, s.prefix, s.b64, s.qp = shapeBody, true, lf, true, s.prefix[:0], false, false
 		return
 	}
 	s.beginHeaders()
+	s.email = s.inMail[s.delim]
 }
 
 func (s *mimeShape) beginHeaders() {
@@ -447,6 +455,10 @@ func (s *mimeShape) endHeaders() {
 		s.bad = headerBlockSentence
 		return
 	}
+	if !s.email && !identityTransfer(transfer) {
+		s.bad = encodedOutsideMail
+		return
+	}
 	switch {
 	case strings.HasPrefix(mediatype, "multipart/"):
 		d := []byte("--" + boundary)
@@ -460,10 +472,11 @@ func (s *mimeShape) endHeaders() {
 				return
 			}
 		}
-		s.delims = append(s.delims, d)
+		s.delims, s.inMail = append(s.delims, d), append(s.inMail, s.email)
 		s.mode, s.strict = shapeBody, true
 	case strings.HasPrefix(mediatype, "message/"):
 		s.beginHeaders()
+		s.email = true
 		return
 	default:
 		s.mode, s.strict = shapeBody, false
