@@ -67,7 +67,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, sig <-c
 	if err := parseFlags(fs, args); err != nil || fs.NArg() > 0 {
 		return exitUsage
 	}
-	stderr = termsafe.Lines(stderr) // every message one line, escaped: nothing forges a checkpoint
+	stderr = termsafe.LinesUpTo(stderr, maxJournalLine) // every message one line, escaped and bounded: nothing forges a checkpoint or a line
 	if f.config != "" && f.manifest != "" {
 		fmt.Fprintln(stderr, "egressd serve: give --config or --manifest, not both")
 		return exitUsage
@@ -581,3 +581,8 @@ func watchSet(cfg policy.Config, configFile string) proxy.WatchSet {
 // serveLogName is what serve's genesis and checkpoints name as their
 // integration (audit.Options.Integration).
 const serveLogName = "serve"
+
+// maxJournalLine bounds each line serve writes to stderr, the journal:
+// below every common sink's split (rsyslog 8 KiB, Docker 16 KiB, journald
+// 48 KiB), so no piece of a line begins where an author chose.
+const maxJournalLine = 4096

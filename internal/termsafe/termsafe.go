@@ -93,14 +93,34 @@ func unsafeRune(r rune) bool {
 // is escaped, a line break inside it too, so no message can paint the
 // terminal or forge a line of its own (a fake checkpoint, a fake "ok"). A
 // trailing line break ends the message and is kept.
-func Lines(w io.Writer) io.Writer { return lineWriter{w} }
+func Lines(w io.Writer) io.Writer { return lineWriter{w: w} }
 
-type lineWriter struct{ w io.Writer }
+// LinesUpTo is Lines with every message cut to max bytes, marked: a log
+// sink splits a longer line (journald at 48 KiB, Docker at 16 KiB), and the
+// piece after a split begins where the message's author chose (round 39:
+// a reload warning listing an author's 3,000 manifest problems was one
+// 486 KB line).
+func LinesUpTo(w io.Writer, max int) io.Writer { return lineWriter{w: w, max: max} }
+
+type lineWriter struct {
+	w   io.Writer
+	max int // 0: no cap
+}
+
+// cutMark ends a message LinesUpTo cut.
+const cutMark = " … (cut)"
 
 func (l lineWriter) Write(p []byte) (int, error) {
 	s := string(p)
 	body, nl := strings.CutSuffix(s, "\n")
 	out := String(body)
+	if l.max > 0 && len(out) > l.max {
+		cut := l.max - len(cutMark)
+		for cut > 0 && !utf8.RuneStart(out[cut]) {
+			cut--
+		}
+		out = out[:cut] + cutMark
+	}
 	if nl {
 		out += "\n"
 	}

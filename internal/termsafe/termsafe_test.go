@@ -153,3 +153,17 @@ func TestBlankLookingLettersAreEscaped(t *testing.T) {
 		}
 	}
 }
+
+// TestLinesUpToCutsALongMessageAndMarksIt: round 39. serve's stderr is a
+// journal whose sinks split long lines; a message past the cap is cut,
+// marked, and still one line.
+func TestLinesUpToCutsALongMessageAndMarksIt(t *testing.T) {
+	var b strings.Builder
+	w := LinesUpTo(&b, 64)
+	w.Write([]byte(strings.Repeat("é", 100) + "\n"))
+	w.Write([]byte("short\n"))
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != 2 || len(lines[0]) > 64 || !strings.HasSuffix(lines[0], "(cut)") || !utf8.ValidString(lines[0]) || lines[1] != "short" {
+		t.Fatalf("%q", b.String())
+	}
+}
