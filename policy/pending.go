@@ -26,8 +26,13 @@ func (p *Policy) setPending(version, idFrom string, claimOf []string, unbound bo
 // the folder's old id and the version approved for it. Audit events carry
 // it, so nothing is filed under an id the operator has not approved.
 func (p *Policy) InForce() (id, version string) {
-	if p.Pending != "" && p.PendingIDFrom != "" {
+	switch {
+	case p.Pending != "" && p.PendingIDFrom != "":
 		return p.PendingIDFrom, p.PendingIDFromVersion
+	case p.Pending != "" && len(p.PendingClaimOf) == 0 && !p.PendingUnbound && p.PendingKeptVersion != "":
+		// A widening waits: the version approved last decides (round 39:
+		// events named the unapproved version as the one in force).
+		return p.Manifest.ID, p.PendingKeptVersion
 	}
 	return p.Manifest.ID, p.Manifest.Version
 }

@@ -39,7 +39,12 @@ func Sentence(d Decision, p *Policy) string {
 		}
 		return fmt.Sprintf("egressd: %s is not in the network permission of %s (add it to %s)", host, who, where)
 	case PendingApproval:
+		waiting := who
+		if p != nil && p.Pending != "" && p.PendingIDFrom == "" {
+			waiting = p.Manifest.ID + " " + p.Pending // the version that waits, not the one in force
+		}
 		if d.Verdict == WouldDeny {
+			who = waiting
 			if change := p.PendingChange(); change != "" {
 				who = change
 			}
@@ -54,7 +59,7 @@ func Sentence(d Decision, p *Policy) string {
 		if change := p.PendingChange(); change != "" {
 			return fmt.Sprintf("egressd: %s is in the list of %s, the id this folder changed to from %s, which waits for the operator's approval: %s; until then the list of %s applies", host, change, p.PendingIDFrom, p.ApproveCommand(), who)
 		}
-		return fmt.Sprintf("egressd: %s is in the list of %s, which waits for the operator's approval: %s; until then the last approved list applies", host, who, p.ApproveCommand())
+		return fmt.Sprintf("egressd: %s is in the list of %s, which waits for the operator's approval: %s; until then the last approved list applies", host, waiting, p.ApproveCommand())
 	case IPLiteral:
 		return fmt.Sprintf("egressd: IP addresses cannot be reached directly; connect by a hostname listed in the network permission of %s", who)
 	case BadRequest:
