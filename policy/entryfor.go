@@ -3,10 +3,10 @@ package policy
 import "github.com/egressd/egressd/allowlist"
 
 // EntryFor is the config entry serve would serve manifest (a folder or a
-// manifest file) under, and
-// whether there is one: the first whose manifest has the same place
-// (ManifestPlace), the key version memory and serve go by, so a second
-// entry of that place is one serve refuses. The place is compared as
+// manifest file) under, and whether there is one: the first whose
+// manifest has the same place (ManifestPlace), the key version memory and
+// serve go by, so a second entry of that place is one serve refuses. The
+// place is compared as
 // written, never by what the files are: an author whose manifest is a
 // link to another integration's must not lend that integration its
 // entry's exemptions, widen or pin_digest in explain or run (round 34:
