@@ -114,3 +114,18 @@ func TestAFormPartCarryingATransferEncodingIsRefused(t *testing.T) {
 		wantRefusedBody(t, h2, "a base64 form part", "multipart/form-data; boundary=XX", body.String())
 	}
 }
+
+// TestAContentTypeThatFormidableReadsAsAnotherMultipartIsRefused: round 40.
+// formidable picks its multipart parser by /multipart/i anywhere in the
+// field and takes the first /boundary=/i match: a message/rfc822 or
+// text/plain body with a boundary parameter, or an "xboundary=" parameter
+// before the boundary, made it parse a body the guard read otherwise (a
+// base64 form part inside, decoded read by read).
+func TestAContentTypeThatFormidableReadsAsAnotherMultipartIsRefused(t *testing.T) {
+	body := "Content-Type: multipart/form-data; boundary=multipartXX\r\n\r\n--multipartXX\r\n\r\nhello\r\n--multipartXX--\r\n"
+	for _, h2 := range []bool{false, true} {
+		for _, ct := range []string{"message/rfc822; boundary=multipartXX", "text/plain; boundary=multipartXX", "multipart/form-data; xboundary=multipartXX; boundary=BB"} {
+			wantRefusedHead(t, h2, ct, ct, body)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package broker
 import (
 	"mime"
 	"net/http"
+	"regexp"
 	"strings"
 )
 
@@ -75,6 +76,9 @@ func canonicalType(v string) (mediatype, boundary string, ok bool) {
 	if composite := strings.HasPrefix(mt, "multipart/") || strings.HasPrefix(mt, "message/"); composite && !knownComposite[mt] {
 		return "", "", false
 	}
+	if !plainMultipartWords(v, mt) {
+		return "", "", false
+	}
 	if strings.HasPrefix(mt, "multipart/") {
 		boundary = params["boundary"]
 		if !rfc2046Boundary(boundary) {
@@ -119,6 +123,30 @@ var knownComposite = map[string]bool{
 	"message/rfc822":        true,
 	"message/global":        true,
 }
+
+// plainMultipartWords reports a Content-Type in which "multipart" and
+// "boundary" stand only where they mean what every parser reads: the
+// first as the type of a multipart/* value, the second as the name of its
+// one boundary parameter. formidable picks its multipart parser by
+// /multipart/i anywhere in the field and takes the first /boundary=/i
+// match, even inside another parameter's name (round 40:
+// "message/rfc822; boundary=multipartXX", "text/plain; boundary=…" and
+// "xboundary=…; boundary=…" each made it parse a body the guard read as
+// something else).
+func plainMultipartWords(v, mediatype string) bool {
+	multipart := strings.HasPrefix(mediatype, "multipart/")
+	if !multipart && strings.Contains(strings.ToLower(v), "multipart") {
+		return false
+	}
+	want := 0
+	if multipart {
+		want = 1 // the boundary parameter itself (mime.ParseMediaType found it)
+	}
+	return len(boundaryAssignment.FindAllStringIndex(v, -1)) == want
+}
+
+// boundaryAssignment is what formidable's boundary regex begins with.
+var boundaryAssignment = regexp.MustCompile(`(?i)boundary\s*=`)
 
 // noContinuations reports a field value whose every '*' outside quoted
 // strings is an extended parameter's "*=": RFC 2231 continuations

@@ -163,6 +163,10 @@ func TestCanonicalContentTypes(t *testing.T) {
 		"multipart/form-data; boundary=XX; boundary*0=YY", // round 35: YY to Go, XX to Python and busboy
 		"text/plain; charset*1=utf-7",                     // round 35: no charset to Go, utf-7 to Python
 		"text/plain; charset*0*=utf-7''x",
+		"message/rfc822; boundary=multipartXX",                    // round 40: formidable parses it as multipart
+		"text/plain; boundary=XX",                                 // round 40
+		"multipart/form-data; xboundary=multipartXX; boundary=BB", // round 40: formidable's first boundary= is XX
+		"multipart/form-data; x=\"boundary=ZZ\"; boundary=BB",
 		"form-data",
 	} {
 		if _, _, ok := canonicalType(ct); ok {
