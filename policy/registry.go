@@ -388,11 +388,12 @@ func (r *Registry) loadOne(cfg Config, in Integration, read manifestRead, last *
 	switch {
 	case adm.pending != "":
 		out.Result, out.Pending = Pending, adm.pending
+		// Nothing is the waiting version's until approved: the event is
+		// the version in force's, with what waits in Pending (round 40: a
+		// waiting widening's event named it as the version run).
+		out.ID, out.Version = p.InForce()
 		if p.PendingIDFrom != "" {
-			// Nothing is the new id's until approved: the event is the
-			// old id's, with the change it waits for.
-			out.ID, out.Version = p.InForce()
-			out.Pending = p.PendingChange()
+			out.Pending = p.PendingChange() // the old id's event, with the change it waits for
 		}
 	case last != nil && sameEntries(last.Entries(), p.Entries()) && last.Manifest.Version == m.Version:
 		out.Result = Unchanged

@@ -64,7 +64,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	f.stderr = &linejoin.Joint{}
-	stderr = termsafe.Lines(f.stderr.Own(stderr)) // every message one line, escaped, and never after the program's unterminated line
+	stderr = termsafe.LinesUpTo(f.stderr.Own(stderr), maxJournalLine) // every message one line, escaped and bounded, and never after the program's unterminated line
 	command, err := runCommandLine(fs, &f, words, after)
 	if err == nil && f.manifest != "" {
 		f.manifest, err = workdir.Abs(f.manifest) // DIR is a place like --manifest's (see pathFlags)
