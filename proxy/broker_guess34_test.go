@@ -17,12 +17,10 @@ import (
 // guesses34 is round 34's guess list, the right one (guessPlus) fourth.
 var guesses34 = []string{"summer+2018", "summer+2019", "autumn+2019", guessPlus, "spring+2020"}
 
-// wantRefusedBody posts body with Content-Type ct to a bound host whose
-// origin records the bodies it reads whole, and fails unless egressd
-// answers 400 bad_request with a sentence, the origin never has the body
-// whole, and brokering goes on (a refusal of a request's form is no
-// quarantine).
-func wantRefusedBody(t *testing.T, h2 bool, what, ct, body string) {
+// postRefused posts body with Content-Type ct to a bound host whose origin
+// records the bodies it reads whole, and fails unless egressd answers 400
+// bad_request with a sentence.
+func postRefused(t *testing.T, h2 bool, what, ct, body string) (*brokerEnv, *bodyRecorder) {
 	t.Helper()
 	o := newBodyRecorder(t)
 	b := newBrokerEnv(t, h2, o.handle, func(e *env) { e.secrets = valueSecrets(t, guessPlus) })
@@ -30,6 +28,15 @@ func wantRefusedBody(t *testing.T, h2 bool, what, ct, body string) {
 	req.Header.Set("Content-Type", ct)
 	resp, answer := do(t, b.client(h2), req)
 	wantBadRequest(t, what, resp, answer)
+	return b, o
+}
+
+// wantRefusedBody fails unless a body of ct is refused for its form
+// (postRefused), the origin never has it whole, and brokering goes on (a
+// refusal of a request's form is no quarantine).
+func wantRefusedBody(t *testing.T, h2 bool, what, ct, body string) {
+	t.Helper()
+	b, o := postRefused(t, h2, what, ct, body)
 	if o.saw("spring+2020") || o.saw("summer+2018") {
 		t.Fatalf("%s: the origin read the body whole", what)
 	}
@@ -37,17 +44,11 @@ func wantRefusedBody(t *testing.T, h2 bool, what, ct, body string) {
 	b.doOK(t, b.client(h2), mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), "hello"))
 }
 
-// wantRefusedHead posts body with Content-Type ct and fails unless egressd
-// refuses the request at its head, 400 bad_request with a sentence, before
-// the origin receives anything, and audits it so.
+// wantRefusedHead fails unless a request of ct is refused at its head
+// (postRefused), before the origin receives anything, and audited so.
 func wantRefusedHead(t *testing.T, h2 bool, what, ct, body string) {
 	t.Helper()
-	o := newBodyRecorder(t)
-	b := newBrokerEnv(t, h2, o.handle, func(e *env) { e.secrets = valueSecrets(t, guessPlus) })
-	req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), body)
-	req.Header.Set("Content-Type", ct)
-	resp, answer := do(t, b.client(h2), req)
-	wantBadRequest(t, what, resp, answer)
+	b, _ := postRefused(t, h2, what, ct, body)
 	if n := len(b.origin.requests()); n != 0 {
 		t.Fatalf("%s: the origin received %d requests", what, n)
 	}
