@@ -120,11 +120,14 @@ func TestAFormPartCarryingATransferEncodingIsRefused(t *testing.T) {
 // field and takes the first /boundary=/i match: a message/rfc822 or
 // text/plain body with a boundary parameter, or an "xboundary=" parameter
 // before the boundary, made it parse a body the guard read otherwise (a
-// base64 form part inside, decoded read by read).
+// base64 form part inside, decoded read by read); and (round 41) it keeps
+// blanks before the ';' in the boundary Go trims, so its parts lay in what
+// the guard read as the epilogue.
 func TestAContentTypeThatFormidableReadsAsAnotherMultipartIsRefused(t *testing.T) {
 	body := "Content-Type: multipart/form-data; boundary=multipartXX\r\n\r\n--multipartXX\r\n\r\nhello\r\n--multipartXX--\r\n"
 	for _, h2 := range []bool{false, true} {
-		for _, ct := range []string{"message/rfc822; boundary=multipartXX", "text/plain; boundary=multipartXX", "multipart/form-data; xboundary=multipartXX; boundary=BB"} {
+		for _, ct := range []string{"message/rfc822; boundary=multipartXX", "text/plain; boundary=multipartXX", "multipart/form-data; xboundary=multipartXX; boundary=BB",
+			"multipart/form-data; boundary=multipartXX ; a=b"} { // round 41: "multipartXX " to formidable, which keeps the blank
 			wantRefusedHead(t, h2, ct, ct, body)
 		}
 	}

@@ -81,7 +81,7 @@ func canonicalType(v string) (mediatype, boundary string, ok bool) {
 	}
 	if strings.HasPrefix(mt, "multipart/") {
 		boundary = params["boundary"]
-		if !rfc2046Boundary(boundary) {
+		if !rfc2046Boundary(boundary) || !boundaryAsWritten(v, boundary) {
 			return "", "", false
 		}
 	}
@@ -138,11 +138,26 @@ func plainMultipartWords(v, mediatype string) bool {
 	if !multipart && strings.Contains(strings.ToLower(v), "multipart") {
 		return false
 	}
-	want := 0
-	if multipart {
-		want = 1 // the boundary parameter itself (mime.ParseMediaType found it)
+	if !multipart {
+		return boundaryAssignment.FindStringIndex(v) == nil
 	}
-	return len(boundaryAssignment.FindAllStringIndex(v, -1)) == want
+	at := boundaryAssignment.FindAllStringIndex(v, -1)
+	return len(at) == 1 // the boundary parameter itself (mime.ParseMediaType found it)
+}
+
+// boundaryAsWritten reports whether the boundary parameter's value as
+// written, from "boundary=" to the next ';' or the end, is the boundary
+// Go parsed, bare or quoted: formidable takes /boundary=([^;]+)/, blanks
+// before the ';' included, where Go trims them (round 41: "boundary=XX ;"
+// was "XX" to the shape check and "XX " to formidable, whose part after
+// the guard's closing delimiter the guard read as epilogue).
+func boundaryAsWritten(v, boundary string) bool {
+	at := boundaryAssignment.FindStringIndex(v)
+	if at == nil || !strings.EqualFold(v[at[0]:at[1]], "boundary=") {
+		return false
+	}
+	raw, _, _ := strings.Cut(v[at[1]:], ";")
+	return raw == boundary || raw == `"`+boundary+`"`
 }
 
 // boundaryAssignment is what formidable's boundary regex begins with.

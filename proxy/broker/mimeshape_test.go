@@ -167,6 +167,9 @@ func TestCanonicalContentTypes(t *testing.T) {
 		"text/plain; boundary=XX",                                 // round 40
 		"multipart/form-data; xboundary=multipartXX; boundary=BB", // round 40: formidable's first boundary= is XX
 		"multipart/form-data; x=\"boundary=ZZ\"; boundary=BB",
+		"multipart/form-data; boundary=XX ; a=b", // round 41: "XX " to formidable
+		"multipart/form-data; boundary=XX\t",
+		"multipart/form-data; boundary =XX",
 		"form-data",
 	} {
 		if _, _, ok := canonicalType(ct); ok {
