@@ -38,6 +38,7 @@ func TestServeLegacyIDWaitsForTheOperatorToNameItsFolder(t *testing.T) {
 	go func() { done <- serve(context.Background(), []string{"--config", cfg}, &stdout, &stderr, sig) }()
 	defer func() { sig <- syscall.SIGTERM; <-done }()
 	waitFor(t, &stderr, `version memory binds com.test.one to no folder.*egressd approve --state `+state+` --manifest `+folder)
+	waitFor(t, &stderr, `serving com\.test\.one on unix:`) // the notice comes at load, before the listener opens (a CI run dialled in between)
 	reason := func() string {
 		c, err := net.Dial("unix", sock)
 		if err != nil {
