@@ -39,6 +39,11 @@ const runLinkMax = 256
 // file says is open ("" when none is).
 func readRunLink(path string) (prevRun, open string) {
 	defer runLinkRead(path)
+	return parseRunLink(path)
+}
+
+// parseRunLink reads the link file as readRunLink does, for verify too.
+func parseRunLink(path string) (prevRun, open string) {
 	data, err := safefile.ReadRegularNoFollow(path, runLinkMax) // the state folder may be the service user's
 	if errors.Is(err, fs.ErrNotExist) {
 		return "none", ""

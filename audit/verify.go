@@ -36,6 +36,10 @@ type VerifyOptions struct {
 	// (prune holds their locks, see Hold): a chain open at the end of the
 	// files then crashed, rather than perhaps still running.
 	NoWriter bool
+	// RunLink, for egressd run's files of one id (--run-files), is the
+	// link file beside them (STATE/audit/ID.lastrun): the run it names as
+	// the newest must be in the files (see lastRunLinked).
+	RunLink string
 }
 
 // NamesRunBefore reports whether the chain's genesis says which run came
@@ -189,6 +193,9 @@ func verifyFiles(files []string, opts VerifyOptions, sink lineSink) (Verdict, er
 		if err := v.keptAfter(opts.Keep); err != nil {
 			return Verdict{}, err
 		}
+	}
+	if v.out.Problem == "" && opts.RunLink != "" {
+		v.lastRunLinked(opts.RunLink)
 	}
 	if v.out.Problem == "" {
 		v.unmatchedCheckpoints()

@@ -73,6 +73,7 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 		return code
 	}
+	opts.RunLink = fileFlags.runLink()
 	v, err := audit.Verify(files, opts)
 	if errors.Is(err, audit.ErrDamagedStream) {
 		fmt.Fprintln(stdout, "BROKEN:", termsafe.String(err.Error()))
@@ -100,6 +101,16 @@ func addFileFlags(fs *flag.FlagSet) logFileFlags {
 		filesFrom: fs.String("files-from", "", "a file (- for stdin) listing the files, one per line, oldest first: never split into two runs as xargs does"),
 		runFiles:  fs.String("run-files", "", "STATE/audit/ID: egressd run's files of integration ID there (ID.PID.log and their rotated files, .gz too, not another id's), in the order the runs started"),
 	}
+}
+
+// runLink is the link file egressd run keeps beside the files of
+// --run-files (STATE/audit/ID.lastrun), which names the newest run: ""
+// without --run-files.
+func (f logFileFlags) runLink() string {
+	if *f.runFiles == "" {
+		return ""
+	}
+	return *f.runFiles + ".lastrun"
 }
 
 // none reports whether neither flag was given.
@@ -256,7 +267,7 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 	// Verify and read in one linear pass over one open of each file: a
 	// reviewer never reads the report of a broken log as the report of a
 	// good one, nor the report of other bytes than those verified.
-	verdict, recs, code, err := readVerified(files, *keyFile, *ckptFile)
+	verdict, recs, code, err := readVerified(files, *keyFile, *ckptFile, fileFlags.runLink())
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
 		return code
@@ -392,7 +403,7 @@ func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "egressd audit suggest: --format must be voiceos or sollar (%q)\n", *format)
 		return exitUsage
 	}
-	verdict, recs, code, err := readVerified(files, *keyFile, *ckptFile)
+	verdict, recs, code, err := readVerified(files, *keyFile, *ckptFile, fileFlags.runLink())
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit suggest:", termsafe.String(err.Error()))
 		return code

@@ -12,12 +12,13 @@ import (
 // audit verify verifies them (--key, --checkpoints) and read in the same
 // linear pass over one open of each file (audit.VerifyAndRead), so what
 // they say comes from the bytes verified. code is the exit status to stop
-// with when err is set.
-func readVerified(files []string, keyFile, ckptFile string) (v audit.Verdict, recs []audit.Record, code int, err error) {
+// with when err is set. runLink is audit.VerifyOptions.RunLink.
+func readVerified(files []string, keyFile, ckptFile, runLink string) (v audit.Verdict, recs []audit.Record, code int, err error) {
 	opts, code, err := verifyOptions(keyFile, ckptFile)
 	if err != nil {
 		return audit.Verdict{}, nil, code, err
 	}
+	opts.RunLink = runLink
 	v, recs, err = audit.VerifyAndRead(files, opts)
 	if err != nil {
 		return audit.Verdict{}, nil, exitFail, err
