@@ -90,7 +90,12 @@ func printState(w io.Writer, file string, s policy.State) {
 		if dirs := s.FoldersOf(id); len(dirs) > 0 {
 			line += "; bound to " + folders(dirs)
 		}
-		if r.Approved.Digest != r.Digest {
+		switch {
+		case r.Approved.Digest == r.Digest:
+		case r.Approvals[r.Version] == r.Digest:
+			// approved, not loaded yet: no approve command to run again
+			line += fmt.Sprintf("; %s approved, applies at the next load, digest %s, adds %s", r.Version, r.Digest, printable(strings.Join(r.Adds(), " ")))
+		default:
 			line += fmt.Sprintf("; %s pending, digest %s, adds %s: %s", r.Version, r.Digest, printable(strings.Join(r.Adds(), " ")),
 				policy.WithState(policy.ApproveCommandFor("", r.Digest, id, r.Version), filepath.Dir(file)))
 		}

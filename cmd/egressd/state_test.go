@@ -109,6 +109,13 @@ func TestPendingWideningIsVisible(t *testing.T) {
 	if out, _, _ := runCLI(t, "explain", "--manifest", dir, "--state", state, "new.acme.example"); !strings.HasPrefix(out, "allow allowed") {
 		t.Fatalf("approved widening: %s", out)
 	}
+	// Approved, not loaded yet (session 9's leftover: state list still
+	// said "pending" and printed the approve command again).
+	out, _, code = runCLI(t, "state", "--state", state, "list")
+	if code != exitOK || !strings.Contains(out, "com.acme.erp 1.0.0 in force (1 entries); bound to folder "+dir+"; 1.1.0 approved, applies at the next load, digest "+digestOf(t, dir)+", adds new.acme.example") ||
+		strings.Contains(out, "pending") || strings.Contains(out, "egressd approve") {
+		t.Fatalf("state list after approve, before the load: exit %d: %s", code, out)
+	}
 
 	out, _, code = runCLI(t, "state", "--state", state, "forget", "com.acme.erp")
 	if code != exitOK || out != "forgot com.acme.erp (highest version seen: 1.1.0) in "+stateFile+"; its next load is a first load, with any list\n" {
