@@ -406,6 +406,11 @@ func (m *Memory) notPending(s *State, id, version string) error {
 	case r.Version != version && allowlist.CompareVersions(version, r.Version) > 0:
 		return fmt.Errorf("egressd has not seen %s %s (the highest version seen is %s), so there is no list to bind the approval to; approve the manifest itself: egressd approve --manifest PATH", id, version, r.Version)
 	}
+	if r.Approved.Digest != r.Digest && r.Approvals[r.Version] != r.Digest {
+		// Another version waits: name it, or the operator takes the
+		// version typed for the only one and the widening stays unseen.
+		return fmt.Errorf("%s %s is not pending: %s %s is in force, and %s waits for approval, list digest %s (%s)", id, version, id, r.Approved.Version, r.Version, r.Digest, m.where())
+	}
 	return fmt.Errorf("%s %s is not pending: %s %s is in force (%s)", id, version, id, r.Approved.Version, m.where())
 }
 

@@ -102,6 +102,12 @@ func TestPendingWideningIsVisible(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 
+	// The version in force typed by mistake: the one waiting is named
+	// (session 9's leftover: only "1.0.0 is in force" was said).
+	if _, errs, code := runCLI(t, "approve", "--yes", "--state", state, "com.acme.erp", "1.0.0"); code != exitFail ||
+		!strings.Contains(errs, "com.acme.erp 1.0.0 is not pending: com.acme.erp 1.0.0 is in force, and 1.1.0 waits for approval, list digest "+digestOf(t, dir)) {
+		t.Fatalf("approve of the version in force: exit %d: %s", code, errs)
+	}
 	out, _, code = runCLI(t, "approve", "--yes", "--state", state, "--digest", digestOf(t, dir), "com.acme.erp", "1.1.0")
 	if code != exitOK || !strings.Contains(out, "(a widening) in "+stateFile) {
 		t.Fatalf("exit %d: %s", code, out)
