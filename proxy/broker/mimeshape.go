@@ -56,6 +56,7 @@ type mimeShape struct {
 	atStart   bool   // a line began: prefix is its start
 	breakOK   bool   // the line began after CRLF, or begins the body or a part's content
 	prefix    []byte // the start of the line, while it may be a delimiter
+	carry     []byte // the line's last content bytes, where a delimiter may begin (noDelimiterWithin)
 	delim     int    // the delimiter a delimiter line began with
 	rest      []byte // a delimiter line's bytes after the delimiter
 
@@ -87,6 +88,7 @@ const (
 	headerBlockSentence = "egressd: a part's header block is not printable-ASCII header fields (no encoded word, at most 16 KiB, a Content-Type and Content-Transfer-Encoding egressd reads, a charset of utf-8, us-ascii or iso-8859-1) ended by an empty line; send plain part headers, percent-encode a non-ASCII filename"
 	nestingSentence     = "egressd: the MIME body nests multiparts deeper than 8 or with a boundary that begins another; use distinct boundaries"
 	unfinishedSentence  = "egressd: the MIME body ends before its closing delimiter (or inside a header block); send the whole body"
+	midDelimSentence    = "egressd: the MIME body holds a delimiter (\"--\" and a boundary in force) inside a line or a part header; some parsers (Java's commons-fileupload, Werkzeug) begin a part there where others read on: choose a boundary that is not in the content"
 	encodedOutsideMail  = "egressd: a part of a multipart body outside any message/* part carries a Content-Transfer-Encoding other than 7bit, 8bit or binary; RFC 7578 asks senders not to, and form parsers decode it read by read, differently from the stream: send the part's bytes as they are (binary)"
 	qpSentence          = "egressd: a part labelled Content-Transfer-Encoding: quoted-printable holds a '=' that is neither =XX nor a soft break ('=' CRLF), or a line not ended by CRLF; send it as RFC 2045 encoders write it"
 	base64Sentence      = "egressd: a part labelled Content-Transfer-Encoding: base64 holds a byte outside the base64 alphabet and '=', more after its '=' padding, or a line that is not whole four-character groups; send its content as one padded base64 stream in lines (RFC 2045)"
@@ -104,10 +106,52 @@ var base64Content = func() (t [256]bool) {
 	return t
 }()
 
-// checkContent checks a run of a part's content within one line.
+// checkContent checks a run of a part's content within one line (any
+// content outside delimiter lines and header blocks: a preamble and an
+// epilogue too). Each byte of a line's content comes here once, in order.
 func (s *mimeShape) checkContent(content []byte) {
+	s.noDelimiterWithin(content)
 	s.checkBase64(content)
 	s.checkQP(content)
+}
+
+// maxDelim is the longest delimiter: "--" and a boundary (canonicalType
+// refuses one longer than RFC 2046's longest).
+const maxDelim = len("--") + maxBoundary
+
+// noDelimiterWithin refuses a delimiter in force inside a line: Go's and
+// Python's parsers, and the shape check, take one only at a line's start,
+// but Java's commons-fileupload finds the first delimiter anywhere in the
+// preamble, and Werkzeug's needs no line break before it (round 42: a
+// part begun by "junk--B" was a preamble to the guard, so its charset
+// went unchecked, and an EBCDIC guess list came back decoded). The line's
+// last bytes are carried so that a delimiter split between two reads, or
+// between a line's start and the rest, is found too.
+func (s *mimeShape) noDelimiterWithin(content []byte) {
+	if len(s.delims) == 0 || len(content) == 0 || s.bad != "" {
+		return
+	}
+	for _, d := range s.delims {
+		if bytes.Contains(content, d) {
+			s.bad = midDelimSentence
+			return
+		}
+		if len(s.carry) > 0 {
+			joined := append(s.carry[:len(s.carry):len(s.carry)], content[:min(len(content), len(d)-1)]...)
+			if bytes.Contains(joined, d) {
+				s.bad = midDelimSentence
+				return
+			}
+		}
+	}
+	if len(content) >= maxDelim-1 {
+		s.carry = append(s.carry[:0], content[len(content)-(maxDelim-1):]...)
+		return
+	}
+	s.carry = append(s.carry, content...)
+	if over := len(s.carry) - (maxDelim - 1); over > 0 {
+		s.carry = s.carry[:copy(s.carry, s.carry[over:])]
+	}
 }
 
 // contentLineEnded checks the end of a content line of a base64 or
@@ -278,6 +322,7 @@ func (s *mimeShape) loose() bool { return s.mode == shapeBody && !s.strict }
 
 // lineEnded follows a line break: crlf says it was CRLF.
 func (s *mimeShape) lineEnded(crlf bool) {
+	s.carry = s.carry[:0]
 	switch s.mode {
 	case shapeHeaders:
 		s.headerLine()
@@ -384,6 +429,12 @@ func (s *mimeShape) headerLine() {
 	if strings.Contains(line, "=?") {
 		s.bad = headerBlockSentence
 		return
+	}
+	for _, d := range s.delims {
+		if strings.Contains(line, string(d)) {
+			s.bad = midDelimSentence
+			return
+		}
 	}
 	switch {
 	case line == "":

@@ -68,6 +68,15 @@ var shapeBodies = []struct {
 	{"a header byte not ASCII", "--XB\r\nX-A: \xc3\xa9\r\n\r\nx\r\n--XB--\r\n", false},
 	{"no close delimiter", "--XB\r\n\r\nx\r\n", false},
 	{"inner multipart left open", "--XB\r\nContent-Type: multipart/mixed; boundary=in\r\n\r\n--in\r\n\r\na\r\n--XB--\r\n", false},
+	// Round 42: Java's commons-fileupload and Werkzeug begin a part at a
+	// delimiter inside a line; the others read on.
+	{"a delimiter after junk in the preamble", "junk--XB\r\nContent-Type: text/plain; charset=IBM037\r\n\r\nx\r\n--XB--\r\n", false},
+	{"a delimiter after dashes at a line's start", "---XB\r\n\r\nx\r\n--XB\r\n\r\ny\r\n--XB--\r\n", false},
+	{"a delimiter inside a part's content", "--XB\r\n\r\nab--XBcd\r\n--XB--\r\n", false},
+	{"an outer delimiter inside a nested part's content", "--XB\r\nContent-Type: multipart/mixed; boundary=in\r\n\r\n--in\r\n\r\na--XB\r\n--in--\r\n--XB--\r\n", false},
+	{"a delimiter inside a part header", "--XB\r\nContent-Disposition: form-data; name=\"a--XB\"\r\n\r\nx\r\n--XB--\r\n", false},
+	{"a delimiter inside the epilogue's line", "--XB\r\n\r\nx\r\n--XB--\r\nepi--XB\r\n", true},
+	{"dashes and a part of the boundary inside a line", "--XB\r\n\r\na--X-B --XC\r\n--XB--\r\n", true},
 	{"oversized header block", "--XB\r\n" + strings.Repeat("X-A: "+strings.Repeat("a", 1000)+"\r\n", 17) + "\r\nx\r\n--XB--\r\n", false},
 }
 
