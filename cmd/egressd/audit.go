@@ -202,8 +202,13 @@ const maxChainsListed = 20
 // Chain ids and file names are escaped: a log's bytes are the writer's.
 func printVerdict(w io.Writer, v audit.Verdict) {
 	kind := "unkeyed (SHA-256)"
-	if v.Keyed {
+	switch {
+	case v.Keyed:
 		kind = "keyed (HMAC-SHA-256, key id " + termsafe.String(v.KeyID) + ")"
+	case len(v.Chains) == 0:
+		// No genesis was read: nothing says whether the log was keyed,
+		// and "unkeyed" would tell the reviewer its key is not needed.
+		kind = "keyed or not: unknown, no chain's first line was read"
 	}
 	if v.Intact {
 		fmt.Fprintf(w, "intact: %d lines through seq %d in %d chain(s), %s, %d checkpoints cross-checked\n", v.Lines, v.IntactThrough, len(v.Chains), kind, v.Checkpoints)
