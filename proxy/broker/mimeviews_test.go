@@ -288,3 +288,24 @@ func python3(t *testing.T) string {
 	}
 	return python
 }
+
+// TestEmptyLinesDoNotMultiplyTheUuencodeViewsOutput: round 42. To the
+// view of older Pythons (LF ends a line), a CR is a line's length byte,
+// 45: each two-byte empty line CRLF was made up to 45 zero bytes, which
+// every matcher and the alphabet view then read, so a body of empty lines
+// cost the guard twenty times its plain reading, CPU one integration
+// could take from another. A run of made-up zeros is one zero (a value
+// holds no NUL), so the output is no longer than the input.
+// BenchmarkGuessGuardMIMEEmptyLines measures the cost.
+func TestEmptyLinesDoNotMultiplyTheUuencodeViewsOutput(t *testing.T) {
+	in := bytes.Repeat([]byte("\r\n"), 1000)
+	for _, d := range []*uuView{{}, {lfOnly: true}} {
+		if got := d.decode(in, nil); len(got) > len(in) {
+			t.Errorf("lfOnly %v: %d bytes of empty lines gave %d", d.lfOnly, len(in), len(got))
+		}
+	}
+	// The bits a short line still holds are given before the zero.
+	if got := (&uuView{}).decode([]byte("M86\n"), nil); !bytes.Equal(got, []byte{0x61, 0x60, 0}) {
+		t.Fatalf("a line of 45 cut after two characters gave %x", got)
+	}
+}
