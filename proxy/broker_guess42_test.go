@@ -54,3 +54,22 @@ func TestAPartBegunByADelimiterInsideALineIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestAPartWithAnEmptyHeaderBlockIsRefused: round 43. A part begun by
+// "--XB" CRLF CRLF has no header fields to Go, Python, Java and the shape
+// check, which read what follows as content; Werkzeug and Rack look for
+// the blank line ending a part's headers from the delimiter line's own
+// CRLF on, so they read the content's first lines as the part's headers:
+// `charset=cp037` there made Werkzeug decode an EBCDIC guess list and show
+// it back. A part's header block is never empty: refused 400.
+func TestAPartWithAnEmptyHeaderBlockIsRefused(t *testing.T) {
+	hidden := "Content-Disposition: form-data; name=\"guesses\"\r\nContent-Type: text/plain; charset=cp037\r\n\r\n" + cp037(t, strings.Join(guesses34, " ")) + "\r\n"
+	for _, c := range []struct{ what, body string }{
+		{"an empty header block", "--XB\r\n\r\n" + hidden + "--XB--\r\n"},
+		{"an empty header block in a nested multipart", "--XB\r\nContent-Disposition: form-data; name=\"a\"\r\nContent-Type: multipart/mixed; boundary=in\r\n\r\n--in\r\n\r\n" + hidden + "--in--\r\n--XB--\r\n"},
+	} {
+		for _, h2 := range []bool{false, true} {
+			wantRefusedBody(t, h2, c.what, "multipart/form-data; boundary=XB", c.body)
+		}
+	}
+}

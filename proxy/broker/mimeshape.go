@@ -60,9 +60,10 @@ type mimeShape struct {
 	delim     int    // the delimiter a delimiter line began with
 	rest      []byte // a delimiter line's bytes after the delimiter
 
-	block  []byte // the header block's current line
-	blockN int    // the header block's bytes so far
-	fields []headerField
+	partHead bool   // the header block is a multipart part's (not a message's)
+	block    []byte // the header block's current line
+	blockN   int    // the header block's bytes so far
+	fields   []headerField
 }
 
 type shapeMode uint8
@@ -89,6 +90,7 @@ const (
 	nestingSentence     = "egressd: the MIME body nests multiparts deeper than 8 or with a boundary that begins another; use distinct boundaries"
 	unfinishedSentence  = "egressd: the MIME body ends before its closing delimiter (or inside a header block); send the whole body"
 	midDelimSentence    = "egressd: the MIME body holds a delimiter (\"--\" and a boundary in force) inside a line or a part header; some parsers (Java's commons-fileupload, Werkzeug) begin a part there where others read on: choose a boundary that is not in the content"
+	emptyHeadSentence   = "egressd: a part of the MIME body has an empty header block; give each part its header fields (a form part its Content-Disposition, RFC 7578): Werkzeug and Rack read the first lines of a part without headers as its headers"
 	encodedOutsideMail  = "egressd: a part of a multipart body outside any message/* part carries a Content-Transfer-Encoding other than 7bit, 8bit or binary; RFC 7578 asks senders not to, and form parsers decode it read by read, differently from the stream: send the part's bytes as they are (binary)"
 	qpSentence          = "egressd: a part labelled Content-Transfer-Encoding: quoted-printable holds a '=' that is neither =XX nor a soft break ('=' CRLF), or a line not ended by CRLF; send it as RFC 2045 encoders write it"
 	base64Sentence      = "egressd: a part labelled Content-Transfer-Encoding: base64 holds a byte outside the base64 alphabet and '=', more after its '=' padding, or a line that is not whole four-character groups; send its content as one padded base64 stream in lines (RFC 2045)"
@@ -272,11 +274,11 @@ func (s *mimeShape) endDelimLine(lf bool) {
 		return
 	}
 	s.beginHeaders()
-	s.email = s.inMail[s.delim]
+	s.email, s.partHead = s.inMail[s.delim], true
 }
 
 func (s *mimeShape) beginHeaders() {
-	s.mode, s.block, s.blockN, s.fields, s.b64, s.qp = shapeHeaders, s.block[:0], 0, s.fields[:0], false, false
+	s.mode, s.block, s.blockN, s.fields, s.b64, s.qp, s.partHead = shapeHeaders, s.block[:0], 0, s.fields[:0], false, false, false
 }
 
 // headerByte reads c, not CR or LF, in a header block.
@@ -330,7 +332,18 @@ func plainDisposition(v string) bool {
 }
 
 // endHeaders judges the header block just ended and begins what follows.
+//
+// A part's header block is never empty (round 43): Werkzeug and Rack look
+// for the blank line that ends a part's headers from the delimiter line's
+// own CRLF on, so after an empty block they read the part's first content
+// lines as its headers, a charset (cp037, utf-16) the check never saw.
+// Every form part has a Content-Disposition (RFC 7578), and honest clients
+// label the parts of other multiparts.
 func (s *mimeShape) endHeaders() {
+	if s.partHead && len(s.fields) == 0 {
+		s.bad = emptyHeadSentence
+		return
+	}
 	var ct, cte []string
 	for _, f := range s.fields {
 		switch f.name {

@@ -37,12 +37,16 @@ var shapeBodies = []struct {
 }{
 	{"curl -F with a binary file", "--XB\r\nContent-Disposition: form-data; name=\"f\"; filename=\"a.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n\x00\r\rbin\r-\r--X\xff\r\n--XB--\r\n", true},
 	{"LF line ends", "--XB\nContent-Disposition: form-data; name=\"a\"\n\nx\n--XB--\n", false},
-	{"a delimiter after a bare LF in a part's content", "--XB\r\n\r\nx\n--XB\r\n\r\ny\r\n--XB--\r\n", false},
-	{"an empty part", "--XB\r\n\r\n--XB--\r\n", true},
+	{"a delimiter after a bare LF in a part's content", "--XB\r\nX-A: 1\r\n\r\nx\n--XB\r\nX-A: 1\r\n\r\ny\r\n--XB--\r\n", false},
+	{"an empty part", "--XB\r\nX-A: 1\r\n\r\n--XB--\r\n", true},
+	// Round 43: Werkzeug and Rack read a part without headers from its
+	// first content lines.
+	{"a part with no header fields", "--XB\r\n\r\nContent-Type: text/plain; charset=cp037\r\n\r\nx\r\n--XB--\r\n", false},
+	{"a nested part with no header fields", "--XB\r\nContent-Type: multipart/mixed; boundary=in\r\n\r\n--in\r\n\r\nx\r\n--in--\r\n--XB--\r\n", false},
 	{"preamble, epilogue", "pre\r\n--XB\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nx\r\n--XB--\r\nepi\r\n", true},
 	{"transport padding (busboy: no delimiter)", "pre\r\n--XB \t\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nx\r\n--XB--\r\n", false},
-	{"close delimiter at the end, no line end", "--XB\r\n\r\nx\r\n--XB--", true},
-	{"nested multipart/mixed", "--XB\r\nContent-Type: multipart/mixed; boundary=\"in\"\r\n\r\n--in\r\n\r\na=3D\r\n--in--\r\n--XB--\r\n", true},
+	{"close delimiter at the end, no line end", "--XB\r\nX-A: 1\r\n\r\nx\r\n--XB--", true},
+	{"nested multipart/mixed", "--XB\r\nContent-Type: multipart/mixed; boundary=\"in\"\r\n\r\n--in\r\nX-A: 1\r\n\r\na=3D\r\n--in--\r\n--XB--\r\n", true},
 	// Round 39: a transfer encoding outside any message/* part is
 	// refused (form parsers decode it read by read); inside one, email
 	// parsers decode the stream, as the views read it.
@@ -52,9 +56,9 @@ var shapeBodies = []struct {
 	{"a message/rfc822 part", "--XB\r\nContent-Type: message/rfc822\r\n\r\nSubject: x\r\n\r\nbody\r\n--XB--\r\n", true},
 	{"RFC 2231 filename in utf-8", "--XB\r\nContent-Disposition: form-data; name=\"f\"; filename*=utf-8''caf%C3%A9\r\n\r\nx\r\n--XB--\r\n", true},
 	{"lone CR ending a part header", "--XB\r\nContent-Disposition: form-data; name=\"a\"\rX-Pad: =\r\r\nx\r\n--XB--\r\n", false},
-	{"lone CR in the preamble", "pre\rx\r\n--XB\r\n\r\nx\r\n--XB--\r\n", false},
-	{"delimiter after a lone CR", "--XB\r\n\r\nx\r--XB\r\n\r\ny\r\n--XB--\r\n", false},
-	{"delimiter line with more after it", "--XB\r\n\r\nx\r\n--XBy\r\n--XB--\r\n", false},
+	{"lone CR in the preamble", "pre\rx\r\n--XB\r\nX-A: 1\r\n\r\nx\r\n--XB--\r\n", false},
+	{"delimiter after a lone CR", "--XB\r\nX-A: 1\r\n\r\nx\r--XB\r\nX-A: 1\r\n\r\ny\r\n--XB--\r\n", false},
+	{"delimiter line with more after it", "--XB\r\nX-A: 1\r\n\r\nx\r\n--XBy\r\n--XB--\r\n", false},
 	{"encoded word in a part header", "--XB\r\nContent-Type: =?utf-8?q?text/plain?=\r\n\r\nx\r\n--XB--\r\n", false},
 	{"utf-7 part", "--XB\r\nContent-Type: text/plain; charset=utf-7\r\n\r\nx\r\n--XB--\r\n", false},
 	{"RFC 2231 filename in utf-7", "--XB\r\nContent-Disposition: form-data; name=\"f\"; filename*=utf-7''+AGE-\r\n\r\nx\r\n--XB--\r\n", false},
@@ -66,17 +70,17 @@ var shapeBodies = []struct {
 	{"nested boundary beginning with the outer", "--XB\r\nContent-Type: multipart/mixed; boundary=XBX\r\n\r\n--XBX--\r\n--XB--\r\n", false},
 	{"a header line that is no field", "--XB\r\nnot a field\r\n\r\nx\r\n--XB--\r\n", false},
 	{"a header byte not ASCII", "--XB\r\nX-A: \xc3\xa9\r\n\r\nx\r\n--XB--\r\n", false},
-	{"no close delimiter", "--XB\r\n\r\nx\r\n", false},
-	{"inner multipart left open", "--XB\r\nContent-Type: multipart/mixed; boundary=in\r\n\r\n--in\r\n\r\na\r\n--XB--\r\n", false},
+	{"no close delimiter", "--XB\r\nX-A: 1\r\n\r\nx\r\n", false},
+	{"inner multipart left open", "--XB\r\nContent-Type: multipart/mixed; boundary=in\r\n\r\n--in\r\nX-A: 1\r\n\r\na\r\n--XB--\r\n", false},
 	// Round 42: Java's commons-fileupload and Werkzeug begin a part at a
 	// delimiter inside a line; the others read on.
 	{"a delimiter after junk in the preamble", "junk--XB\r\nContent-Type: text/plain; charset=IBM037\r\n\r\nx\r\n--XB--\r\n", false},
-	{"a delimiter after dashes at a line's start", "---XB\r\n\r\nx\r\n--XB\r\n\r\ny\r\n--XB--\r\n", false},
-	{"a delimiter inside a part's content", "--XB\r\n\r\nab--XBcd\r\n--XB--\r\n", false},
-	{"an outer delimiter inside a nested part's content", "--XB\r\nContent-Type: multipart/mixed; boundary=in\r\n\r\n--in\r\n\r\na--XB\r\n--in--\r\n--XB--\r\n", false},
+	{"a delimiter after dashes at a line's start", "---XB\r\nX-A: 1\r\n\r\nx\r\n--XB\r\nX-A: 1\r\n\r\ny\r\n--XB--\r\n", false},
+	{"a delimiter inside a part's content", "--XB\r\nX-A: 1\r\n\r\nab--XBcd\r\n--XB--\r\n", false},
+	{"an outer delimiter inside a nested part's content", "--XB\r\nContent-Type: multipart/mixed; boundary=in\r\n\r\n--in\r\nX-A: 1\r\n\r\na--XB\r\n--in--\r\n--XB--\r\n", false},
 	{"a delimiter inside a part header", "--XB\r\nContent-Disposition: form-data; name=\"a--XB\"\r\n\r\nx\r\n--XB--\r\n", false},
-	{"a delimiter inside the epilogue's line", "--XB\r\n\r\nx\r\n--XB--\r\nepi--XB\r\n", true},
-	{"dashes and a part of the boundary inside a line", "--XB\r\n\r\na--X-B --XC\r\n--XB--\r\n", true},
+	{"a delimiter inside the epilogue's line", "--XB\r\nX-A: 1\r\n\r\nx\r\n--XB--\r\nepi--XB\r\n", true},
+	{"dashes and a part of the boundary inside a line", "--XB\r\nX-A: 1\r\n\r\na--X-B --XC\r\n--XB--\r\n", true},
 	{"oversized header block", "--XB\r\n" + strings.Repeat("X-A: "+strings.Repeat("a", 1000)+"\r\n", 17) + "\r\nx\r\n--XB--\r\n", false},
 }
 
@@ -135,7 +139,7 @@ func TestTheMIMEShapeCheckHoldsABoundedAmount(t *testing.T) {
 		t.Fatalf("1 MiB of padding: verdict %q, %d bytes held", s.bad, cap(s.rest))
 	}
 	s = newMIMEShape("multipart/form-data", "XB")
-	s.feed([]byte("--XB\r\n\r\n" + strings.Repeat("--X\n", 1<<18)))
+	s.feed([]byte("--XB\r\nX-A: 1\r\n\r\n" + strings.Repeat("--X\n", 1<<18)))
 	if s.bad != "" || cap(s.prefix) > 64 {
 		t.Fatalf("lines like a delimiter: verdict %q, %d bytes held", s.bad, cap(s.prefix))
 	}
