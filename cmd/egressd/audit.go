@@ -291,13 +291,15 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	// A manifest named judges its own id only: every other id keeps the
+	// list its log records (round 42: one --manifest blanked the finding
+	// of every other integration in a shared serve log).
 	declared := map[string][]string{}
-	from := map[string]string{} // id -> the manifest file its list was read from now
-	if !named {
-		for id, list := range recorded {
-			declared[id] = list
-		}
+	for id, list := range recorded {
+		declared[id] = list
 	}
+	from := map[string]string{}    // id -> the manifest file its list was read from now
+	namedBy := map[string]string{} // id -> the --manifest that declares it
 	for _, path := range manifests {
 		m, err := loadNamedManifest(path)
 		if err != nil || m == nil {
@@ -310,6 +312,16 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 		}
 		if _, ok := recorded[m.ID]; ok && !named {
 			continue // the log records the lists in force for this id
+		}
+		if named {
+			// Two manifests of one id (a folder that claims another's id)
+			// would be judged as one list that neither holds.
+			if other, dup := namedBy[m.ID]; dup {
+				fmt.Fprintf(stderr, "egressd audit report: --manifest %s and --manifest %s both declare %s: the report judges an id by one manifest; name one\n", termsafe.String(other), termsafe.String(path), termsafe.String(m.ID))
+				return exitUsage
+			}
+			namedBy[m.ID] = path
+			declared[m.ID] = nil
 		}
 		for _, e := range m.Entries {
 			declared[m.ID] = append(declared[m.ID], e.String())
