@@ -37,6 +37,7 @@ const maxBoundary = 70
 // Sentences of the bad_request refusals of a non-canonical MIME request.
 const (
 	contentTypeSentence = "egressd: the Content-Type is not one printable-ASCII type/subtype with parameters (no encoded word, no RFC 2231 parameter, a boundary for multipart, a charset of utf-8, us-ascii or iso-8859-1); egressd forwards only MIME it reads as every parser does: send a plain Content-Type such as multipart/form-data; boundary=X"
+	cookieSentence      = "egressd: a Cookie header holds a backslash, which no RFC 6265 cookie value holds; cookie parsers (Python's http.cookies, Werkzeug) read \\ooo escapes in a quoted value: send cookie values as the server set them"
 	transferSentence    = "egressd: the Content-Transfer-Encoding is not 7bit, 8bit, binary, base64, quoted-printable or x-uuencode; send the body unencoded (RFC 7578) or in one of those"
 )
 
@@ -55,6 +56,14 @@ func canonicalHead(h http.Header) string {
 	for _, v := range h.Values("Content-Transfer-Encoding") {
 		if !knownTransfer(v) {
 			return transferSentence
+		}
+	}
+	// Round 44: a quoted cookie value written as octal escapes
+	// (g="\163\153…") is a guess to Werkzeug and http.cookies, which
+	// decode them, and bytes to the guard.
+	for _, v := range h.Values("Cookie") {
+		if strings.Contains(v, `\`) {
+			return cookieSentence
 		}
 	}
 	return ""

@@ -234,8 +234,13 @@ func guessedInHeader(h http.Header, forms []valueForm) string {
 			return n
 		}
 		for _, v := range values {
-			if n := carriedAnyhow(v, forms); n != "" {
-				return n
+			// As written, and decoded as cookie and form parsers decode a
+			// value (Rack's cookies are form-decoded, round 44).
+			var form formDecoder
+			for _, view := range []string{v, secretforms.PercentDecoded(v), string(form.decode([]byte(v), nil))} {
+				if n := carriedAnyhow(view, forms); n != "" {
+					return n
+				}
 			}
 		}
 	}
@@ -275,8 +280,9 @@ type guessGuard struct {
 	forms   []valueForm
 	finds   []matcher // on the bytes as they are
 	decoded []matcher // on the bytes form-decoded
-	// mime reads the body through each decoder an origin applies to a
-	// MIME part (mimeviews.go); nil unless the body holds MIME parts.
+	// mime reads the body through further decoders: plain percent-decoding
+	// ('+' kept), and, for a body that holds MIME parts, each decoder an
+	// origin applies to a part (mimeviews.go).
 	mime []*viewMatchers
 	// shape checks the structure of a multipart/* or message/* body
 	// (mimeshape.go); nil for other bodies. A body that breaks its rules
@@ -324,6 +330,8 @@ func newGuessGuard(body io.ReadCloser, forms []valueForm, trailer *http.Request,
 		}
 		g.pieces, g.decodedPieces = append(g.pieces, raw), append(g.decodedPieces, dec)
 	}
+	// Every body is read percent-decoded with '+' kept too (formDecoder).
+	g.mime = append(g.mime, newViewMatchers(&formDecoder{keepPlus: true}, forms))
 	if mimeParts(trailer.Header) {
 		keep := 0
 		for _, f := range forms {

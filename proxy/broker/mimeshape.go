@@ -90,6 +90,7 @@ const (
 	nestingSentence     = "egressd: the MIME body nests multiparts deeper than 8 or with a boundary that begins another; use distinct boundaries"
 	unfinishedSentence  = "egressd: the MIME body ends before its closing delimiter (or inside a header block); send the whole body"
 	midDelimSentence    = "egressd: the MIME body holds a delimiter (\"--\" and a boundary in force) inside a line or a part header; some parsers (Java's commons-fileupload, Werkzeug) begin a part there where others read on: choose a boundary that is not in the content"
+	partEscapeSentence  = "egressd: a part header holds a backslash or '&#'; parsers read different escapes there (Python's email drops a backslash before any character, formidable decodes &#NNNN; in a filename): percent-encode such characters in a filename (RFC 7578)"
 	emptyHeadSentence   = "egressd: a part of the MIME body has an empty header block; give each part its header fields (a form part its Content-Disposition, RFC 7578): Werkzeug and Rack read the first lines of a part without headers as its headers"
 	encodedOutsideMail  = "egressd: a part of a multipart body outside any message/* part carries a Content-Transfer-Encoding other than 7bit, 8bit or binary; RFC 7578 asks senders not to, and form parsers decode it read by read, differently from the stream: send the part's bytes as they are (binary)"
 	qpSentence          = "egressd: a part labelled Content-Transfer-Encoding: quoted-printable holds a '=' that is neither =XX nor a soft break ('=' CRLF), or a line not ended by CRLF; send it as RFC 2045 encoders write it"
@@ -298,6 +299,13 @@ func (s *mimeShape) headerLine() {
 	s.blockN += 2
 	if strings.Contains(line, "=?") {
 		s.bad = headerBlockSentence
+		return
+	}
+	// Round 44: filename="\s\k…" is a guess list to Python's email
+	// (policy default), which drops a backslash before any character, and
+	// "&#0115;&#0107;…" one to formidable; both were bytes to the guard.
+	if strings.Contains(line, `\`) || strings.Contains(line, "&#") {
+		s.bad = partEscapeSentence
 		return
 	}
 	for _, d := range s.delims {

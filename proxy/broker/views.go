@@ -51,9 +51,20 @@ var inAlphabet = func() (t [256]byte) {
 // stream: %XX as the byte, '+' as a space, anything else (a '%' not
 // followed by two hex digits included) as it is. Its state is the escape
 // begun at the end of the last read.
+//
+// With keepPlus it is a plain percent-decoder, as a path's or a
+// filename's (Rack's unescape_path, RFC 2231's filename*=): '+' stays
+// '+'. A value holding a '+' (base64 keys, AWS secret keys) written with
+// one other character escaped was in neither the raw bytes nor the form
+// view, and a plain percent-decoder gave it back whole (round 44).
 type formDecoder struct {
-	pending []byte // "%" or "%X", awaiting the rest of an escape
+	pending  []byte // "%" or "%X", awaiting the rest of an escape
+	keepPlus bool
 }
+
+// flushed appends what the decoder gives if the data ends now: an escape
+// begun and not finished, as it is (mimeView).
+func (d *formDecoder) flushed(out []byte) []byte { return append(out, d.pending...) }
 
 func (d *formDecoder) decode(b, out []byte) []byte {
 	for len(b) > 0 {
@@ -86,6 +97,10 @@ func (d *formDecoder) decode(b, out []byte) []byte {
 		case '%':
 			d.pending = append(d.pending, c)
 		case '+':
+			if d.keepPlus {
+				out = append(out, c)
+				break
+			}
 			out = append(out, ' ')
 		default:
 			out = append(out, c)
