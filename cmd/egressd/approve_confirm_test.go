@@ -117,7 +117,7 @@ func TestApproveShowsWhatItAddsAndAsksBeforeApproving(t *testing.T) {
 	if code != exitOK || adds < 0 || asked < adds || done < asked {
 		t.Fatalf("approve on a terminal answered y: exit %d; what it adds must come before the question, the approval after:\n%s", code, shown)
 	}
-	if list := stateList(t, state); !strings.Contains(list, "approved 1.1.0 for digest") {
+	if list := stateList(t, state); !strings.Contains(list, "1.1.0 approved, applies at the next load") {
 		t.Fatalf("answered y, not approved:\n%s", list)
 	}
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/egressd/egressd/allowlist"
 	"io"
 	"path/filepath"
 	"sort"
@@ -100,7 +101,14 @@ func printState(w io.Writer, file string, s policy.State) {
 				policy.WithState(policy.ApproveCommandFor("", r.Digest, id, r.Version), filepath.Dir(file)))
 		}
 		for _, v := range sortedStrings(r.Approvals) {
-			line += fmt.Sprintf("; approved %s for digest %s", v, r.Approvals[v])
+			// An approval at or below the version in force, or of the
+			// version shown above as approved, says nothing the operator
+			// can act on; printed beside a widening that waits with the
+			// same digest it read as if that were approved (round 42).
+			if allowlist.CompareVersions(v, r.Approved.Version) <= 0 || v == r.Version && r.Approvals[v] == r.Digest {
+				continue
+			}
+			line += fmt.Sprintf("; approved %s for digest %s, not loaded", v, r.Approvals[v])
 		}
 		printLines(w, line)
 	}

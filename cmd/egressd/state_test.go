@@ -133,6 +133,32 @@ func TestPendingWideningIsVisible(t *testing.T) {
 	}
 }
 
+// TestStateListShowsNoApprovalTheVersionInForceHasPassed is round 42's
+// F2: after 2.0.0's widening was approved and loaded, a narrowing 3.0.0,
+// then 3.0.1 widening to 2.0.0's list again, state list printed "3.0.1
+// pending, digest D …; approved 2.0.0 for digest D": the same digest,
+// read as if the waiting widening were approved. Approvals at or below
+// the version in force are history and are not listed.
+func TestStateListShowsNoApprovalTheVersionInForceHasPassed(t *testing.T) {
+	state, dir := t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "1.0.0", "a.acme.example"))
+	erpFolder(t, dir, "com.acme.erp", "2.0.0", "a.acme.example", "b.acme.example")
+	loadAsServe(t, state, dir)
+	if out, errs, code := runCLI(t, "approve", "--yes", "--state", state, "--digest", digestOf(t, dir), "com.acme.erp", "2.0.0"); code != exitOK {
+		t.Fatalf("approve 2.0.0: exit %d\n%s%s", code, out, errs)
+	}
+	loadAsServe(t, state, dir)
+	loadAsServe(t, state, erpFolder(t, dir, "com.acme.erp", "3.0.0", "a.acme.example"))
+	erpFolder(t, dir, "com.acme.erp", "3.0.1", "a.acme.example", "b.acme.example")
+	if o := loadAsServe(t, state, dir); o.Result != policy.Pending {
+		t.Fatalf("3.0.1: %+v", o)
+	}
+	out, _, code := runCLI(t, "state", "--state", state, "list")
+	if code != exitOK || !strings.Contains(out, "com.acme.erp 3.0.0 in force (1 entries)") || !strings.Contains(out, "3.0.1 pending, digest "+digestOf(t, dir)) || strings.Contains(out, "approved 2.0.0") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
 // loadOnListener loads dir on the listener listen with version memory in
 // state, as serve does.
 func loadOnListener(t *testing.T, state, dir, listen string) policy.Outcome {
