@@ -189,12 +189,11 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 	// hands the tunnel to two fresh goroutines once it splices: handing the
 	// guard to a goroutine of its own cost a scheduling round on the way
 	// to the origin's answer. Until then the connection holds the
-	// handler's place under the gate and its count in s.handlers; the
-	// tunnel's life (beginTunnel) starts when it splices. What the client
-	// sent behind the hello stays in br: guardHandshake checks it before
-	// it goes upstream.
+	// handler's place under the gate; the tunnel takes its own when it
+	// splices. What the client sent behind the hello stays in br:
+	// guardHandshake checks it before it goes upstream.
 	handedOff = true
-	job := &splicing{s: s, p: p, t: t, ev: &ev, raw: raw, br: br, wait: set.timeouts.ClientHello, release: release}
+	job := &splicing{s: s, p: p, t: t, ev: &ev, raw: raw, br: br, wait: set.timeouts.ClientHello, life: s.beginGuardedTunnel(p, release)}
 	// The hello leaves from here, right behind its record. The handshake
 	// slot goes first: an origin that does not read holds the tunnel
 	// (until the sweeper closes it), never a slot.
@@ -222,8 +221,7 @@ type splicing struct {
 	raw        []byte
 	br         *bufio.Reader
 	wait       time.Duration
-	release    func()           // the tunnel's end while it has no life yet (refused by the guard)
-	life       tunnelLife       // from the splice on
+	life       tunnelLife
 	up0, down0 int64            // moved by sendHello and the handshake guard
 	sent       handshakeRefusal // why the hello could not be sent, if it could not
 	splicers   splicers         // the two directions' state, here to save an allocation
@@ -231,10 +229,10 @@ type splicing struct {
 
 func (j *splicing) run() {
 	if !j.guard() {
-		j.release()
+		j.life.end()
 		return
 	}
-	j.life = j.s.beginTunnel(j.p, j.release)
+	j.life.place()
 	j.t.start(j.replay(), &j.splicers, j)
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sys/unix"
 )
 
@@ -224,6 +225,12 @@ func TestAConnectionWaitingForItsOriginsAnswerHoldsOnePlaceUnderTheCap(t *testin
 	// The hello is out and the origin has not answered: the guard waits.
 	if n := gate.open.Load(); n != 1 {
 		t.Fatalf("a connection waiting for its origin's answer holds %d places under the cap, want 1", n)
+	}
+	// It is an open tunnel all the same, in the gauge as in OpenTunnels.
+	var m dto.Metric
+	e.srv.metrics.ActiveTunnels.WithLabelValues(integrationName(e.registry.Policy(e.dir))).Write(&m)
+	if got := m.GetGauge().GetValue(); got != 1 || e.srv.OpenTunnels() != 1 {
+		t.Fatalf("active tunnels gauge %v, open tunnels %d while the guard waits; want 1 and 1", got, e.srv.OpenTunnels())
 	}
 	if _, err := origin.Write(benchServerHello); err != nil {
 		t.Fatal(err)
