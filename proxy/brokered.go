@@ -60,20 +60,37 @@ type tunnelLife struct {
 	s       *Server
 	active  prometheus.Gauge
 	release func()
+	placed  bool // it holds a place under the gate
 }
 
 func (s *Server) beginTunnel(p *policy.Policy, release func()) tunnelLife {
+	l := s.beginGuardedTunnel(p, release)
+	l.place()
+	return l
+}
+
+// beginGuardedTunnel begins the life of a tunnel whose handshake guard
+// runs on its handler, without a place under the gate: while the guard
+// runs, the handler's place is the connection's. place takes the
+// tunnel's own when it splices and the handler lets go.
+func (s *Server) beginGuardedTunnel(p *policy.Policy, release func()) tunnelLife {
 	s.handlers.Add(1)
-	s.opts.Gate.enter()
 	active := s.metrics.ActiveTunnels.WithLabelValues(integrationName(p))
 	active.Inc()
 	return tunnelLife{s: s, active: active, release: release}
 }
 
+func (l *tunnelLife) place() {
+	l.s.opts.Gate.enter()
+	l.placed = true
+}
+
 func (l *tunnelLife) end() {
 	l.active.Dec()
 	l.release()
-	l.s.opts.Gate.leave()
+	if l.placed {
+		l.s.opts.Gate.leave()
+	}
 	l.s.handlers.Done()
 }
 

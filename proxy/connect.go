@@ -185,26 +185,28 @@ func (s *Server) serveTarget(client net.Conn, br *bufio.Reader, target string, h
 		s.goBrokered(p, t, ev, bound, append(raw, drain(br)...), release)
 		return
 	}
-	// The tunnel runs on a goroutine of its own, so the handler's (deep)
-	// stack and the request are freed for as long as the tunnel lives.
-	// What the client sent behind the hello stays in br: guardHandshake
-	// checks it before it goes upstream.
+	// The handler goes on with the tunnel's handshake guard itself, and
+	// hands the tunnel to two fresh goroutines once it splices: handing the
+	// guard to a goroutine of its own cost a scheduling round on the way
+	// to the origin's answer. Until then the connection holds the
+	// handler's place under the gate; the tunnel takes its own when it
+	// splices. What the client sent behind the hello stays in br:
+	// guardHandshake checks it before it goes upstream.
 	handedOff = true
-	job := &splicing{s: s, p: p, t: t, ev: &ev, raw: raw, br: br, wait: set.timeouts.ClientHello, life: s.beginTunnel(p, release)}
-	// The hello leaves from here, right behind its record: handing it to
-	// the tunnel's goroutine first cost a scheduling round on its way. The
-	// handshake slot goes first, as the hand-off let it go: an origin
-	// that does not read holds the tunnel (until the sweeper closes it),
-	// never a slot.
+	job := &splicing{s: s, p: p, t: t, ev: &ev, raw: raw, br: br, wait: set.timeouts.ClientHello, life: s.beginGuardedTunnel(p, release)}
+	// The hello leaves from here, right behind its record. The handshake
+	// slot goes first: an origin that does not read holds the tunnel
+	// (until the sweeper closes it), never a slot.
 	s.releaseSlot(client)
+	cancel() // the dial is done: its deadline's timer goes now, not when the tunnel splices
 	job.up0, job.sent = t.sendHello(raw)
-	go job.run()
+	job.run()
 }
 
 // splicing is a spliced tunnel's work after its connect record: check the
-// rest of the client's handshake on the goroutine the handler handed it
-// to, then splice each direction on a fresh goroutine (tunnel.start) and
-// let this one go, and record the close when both directions are done.
+// rest of the client's handshake on the handler's goroutine, then splice
+// each direction on a fresh goroutine (tunnel.start) and let the handler
+// go, and record the close when both directions are done.
 // An idle tunnel is then two goroutines parked in splice with nothing
 // under them: the runtime never shrinks a stack below four times what it
 // holds plus 800 bytes, so the goroutine whose stack the handshake grew
@@ -230,6 +232,7 @@ func (j *splicing) run() {
 		j.life.end()
 		return
 	}
+	j.life.place()
 	j.t.start(j.replay(), &j.splicers, j)
 }
 

@@ -142,6 +142,7 @@ type env struct {
 	broker   *BrokerOptions  // broker_test.go: withBroker
 	secrets  []policy.Secret // bound into the policy after load (broker_test.go)
 	auditTo  io.Writer       // where the audit log goes instead of log (idlemem_test.go: withAuditTo)
+	gate     *Gate           // the global connection cap, nil for none
 }
 
 // foldWindow is newEnv's denial folding window, as serve's.
@@ -195,7 +196,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	e.bindSecrets()
 	e.srv = New(Options{Broker: e.broker,
 		Key: e.dir, Registry: e.registry, Resolver: NewResolver([]string{e.dns.Addr}, 2*time.Second),
-		Audit: e.audit, Suppress: audit.NewSuppressor(e.audit, e.fold),
+		Audit: e.audit, Suppress: audit.NewSuppressor(e.audit, e.fold), Gate: e.gate,
 		Limits: e.cfg.Limits, Timeouts: e.cfg.Timeouts, OnAuditFailure: e.cfg.Audit.OnFailure,
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

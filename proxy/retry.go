@@ -112,6 +112,9 @@ func (t *tunnel) guardHandshake(br *bufio.Reader, wait time.Duration) (up, down 
 			record = record[:len(record)+len(origin.rest())]
 		}
 		if len(record) > 0 {
+			if f := answerRelaying.Load(); f != nil && answered {
+				(*f)()
+			}
 			n, werr := t.client.Write(record)
 			down += int64(n)
 			if werr != nil {
@@ -131,6 +134,10 @@ func (t *tunnel) guardHandshake(br *bufio.Reader, wait time.Duration) (up, down 
 		}
 	}
 }
+
+// answerRelaying, if set, is told on the goroutine about to relay the
+// origin's answer to the client. Tests look at that goroutine's stack.
+var answerRelaying atomic.Pointer[func()]
 
 // clientRecords forwards the client's records upstream, checked, until
 // stopped. It owns reading the client and writing upstream until forward
