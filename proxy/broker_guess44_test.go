@@ -25,7 +25,7 @@ func escapedEach(s, format string) string {
 func TestEscapesInAPartHeaderAreRefused(t *testing.T) {
 	for _, c := range []struct{ what, filename string }{
 		{"a backslash before every character", escapedEach(guessPlus, `\%c`)},
-		{"formidable's numeric entities", escapedEach(guessPlus, "&#%04d;")},
+		{"formidable's numeric entities", "a&#0098;c.txt"}, // a value so written is a guess to the escape view (round 45)
 	} {
 		body := "--XB\r\nContent-Disposition: form-data; name=\"f\"; filename=\"" + c.filename + "\"\r\n\r\nx\r\n--XB--\r\n"
 		for _, h2 := range []bool{false, true} {

@@ -208,12 +208,10 @@ func guessedInHead(r *http.Request, forms []valueForm) string {
 	if name := carriedAnyhow(target, forms); name != "" {
 		return name
 	}
-	if name := carriedAnyhow(secretforms.PercentDecoded(target), forms); name != "" {
-		return name
-	}
-	var query formDecoder // a query's '+' is a space to a form decoder
-	if name := carriedAnyhow(string(query.decode([]byte(target), nil)), forms); name != "" {
-		return name
+	for _, view := range decodedViews(target, forms) {
+		if name := carriedAnyhow(view, forms); name != "" {
+			return name
+		}
 	}
 	if name := guessedInHeader(r.Header, forms); name != "" {
 		return name
@@ -236,8 +234,7 @@ func guessedInHeader(h http.Header, forms []valueForm) string {
 		for _, v := range values {
 			// As written, and decoded as cookie and form parsers decode a
 			// value (Rack's cookies are form-decoded, round 44).
-			var form formDecoder
-			for _, view := range []string{v, secretforms.PercentDecoded(v), string(form.decode([]byte(v), nil))} {
+			for _, view := range decodedViews(v, forms) {
 				if n := carriedAnyhow(view, forms); n != "" {
 					return n
 				}
@@ -280,9 +277,10 @@ type guessGuard struct {
 	forms   []valueForm
 	finds   []matcher // on the bytes as they are
 	decoded []matcher // on the bytes form-decoded
-	// mime reads the body through further decoders: plain percent-decoding
-	// ('+' kept), and, for a body that holds MIME parts, each decoder an
-	// origin applies to a part (mimeviews.go).
+	// mime reads the body through further decoders: the escapes of common
+	// formats (escapes.go), PHP's names (phpnames.go), and, for a body that
+	// holds MIME parts, each decoder an origin applies to a part
+	// (mimeviews.go).
 	mime []*viewMatchers
 	// shape checks the structure of a multipart/* or message/* body
 	// (mimeshape.go); nil for other bodies. A body that breaks its rules
@@ -330,8 +328,12 @@ func newGuessGuard(body io.ReadCloser, forms []valueForm, trailer *http.Request,
 		}
 		g.pieces, g.decodedPieces = append(g.pieces, raw), append(g.decodedPieces, dec)
 	}
-	// Every body is read percent-decoded with '+' kept too (formDecoder).
-	g.mime = append(g.mime, newViewMatchers(&formDecoder{keepPlus: true}, forms))
+	// Every body is read with the escapes of common formats decoded too
+	// (escapes.go), and as PHP names its fields (phpnames.go).
+	g.mime = append(g.mime, newViewMatchers(&escapeView{}, forms))
+	if phpNamesMatter(forms) {
+		g.mime = append(g.mime, newViewMatchers(&phpNames{}, forms))
+	}
 	if mimeParts(trailer.Header) {
 		keep := 0
 		for _, f := range forms {

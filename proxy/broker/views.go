@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/egressd/egressd/internal/secretforms"
 )
 
 // The views: the request body as each decoder an origin may apply to it
@@ -51,15 +53,8 @@ var inAlphabet = func() (t [256]byte) {
 // stream: %XX as the byte, '+' as a space, anything else (a '%' not
 // followed by two hex digits included) as it is. Its state is the escape
 // begun at the end of the last read.
-//
-// With keepPlus it is a plain percent-decoder, as a path's or a
-// filename's (Rack's unescape_path, RFC 2231's filename*=): '+' stays
-// '+'. A value holding a '+' (base64 keys, AWS secret keys) written with
-// one other character escaped was in neither the raw bytes nor the form
-// view, and a plain percent-decoder gave it back whole (round 44).
 type formDecoder struct {
-	pending  []byte // "%" or "%X", awaiting the rest of an escape
-	keepPlus bool
+	pending []byte // "%" or "%X", awaiting the rest of an escape
 }
 
 // flushed appends what the decoder gives if the data ends now: an escape
@@ -97,10 +92,6 @@ func (d *formDecoder) decode(b, out []byte) []byte {
 		case '%':
 			d.pending = append(d.pending, c)
 		case '+':
-			if d.keepPlus {
-				out = append(out, c)
-				break
-			}
 			out = append(out, ' ')
 		default:
 			out = append(out, c)
@@ -139,4 +130,19 @@ func unhex(c byte) byte {
 		return c - 'a' + 10
 	}
 	return c - 'A' + 10
+}
+
+// decodedViews are s as written and as the parsers of a request's target
+// and header fields may decode it: percent-decoded (repeatedly,
+// secretforms), form-decoded, with the escapes of common formats decoded
+// (escapeView), and as PHP names it where that matters (phpNames).
+func decodedViews(s string, forms []valueForm) []string {
+	var form formDecoder
+	var esc escapeView
+	views := []string{s, secretforms.PercentDecoded(s), string(form.decode([]byte(s), nil)), string(esc.finish(esc.decode([]byte(s), nil)))}
+	if phpNamesMatter(forms) {
+		var php phpNames
+		views = append(views, string(php.flushed(php.decode([]byte(s), nil))))
+	}
+	return views
 }
