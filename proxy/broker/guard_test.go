@@ -188,3 +188,60 @@ func chunks(s string, n int) []string {
 	}
 	return out
 }
+
+// nested8 wraps part content in multiparts nested eight deep (the most
+// the rules allow), each part with the header block head.
+func nested8(head, content []byte) []byte {
+	var b bytes.Buffer
+	for i := range 7 {
+		fmt.Fprintf(&b, "--b%d\r\nContent-Type: multipart/mixed; boundary=b%d\r\n\r\n", i, i+1)
+	}
+	fmt.Fprintf(&b, "--b7\r\n%s\r\n", head)
+	b.Write(content)
+	for i := 7; i >= 0; i-- {
+		fmt.Fprintf(&b, "\r\n--b%d--", i)
+	}
+	b.WriteString("\r\n")
+	return b.Bytes()
+}
+
+var nestedHeader = http.Header{"Content-Type": {"multipart/form-data; boundary=b0"}}
+
+// BenchmarkGuessGuardNestedShortLines and BenchmarkGuessGuardNestedHeaderLines
+// are round 44's costliest shapes, eight multiparts deep: 1 MiB of short
+// content lines ("ab\n"), and header blocks of 16 KiB of "a:" fields. Each
+// line once copied every delimiter in force (heap work per line); compare
+// them with BenchmarkGuessGuardMIMEBody in the same run (-benchmem).
+func BenchmarkGuessGuardNestedShortLines(b *testing.B) {
+	benchmarkNested(b, nested8([]byte("Content-Disposition: form-data; name=\"a\"\r\n"), bytes.Repeat([]byte("ab\n"), 1<<18)))
+}
+
+func BenchmarkGuessGuardNestedHeaderLines(b *testing.B) {
+	benchmarkNested(b, nested8(bytes.Repeat([]byte("a:\r\n"), 4000), []byte("x"))) // a header block holds at most 16 KiB
+}
+
+func benchmarkNested(b *testing.B, body []byte) {
+	b.SetBytes(int64(len(body)))
+	for range b.N {
+		readThroughGuard(b, nestedHeader, body)
+	}
+}
+
+// TestShortLinesDeepInAMultipartCostNoAllocationEach: round 44. Each
+// content line of a part eight multiparts deep joined the line's carried
+// bytes to every delimiter in force on the heap: 2 million allocations a
+// MiB of "ab\n", 35–90 times the CPU of the same bytes as text/plain. The
+// join is one scratch buffer, reused.
+func TestShortLinesDeepInAMultipartCostNoAllocationEach(t *testing.T) {
+	body := nested8([]byte("Content-Disposition: form-data; name=\"a\"\r\n"), bytes.Repeat([]byte("ab\n"), 1<<14))
+	s, _, _ := canonicalType(nestedHeader.Get("Content-Type"))
+	allocs := testing.AllocsPerRun(3, func() {
+		shape := newMIMEShape(s, "b0")
+		if bad := shape.feed(body); bad != "" || shape.end() != "" {
+			t.Fatalf("refused: %s", bad)
+		}
+	})
+	if lines := 1 << 14; allocs > float64(lines)/100 {
+		t.Fatalf("%.0f allocations for %d short lines", allocs, lines)
+	}
+}

@@ -44,17 +44,22 @@ func (s *mimeShape) noDelimiterWithin(content []byte) {
 	if len(s.delims) == 0 || len(content) == 0 || s.bad != "" {
 		return
 	}
+	// Where the line's carried bytes meet content: one scratch join for
+	// every delimiter (the longest in force decides its length), reused,
+	// so a line costs no allocation whatever the nesting (round 44).
+	var joined []byte
+	if len(s.carry) > 0 {
+		longest := 0
+		for _, d := range s.delims {
+			longest = max(longest, len(d))
+		}
+		s.join = append(append(s.join[:0], s.carry...), content[:min(len(content), longest-1)]...)
+		joined = s.join
+	}
 	for _, d := range s.delims {
-		if bytes.Contains(content, d) {
+		if bytes.Contains(content, d) || bytes.Contains(joined, d) {
 			s.bad = midDelimSentence
 			return
-		}
-		if len(s.carry) > 0 {
-			joined := append(s.carry[:len(s.carry):len(s.carry)], content[:min(len(content), len(d)-1)]...)
-			if bytes.Contains(joined, d) {
-				s.bad = midDelimSentence
-				return
-			}
 		}
 	}
 	if len(content) >= maxDelim-1 {
