@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/egressd/egressd/allowlist"
@@ -36,8 +38,26 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	_ = *listen
 	p, err := explainPolicy(*manifest, cfg, *state)
 	if err != nil {
-		printLines(stderr, err.Error())
+		// The error names paths the operator typed or the author chose:
+		// one line, its line breaks escaped, so a folder's name cannot
+		// print a line of its own (round 45); the manifest's problems
+		// follow, one a line, as check prints them.
+		var problems *manifestProblems
+		if errors.As(err, &problems) {
+			printLine(stderr, "egressd explain: %s", problems.head)
+			printLines(stderr, fmt.Sprint(problems.list))
+			return exitUsage
+		}
+		printLine(stderr, "egressd explain: %s", err.Error())
 		return exitUsage
+	}
+	if *state != "" {
+		// A folder without version memory decides as a first load, with no
+		// widening waiting: say so, or a mistyped --state reads as "allow"
+		// for a host serve refuses (round 45).
+		if _, err := os.Lstat(policy.StatePath(*state)); errors.Is(err, os.ErrNotExist) {
+			printLine(stderr, "egressd explain: note: %s does not exist: no egressd kept version memory in %s, so this decides as a first load, with no widening waiting; give --state the folder serve or run keeps it in (their state_dir)", policy.StatePath(*state), *state)
+		}
 	}
 	if *state == "" && *config != "" && cfg.StateDir != "" {
 		// serve would judge by that version memory: a widening waiting
@@ -72,7 +92,7 @@ func explainPolicy(manifest string, cfg policy.Config, state string) (*policy.Po
 		return nil, err
 	}
 	if m == nil {
-		return nil, fmt.Errorf("%s: the manifest has errors; run egressd check:\n%s", file, ps.Errors())
+		return nil, &manifestProblems{head: file + ": the manifest has errors; run egressd check:", list: ps.Errors()}
 	}
 	in := policy.Integration{Manifest: manifest, Listen: "explain", Exemptions: policy.Exemptions{Mode: cfg.Mode}}
 	if c, ok := cfg.EntryFor(file); ok {
@@ -94,6 +114,15 @@ func explainPolicy(manifest string, cfg policy.Config, state string) (*policy.Po
 	p.StateDir = state // a copy of the memory there: the commands it prints name it
 	return p, nil
 }
+
+// manifestProblems is explainPolicy's error for a manifest with problems:
+// a heading, then the problems one a line.
+type manifestProblems struct {
+	head string
+	list allowlist.Problems
+}
+
+func (e *manifestProblems) Error() string { return fmt.Sprintf("%s\n%s", e.head, e.list) }
 
 func printDecision(w io.Writer, d policy.Decision, p *policy.Policy, raw string) {
 	target := fmt.Sprintf("%s:%d", d.Host, d.Port)
