@@ -456,6 +456,9 @@ func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
 	for _, s := range skipped {
 		fmt.Fprintf(stderr, "egressd audit suggest: %s cannot be a manifest entry; left out\n", termsafe.String(s))
 	}
+	for _, w := range allowlist.Siblings(entries, rules) {
+		fmt.Fprintf(stderr, "egressd audit suggest: note: several names under %s were seen; %s would cover them, and every name anyone can create there: write it only if the integration's author owns that domain\n", termsafe.String(w[2:]), termsafe.String(w))
+	}
 	out, err := allowlist.NetworkFragment(f, entries)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit suggest:", termsafe.String(err.Error()))
