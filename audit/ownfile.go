@@ -73,7 +73,7 @@ func (v *verifier) keptAfter(name string) error {
 		v.fail(name, f.Seq, "the file to keep does not begin a run: give the file of the run that follows the last one pruned")
 	case keyID == "" || keyID == "none":
 		v.fail(name, f.Seq, fmt.Sprintf("chain %s, which the file to keep begins, is not keyed: that it follows the runs pruned cannot be proven", id))
-	case !v.lineHashMatches(line[:len(line)-1], f.Hash, true):
+	case !v.keyVerifies(line[:len(line)-1], f.Hash):
 		v.fail(name, f.Seq, fmt.Sprintf("the genesis of chain %s, which the file to keep begins, does not match its hash with this key", id))
 	case !v.aloneInOwnFile(name, f.Seq, id, false):
 	case !isHexHash(prevRun) && prevRun == "unknown" && msgField(f.Msg, "prev_open") == last.ID:
@@ -85,4 +85,16 @@ func (v *verifier) keptAfter(name string) error {
 		v.fail(name, f.Seq, fmt.Sprintf("chain %s, which the file to keep begins, follows a run ending in hash %s, but the last run to prune (chain %s) ends in %s: the files to prune are not exactly the runs before it (a run between them is missing, or a file to prune holds a copy)", id, prevRun, last.ID, last.Hash))
 	}
 	return nil
+}
+
+// keyVerifies reports whether a keyed line's hash was made with one of the
+// keys given (the file to keep may begin a run written after a change of
+// key).
+func (v *verifier) keyVerifies(line []byte, hash string) bool {
+	for _, k := range v.keys {
+		if hashedWith(k, line, hash) {
+			return true
+		}
+	}
+	return len(v.keys) == 0
 }

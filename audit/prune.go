@@ -71,7 +71,7 @@ type pruneReceipt struct {
 // an unkeyed log's files can write an unkeyed receipt for them too, and
 // it would silence the checkpoints that still catch such a deletion.
 func (v *verifier) readPruned(f lineFields) {
-	if !v.cur.Keyed || v.opts.Key == nil {
+	if !v.cur.Keyed || len(v.keys) == 0 {
 		v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s holds a prune receipt that is not keyed, or was not checked with its key: it is not taken as the operator's, and the runs it names must be given", v.cur.ID))
 		return
 	}

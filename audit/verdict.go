@@ -21,7 +21,7 @@ func (v *verifier) finish() Verdict {
 	out.Intact = out.Problem == ""
 	var unchecked []string
 	for _, c := range out.Chains {
-		if c.Keyed && v.opts.Key == nil {
+		if c.Keyed && len(v.keys) == 0 {
 			unchecked = append(unchecked, c.ID+" (key id "+c.KeyID+")")
 		}
 	}
@@ -67,7 +67,7 @@ const unlinkedRuns = "runs not linked"
 // proves says what was established for the part that verified, never more
 // than the verdict.
 func (v *verifier) proves(out Verdict, unchecked bool) string {
-	keyed := v.opts.Key != nil
+	keyed := len(v.keys) > 0
 	switch {
 	case unchecked:
 		return "nothing about the line contents: without the key only the seq and prev links were checked"

@@ -21,6 +21,10 @@ type VerifyOptions struct {
 	// without one a keyed chain's hashes cannot be checked, and Verify says
 	// so.
 	Key []byte
+	// OtherKeys are more keys, for files written across a change of key:
+	// each chain is checked with the key (Key or one of these) that
+	// verifies its genesis, and keeps it to its end.
+	OtherKeys [][]byte
 	// Checkpoints are {chain, seq, hash} records written to an independent
 	// sink; each is cross-checked against the log.
 	Checkpoints []CheckpointRecord
@@ -157,10 +161,17 @@ func VerifyAndRead(files []string, opts VerifyOptions) (Verdict, []Record, error
 type lineSink func(name string, lineNo int, line []byte) error
 
 func verifyFiles(files []string, opts VerifyOptions, sink lineSink) (Verdict, error) {
-	if opts.Key != nil && len(opts.Key) < MinKeyLen {
-		return Verdict{}, fmt.Errorf("the key is %d bytes: egressd refuses keys under %d bytes, so no log was keyed with it", len(opts.Key), MinKeyLen)
+	var keys [][]byte
+	for _, k := range append([][]byte{opts.Key}, opts.OtherKeys...) {
+		if k == nil {
+			continue
+		}
+		if len(k) < MinKeyLen {
+			return Verdict{}, fmt.Errorf("the key is %d bytes: egressd refuses keys under %d bytes, so no log was keyed with it", len(k), MinKeyLen)
+		}
+		keys = append(keys, k)
 	}
-	v := &verifier{opts: opts, checkpoints: map[string]map[uint64]string{}, checkpointNames: map[string]map[string]bool{}, prunedChains: map[string]uint64{}, began: map[string]string{}}
+	v := &verifier{opts: opts, keys: keys, checkpoints: map[string]map[uint64]string{}, checkpointNames: map[string]map[string]bool{}, prunedChains: map[string]uint64{}, began: map[string]string{}}
 	v.readCheckpoints(opts.Checkpoints)
 	for i, f := range files {
 		fh, err := openLog(f)
@@ -205,8 +216,12 @@ func verifyFiles(files []string, opts VerifyOptions, sink lineSink) (Verdict, er
 
 type verifier struct {
 	// keepChain is the chain of prune's file to keep (VerifyOptions.Keep).
-	keepChain   string
-	opts        VerifyOptions
+	keepChain string
+	opts      VerifyOptions
+	// keys are every key given; chainKey is the one that verified the
+	// open chain's genesis (nil before it, or for an unkeyed chain).
+	keys        [][]byte
+	chainKey    []byte
 	checkpoints map[string]map[uint64]string // chain id -> seq -> hash
 	// checkpointNames are the integrations each chain's checkpoints name.
 	checkpointNames map[string]map[string]bool
@@ -340,6 +355,14 @@ func (v *verifier) line(file string, line []byte, firstInFile, firstOfAll bool) 
 		v.fail(file, f.Seq, fmt.Sprintf("a %s record of chain %s inside chain %s: lines of two chains were spliced", f.Action, msgField(f.Msg, "chain"), v.cur.ID))
 		return
 	}
+	if isGenesis && v.seq == 0 { // a new chain: its key is the one its genesis verifies with
+		key, ok := v.anyKeyMatches(line, f.Hash, v.cur.Keyed)
+		if !ok {
+			v.fail(file, f.Seq, fmt.Sprintf("the line's bytes do not match its hash with the key given: the line was edited, or chain %s (key id %s) was keyed with another key; give every key the files were written with (--key is repeatable)", v.cur.ID, v.cur.KeyID))
+			return
+		}
+		v.chainKey = key
+	}
 	if !v.hashMatches(line, f.Hash) {
 		v.fail(file, f.Seq, "the line's bytes do not match its hash: the line was edited")
 		return
@@ -411,7 +434,7 @@ func (v *verifier) genesis(file string, f lineFields, firstOfAll bool) bool {
 		return false
 	}
 	keyed := keyID != "none"
-	if !keyed && v.opts.Key != nil {
+	if !keyed && len(v.keys) > 0 {
 		v.fail(file, f.Seq, fmt.Sprintf("a key was given but chain %s is not keyed: an unkeyed chain can be recomputed by whoever edits it", id))
 		return false
 	}
@@ -497,22 +520,37 @@ func (v *verifier) lostLink(file string, seq uint64, chain, what string) {
 	v.linkLost = append(v.linkLost, fmt.Sprintf("%s: seq %d: %s; give the checkpoints that hold this run's own (--checkpoints) to rule that out", file, seq, what))
 }
 
-// hashMatches checks a line's hash over its bytes, unless the chain is
-// keyed and no key was given (then only links are checked, and finish
-// says so).
+// hashMatches checks a line's hash over its bytes, with the open chain's
+// key, unless the chain is keyed and no key was given (then only links are
+// checked, and finish says so).
 func (v *verifier) hashMatches(line []byte, hash string) bool {
-	return v.lineHashMatches(line, hash, v.cur.Keyed)
-}
-
-// lineHashMatches checks a line's hash, with the key when keyed.
-func (v *verifier) lineHashMatches(line []byte, hash string, keyed bool) bool {
-	if keyed && v.opts.Key == nil {
+	if v.cur.Keyed && len(v.keys) == 0 {
 		return true
 	}
-	c := chain{}
-	if keyed {
-		c.key = v.opts.Key
+	return hashedWith(v.chainKey, line, hash)
+}
+
+// anyKeyMatches finds the key a line's hash was made with: none for an
+// unkeyed line, else one of the keys given (ok with no key given: only
+// links are checked then).
+func (v *verifier) anyKeyMatches(line []byte, hash string, keyed bool) (key []byte, ok bool) {
+	if !keyed {
+		return nil, hashedWith(nil, line, hash)
 	}
+	if len(v.keys) == 0 {
+		return nil, true
+	}
+	for _, k := range v.keys {
+		if hashedWith(k, line, hash) {
+			return k, true
+		}
+	}
+	return nil, false
+}
+
+// hashedWith checks a line's hash, made with key (nil: unkeyed).
+func hashedWith(key, line []byte, hash string) bool {
+	c := chain{key: key}
 	h := c.hasher()
 	h.Write(line[:len(line)-hashTail])
 	return hmac.Equal([]byte(hex.EncodeToString(h.Sum(nil))), []byte(hash))

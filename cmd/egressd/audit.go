@@ -53,7 +53,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("audit verify", "usage: egressd audit verify [--key FILE] [--checkpoints FILE] [--files-from LIST|-] [--run-files STATE/audit/ID] [FILE...]\n\n"+
 		"Checks the hash chain across the files, oldest first: the FILEs, then those listed in LIST, then the run files of ID. Exit 0 intact, 1 broken.", stderr)
-	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain")
+	keyFiles := keyFlag(fs, "the HMAC key file of a keyed chain")
 	ckptFile := fs.String("checkpoints", "", "a file of checkpoint lines (e.g. egressd's captured stderr) to cross-check")
 	fileFlags := addFileFlags(fs)
 	named, err := parseFilesAnywhere(fs, args)
@@ -68,7 +68,7 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 		return exitUsage
 	}
-	opts, code, err := verifyOptions(*keyFile, *ckptFile)
+	opts, code, err := verifyOptions(*keyFiles, *ckptFile)
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 		return code
@@ -158,18 +158,31 @@ func (f logFileFlags) list(named []string) ([]string, error) {
 	return absPaths(files) // --files-from's lines are paths typed like the others
 }
 
+// keyFlag defines --key, repeatable: files written across a change of
+// key verify with every key they were written with (the first keys a
+// prune receipt).
+func keyFlag(fs *flag.FlagSet, usage string) *multiFlag {
+	var keys multiFlag
+	fs.Var(&keys, "key", usage+" (repeatable: every key the files were written with, across a change of key)")
+	return &keys
+}
+
 // verifyOptions reads verify's --key and --checkpoints files, and says
 // with which exit code to stop if it cannot. A checkpoints file from which
 // no checkpoint could be read proves nothing: verify must not then say
 // "intact" with 0 checkpoints cross-checked, so it stops with exit 1.
-func verifyOptions(keyFile, ckptFile string) (audit.VerifyOptions, int, error) {
+func verifyOptions(keyFiles []string, ckptFile string) (audit.VerifyOptions, int, error) {
 	var opts audit.VerifyOptions
-	if keyFile != "" {
+	for i, keyFile := range keyFiles {
 		key, err := readAuditKey(keyFile)
 		if err != nil {
 			return opts, exitUsage, err
 		}
-		opts.Key = key
+		if i == 0 {
+			opts.Key = key
+			continue
+		}
+		opts.OtherKeys = append(opts.OtherKeys, key)
 	}
 	if ckptFile != "" {
 		f, err := os.Open(ckptFile)
@@ -250,7 +263,7 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 	var manifests multiFlag
 	fs.Var(&manifests, "manifest", "an integration's manifest (file or folder), repeatable; default: the paths recorded in the log")
 	format := fs.String("format", "text", "text, json or html")
-	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain, to verify it")
+	keyFiles := keyFlag(fs, "the HMAC key file of a keyed chain, to verify it")
 	ckptFile := fs.String("checkpoints", "", "a file of checkpoint lines to cross-check, as audit verify")
 	fileFlags := addFileFlags(fs)
 	given, err := parseFilesAnywhere(fs, args)
@@ -272,7 +285,7 @@ func runAuditReport(args []string, stdout, stderr io.Writer) int {
 	// Verify and read in one linear pass over one open of each file: a
 	// reviewer never reads the report of a broken log as the report of a
 	// good one, nor the report of other bytes than those verified.
-	verdict, recs, code, err := readVerified(files, *keyFile, *ckptFile, fileFlags.runLink())
+	verdict, recs, code, err := readVerified(files, *keyFiles, *ckptFile, fileFlags.runLink())
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit report:", termsafe.String(err.Error()))
 		return code
@@ -399,7 +412,7 @@ func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
 	format := fs.String("format", "voiceos", "voiceos (a permissions[] element) or sollar (the network member)")
 	integration := fs.String("integration", "", "the integration id, when the log holds several")
 	config := fs.String("config", "", "the operator config whose rules (wildcard_dns_services) apply, as check --config applies them")
-	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain, to verify it")
+	keyFiles := keyFlag(fs, "the HMAC key file of a keyed chain, to verify it")
 	ckptFile := fs.String("checkpoints", "", "a file of checkpoint lines to cross-check, as audit verify")
 	fileFlags := addFileFlags(fs)
 	unverified := fs.Bool("unverified", false, "print the suggestion from a log that does not verify, under the LOG NOT VERIFIED banner on stderr (exit 1 still)")
@@ -420,13 +433,13 @@ func runAuditSuggest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "egressd audit suggest: --format must be voiceos or sollar (%q)\n", *format)
 		return exitUsage
 	}
-	verdict, recs, code, err := readVerified(files, *keyFile, *ckptFile, fileFlags.runLink())
+	verdict, recs, code, err := readVerified(files, *keyFiles, *ckptFile, fileFlags.runLink())
 	if err != nil {
 		fmt.Fprintln(stderr, "egressd audit suggest:", termsafe.String(err.Error()))
 		return code
 	}
 	if (!verdict.Intact || verdict.RunsUnlinked()) && !*unverified {
-		fmt.Fprintln(stderr, "egressd audit suggest:", suggestRefusal(verdict, verifyCommand(*keyFile, *ckptFile, *fileFlags.filesFrom, *fileFlags.runFiles, given)))
+		fmt.Fprintln(stderr, "egressd audit suggest:", suggestRefusal(verdict, verifyCommand(*keyFiles, *ckptFile, *fileFlags.filesFrom, *fileFlags.runFiles, given)))
 		return exitFail
 	}
 	if !verdict.Intact || verdict.Unproven() != "" {

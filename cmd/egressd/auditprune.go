@@ -29,7 +29,7 @@ func runAuditPrune(args []string, stdout, stderr io.Writer) int {
 		"A file a running egressd holds is refused; a run that crashed (no process holds its file) is removed only with --checkpoints\n"+
 		"that prove its end (a cut-back clean run reads like a crash), and the receipt records the crash.\n"+
 		"Only a keyed log is pruned, with its key; the receipt is keyed with it. Exit 0 pruned, 1 refused.", stderr)
-	keyFile := fs.String("key", "", "the HMAC key file of a keyed chain (the receipt is keyed with it)")
+	keyFiles := keyFlag(fs, "the HMAC key file of a keyed chain (the receipt is keyed with the first)")
 	receipt := fs.String("receipt", "", "the receipt file to create (it must not exist)")
 	keep := fs.String("keep", "", "the first file kept, whose run follows the last run removed (it is not changed)")
 	ckpt := fs.String("checkpoints", "", "the checkpoints (e.g. the journal) to cross-check the runs removed against: a run cut back before prune is refused")
@@ -43,15 +43,15 @@ func runAuditPrune(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	if err := prune(files, *keep, *keyFile, *ckpt, *receipt, stdout); err != nil {
+	if err := prune(files, *keep, *keyFiles, *ckpt, *receipt, stdout); err != nil {
 		fmt.Fprintln(stderr, "egressd audit prune:", termsafe.String(err.Error()))
 		return exitFail
 	}
 	return exitOK
 }
 
-func prune(files []string, keep, keyFile, ckptFile, receipt string, stdout io.Writer) error {
-	opts, _, err := verifyOptions(keyFile, ckptFile)
+func prune(files []string, keep string, keyFiles []string, ckptFile, receipt string, stdout io.Writer) error {
+	opts, _, err := verifyOptions(keyFiles, ckptFile)
 	if err != nil {
 		return err
 	}

@@ -13,8 +13,8 @@ import (
 // linear pass over one open of each file (audit.VerifyAndRead), so what
 // they say comes from the bytes verified. code is the exit status to stop
 // with when err is set. runLink is audit.VerifyOptions.RunLink.
-func readVerified(files []string, keyFile, ckptFile, runLink string) (v audit.Verdict, recs []audit.Record, code int, err error) {
-	opts, code, err := verifyOptions(keyFile, ckptFile)
+func readVerified(files, keyFiles []string, ckptFile, runLink string) (v audit.Verdict, recs []audit.Record, code int, err error) {
+	opts, code, err := verifyOptions(keyFiles, ckptFile)
 	if err != nil {
 		return audit.Verdict{}, nil, code, err
 	}
@@ -29,9 +29,12 @@ func readVerified(files []string, keyFile, ckptFile, runLink string) (v audit.Ve
 // verifyCommand is the audit verify command that checks what a report or
 // suggest was given: the same files by the same flags, each word quoted
 // for the shell.
-func verifyCommand(keyFile, ckptFile, filesFrom, runFiles string, named []string) string {
+func verifyCommand(keyFiles []string, ckptFile, filesFrom, runFiles string, named []string) string {
 	words := []string{"egressd", "audit", "verify"}
-	for _, f := range []struct{ flag, value string }{{"--key", keyFile}, {"--checkpoints", ckptFile}, {"--files-from", filesFrom}, {"--run-files", runFiles}} {
+	for _, k := range keyFiles {
+		words = append(words, "--key", termsafe.ShellWord(k))
+	}
+	for _, f := range []struct{ flag, value string }{{"--checkpoints", ckptFile}, {"--files-from", filesFrom}, {"--run-files", runFiles}} {
 		if f.value != "" {
 			words = append(words, f.flag, termsafe.ShellWord(f.value))
 		}
