@@ -5,9 +5,9 @@ import (
 	"unicode/utf8"
 )
 
-// escapeView reads a body (or a head's field) with the escapes of the
-// common request formats decoded, all in one pass, as the origin's parser
-// decodes them before an application shows a field back:
+// escapeView reads a body (or a head's field) with the escapes of one of
+// the common request formats decoded, as the origin's parser decodes them
+// before an application shows a field back (newEscapeView names which):
 //   - %XX, '+' kept: a plain percent-decoder (a path, Rack's filename,
 //     RFC 2231's filename*=; the form view reads '+' as a space, so a value
 //     holding a '+' written with one other byte escaped was in neither,
@@ -22,14 +22,14 @@ import (
 //     NULs, whatever the Content-Type says (round 45: a guess list posted
 //     as UTF-16 JSON came back from Flask and Starlette decoded).
 //
-// Decoding every syntax at once reads more than any one parser does, so
-// the view may find a value a given origin would not; the program never
-// holds a value, so whatever the view finds is a guess all the same. A
-// value reaches the origin only through one parser's syntax, and there
-// the view decodes as that parser does. Decoding chained twice (a
-// percent-escape of a JSON escape) is not read: a residual, as other
-// transformations are.
+// One syntax a view: a view that decoded them all at once read a '%', "&#"
+// or "&#x" a JSON parser keeps as text as the start of an escape, which
+// swallowed the first characters of the guess behind it (round 46). The
+// chains real stacks apply (GraphQL's variables: a JSON string inside
+// JSON, or inside a percent-encoded query or form; a cookie-parser's "j:"
+// cookies) are views of their own (bodyViews).
 type escapeView struct {
+	starts  string // the bytes that may begin an escape, or be dropped (NUL: in every syntax)
 	pending []byte // an escape begun, as written (but a number's leading zeros)
 	number  bool   // pending is "&#" or "&#x" and digits
 	zero    bool   // with number: a leading zero was read
@@ -41,13 +41,19 @@ type escapeView struct {
 // holds at most eight significant digits (past any character).
 const maxEscape = 24
 
+// newEscapeView reads the escapes of one syntax: '%' (%XX with '+' kept,
+// %uXXXX), '\\' (JSON) or '&' (HTML and XML references).
+func newEscapeView(syntax byte) *escapeView {
+	return &escapeView{starts: "\x00" + string(syntax)}
+}
+
 func (d *escapeView) decode(b, out []byte) []byte {
 	for i := 0; i < len(b); i++ {
 		c := b[i]
 		if len(d.pending) == 0 {
 			// Up to the next byte that may begin an escape (or is a NUL),
 			// bytes are themselves: copied at memory speed.
-			k := bytes.IndexAny(b[i:], "\x00%\\&")
+			k := bytes.IndexAny(b[i:], d.starts)
 			if k < 0 {
 				return append(out, b[i:]...)
 			}

@@ -9,30 +9,39 @@ import (
 // reads it, cut into two reads at every byte and read byte by byte, with
 // what the data's end completes (flushed).
 func TestTheEscapeViewDecodesEachFormatsEscapes(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"%77inter+2019", "winter+2019"},                // plain percent: '+' kept
-		{"%u0077inter%U0069", "winteri"},                // %uXXXX (CGI.pm)
-		{`\u0077inter\/x\"y\\`, `winter/x"y\`},          // JSON
-		{"&#119;&#x69;&#X6e;&#0000000116;er", "winter"}, // numeric references, leading zeros
-		{"&#119inter", "winter"},                        // no ';' (HTML5, html.unescape)
-		{"a&lowbar;b&period;c&amp;d&ampe&lt", "a_b.c&d&e<"},
-		{"w\x00i\x00n\x00", "win"}, // UTF-16LE
-		{"\x00\x00\x00w\x00\x00\x00i", "wi"},
-		{"&#;&#x;%zz%u00zz\\q&foo;&", "&#;&#x;%zz%u00zz\\q&foo;&"}, // not escapes: as written
-		{"%%41&&#65;\\\\u0041", "%A&A\\u0041"},                     // an escape ends, the next begins
-		{"&#1234567890;", "&#12345678" + "90;"},                    // past eight digits: as written
+	for _, c := range []struct {
+		syntax   byte
+		in, want string
+	}{
+		{'%', "%77inter+2019", "winter+2019"}, // plain percent: '+' kept
+		{'%', "%u0077inter%U0069", "winteri"}, // %uXXXX (CGI.pm)
+		{'\\', `\u0077inter\/x\"y\\`, `winter/x"y\`},
+		{'&', "&#119;&#x69;&#X6e;&#0000000116;er", "winter"}, // numeric references, leading zeros
+		{'&', "&#119inter", "winter"},                        // no ';' (HTML5, html.unescape)
+		{'&', "a&lowbar;b&period;c&amp;d&ampe&lt", "a_b.c&d&e<"},
+		{'%', "w\x00i\x00n\x00", "win"}, // UTF-16LE
+		{'\\', "\x00\x00\x00w\x00\x00\x00i", "wi"},
+		{'%', "%zz%u00zz%", "%zz%u00zz%"}, // not escapes: as written
+		{'&', "&#;&#x;&foo;&", "&#;&#x;&foo;&"},
+		{'\\', "\\q\\u00", "\\q\\u00"},
+		{'%', "%%41", "%A"}, // an escape ends, the next begins
+		{'&', "&&#65;", "&A"},
+		{'&', "&#1234567890;", "&#12345678" + "90;"}, // past eight digits: as written
+		// One syntax a view (round 46): a JSON parser keeps "%ab" and
+		// "&#x1" as text, so the JSON view must too.
+		{'\\', "%ab12&#x1f\u0041", "%ab12&#x1fA"},
 	} {
-		whole := viewEnded(&escapeView{}, c.in, 0)
+		whole := viewEnded(newEscapeView(c.syntax), c.in, 0)
 		if string(whole) != c.want {
-			t.Errorf("%q: %q, want %q", c.in, whole, c.want)
+			t.Errorf("%c %q: %q, want %q", c.syntax, c.in, whole, c.want)
 			continue
 		}
 		for cut := 1; cut < len(c.in); cut++ {
-			if got := viewEnded(&escapeView{}, c.in, cut); !bytes.Equal(got, whole) {
+			if got := viewEnded(newEscapeView(c.syntax), c.in, cut); !bytes.Equal(got, whole) {
 				t.Errorf("%q cut at %d: %q, whole %q", c.in, cut, got, whole)
 			}
 		}
-		d, out := &escapeView{}, []byte(nil)
+		d, out := newEscapeView(c.syntax), []byte(nil)
 		for i := range len(c.in) {
 			out = d.decode([]byte{c.in[i]}, out)
 		}
@@ -40,6 +49,43 @@ func TestTheEscapeViewDecodesEachFormatsEscapes(t *testing.T) {
 			t.Errorf("%q byte by byte: %q, whole %q", c.in, out, whole)
 		}
 	}
+}
+
+// TestTheChainedViewsReadWhatStacksDecodeTwice: GraphQL variables as a
+// JSON string in a percent-encoded query, JSON inside a JSON string, and
+// a filename*= folded to ASCII as secure_filename does (round 46).
+func TestTheChainedViewsReadWhatStacksDecodeTwice(t *testing.T) {
+	for _, c := range []struct {
+		view     mimeView
+		in, want string
+	}{
+		{&chained{first: newEscapeView('%'), second: newEscapeView('\\')}, "%5Cu0077inter", "winter"},
+		{&chained{first: newEscapeView('\\'), second: newEscapeView('\\')}, `\\u0077inter`, "winter"},
+		{&chained{first: newEscapeView('%'), second: &asciiFolded{}}, "%EF%BD%97in%E2%80%8Bter", "winter"}, // fullwidth w, a zero-width space
+	} {
+		for cut := 0; cut <= len(c.in); cut++ {
+			if got := viewEnded(c.view, c.in, cut); string(got) != c.want {
+				t.Fatalf("%q cut at %d: %q, want %q", c.in, cut, got, c.want)
+			}
+			c.view = freshView(c.view)
+		}
+	}
+}
+
+// freshView is a new view of v's kind, its state empty.
+func freshView(v mimeView) mimeView {
+	c := v.(*chained)
+	return &chained{first: freshOne(c.first), second: freshOne(c.second)}
+}
+
+func freshOne(v mimeView) mimeView {
+	switch v := v.(type) {
+	case *escapeView:
+		return &escapeView{starts: v.starts}
+	case *asciiFolded:
+		return &asciiFolded{}
+	}
+	panic("freshOne")
 }
 
 // TestPHPNamesAreReadAsPHPReadsThem: ' ', '.', '[' and '+' (form-decoded)

@@ -1,7 +1,5 @@
 package broker
 
-import "bytes"
-
 // phpNames reads form data as PHP names its variables: form-decoded, then
 // ' ', '.' and '[' (one left unclosed) read as '_' in every name of
 // $_GET, $_POST and $_COOKIE, and so in Symfony's and Laravel's requests
@@ -32,15 +30,4 @@ func phpName(b []byte) {
 			b[i] = '_'
 		}
 	}
-}
-
-// phpNamesMatter reports whether some value form holds a '_', the only
-// values PHP's names can make up.
-func phpNamesMatter(forms []valueForm) bool {
-	for _, f := range forms {
-		if bytes.IndexByte(f.form, '_') >= 0 {
-			return true
-		}
-	}
-	return false
 }

@@ -134,15 +134,12 @@ func unhex(c byte) byte {
 
 // decodedViews are s as written and as the parsers of a request's target
 // and header fields may decode it: percent-decoded (repeatedly,
-// secretforms), form-decoded, with the escapes of common formats decoded
-// (escapeView), and as PHP names it where that matters (phpNames).
+// secretforms), form-decoded, and through every body view (bodyViews).
 func decodedViews(s string, forms []valueForm) []string {
 	var form formDecoder
-	var esc escapeView
-	views := []string{s, secretforms.PercentDecoded(s), string(form.decode([]byte(s), nil)), string(esc.finish(esc.decode([]byte(s), nil)))}
-	if phpNamesMatter(forms) {
-		var php phpNames
-		views = append(views, string(php.flushed(php.decode([]byte(s), nil))))
+	views := []string{s, secretforms.PercentDecoded(s), string(form.decode([]byte(s), nil))}
+	for _, v := range bodyViews(forms) {
+		views = append(views, string(v.flushed(v.decode([]byte(s), nil))))
 	}
 	return views
 }

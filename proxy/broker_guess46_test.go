@@ -1,0 +1,41 @@
+package proxy
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// Round 46: a view that decoded every escape syntax at once lost the
+// start of a guess behind a '%' or "&#x" a JSON parser keeps as text, and
+// the chains real stacks apply (GraphQL variables, cookie-parser's JSON
+// cookies, secure_filename's NFKD) were not read.
+func TestGuessesBehindDecodingsStacksChainAreFound(t *testing.T) {
+	hexKey := "ab12cd34ef56ab78cd90ef12ab34cd56"
+	last := func(s string) string { return s[:len(s)-1] + fmt.Sprintf(`\u%04x`, s[len(s)-1]) }
+	for _, c := range []struct{ what, key, ct, body string }{
+		{"a '%' before a hex key in JSON", hexKey, "application/json", `{"q":["%` + last(hexKey) + `"]}`},
+		{"'&#x' before a hex key in JSON", hexKey, "application/json", `{"q":["&#x` + last(hexKey) + `"]}`},
+		{"GraphQL variables in a form", guessKey, "application/x-www-form-urlencoded", "query=q&variables=" + strings.ReplaceAll(`{"g":"`+last(guessKey)+`"}`, `\`, "%5C")},
+		{"JSON inside a JSON string", guessKey, "application/json", `{"variables":"{\"g\":\"` + strings.ReplaceAll(last(guessKey), `\`, `\\`) + `\"}"}`},
+		{"a fullwidth letter in a filename*", guessKey, "multipart/form-data; boundary=XB",
+			"--XB\r\nContent-Disposition: form-data; name=\"f\"; filename*=utf-8''%EF%BD%93" + strings.ReplaceAll(guessKey[1:], "+", "%2B") + "\r\n\r\nx\r\n--XB--\r\n"},
+	} {
+		for _, h2 := range []bool{false, true} {
+			o := newBodyRecorder(t)
+			b := newBrokerEnv(t, h2, o.handle, func(e *env) { e.secrets = valueSecrets(t, c.key) })
+			req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), c.body)
+			req.Header.Set("Content-Type", c.ct)
+			resp, answer := do(t, b.client(h2), req)
+			wantGuessed(t, c.what, resp, answer)
+		}
+	}
+	// cookie-parser: "j:" and JSON, percent-encoded.
+	for _, h2 := range []bool{false, true} {
+		b := newBrokerEnv(t, h2, namesEcho, func(e *env) { e.secrets = valueSecrets(t, guessKey) })
+		req := mustRequest(t, "GET", b.url("api.allowed.example", "/v1/me"), "")
+		req.Header.Set("Cookie", "prefs=j%3A%5B%22"+strings.ReplaceAll(strings.ReplaceAll(last(guessKey), `\`, "%5C"), "+", "%2B")+"%22%5D")
+		resp, answer := do(t, b.client(h2), req)
+		wantGuessed(t, "a JSON cookie", resp, answer)
+	}
+}
