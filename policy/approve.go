@@ -351,7 +351,9 @@ func pendingOf(s *State, id, version string) []pendingRecord {
 	var out []pendingRecord
 	for _, place := range sortedKeys(s.Folders) {
 		f := s.Folders[place]
-		if p := f.Pending; p != nil && (!p.Approved || s.ApprovalOutdated(place)) && p.ID == id && p.Version == version {
+		// A change no load would take is no candidate (round 45: approve
+		// printed its command, which then failed); notPending names it.
+		if p := f.Pending; p != nil && (!p.Approved || s.ApprovalOutdated(place)) && p.ID == id && p.Version == version && s.PendingCannotApply(place) == "" {
 			out = append(out, pendingRecord{ID: id, Version: version, Place: place, Digest: p.Digest, From: f.ID, Entries: p.Entries})
 		}
 	}
@@ -392,6 +394,13 @@ func (c pendingRecord) approve(s *State) Approval {
 
 // notPending says why nothing waits for id at version.
 func (m *Memory) notPending(s *State, id, version string) error {
+	for _, place := range sortedKeys(s.Folders) {
+		if p := s.Folders[place].Pending; p != nil && p.ID == id && p.Version == version {
+			if why := s.PendingCannotApply(place); why != "" {
+				return fmt.Errorf("%s %s waits at %s, but it cannot load, so it is not approvable: %s; %s drops it", id, version, place, why, WithState("egressd state forget --folder "+termsafe.ShellWord(place), m.dir))
+			}
+		}
+	}
 	for _, place := range sortedKeys(s.Folders) {
 		if p := s.Folders[place].Pending; p != nil && p.Approved && p.ID == id && p.Version == version {
 			return fmt.Errorf("%s %s is already approved at %s (list digest %s); reload egressd (SIGHUP) to apply it", id, version, place, p.Digest)

@@ -146,7 +146,7 @@ func printState(w io.Writer, file string, s policy.State) {
 				claim = fmt.Sprintf("changes its id to %s %s", p.ID, p.Version)
 			}
 			line = fmt.Sprintf("%s%s %s; %s", place, was, claim, verb)
-			if !p.Approved || s.ApprovalOutdated(dir) {
+			if (!p.Approved || s.ApprovalOutdated(dir)) && s.PendingCannotApply(dir) == "" {
 				for _, l := range s.PendingLists(p.ID, p.Version, filepath.Dir(file)) {
 					if l.Place == dir {
 						line += "\n" + strings.Join(pendingListLines(l), "\n")

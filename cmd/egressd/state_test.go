@@ -211,3 +211,28 @@ func TestStateListEscapesAHandEditedKey(t *testing.T) {
 		t.Fatalf("exit %d: %q %q", code, out, errs)
 	}
 }
+
+// TestAnIDChangeThatCannotLoadIsNotOfferedForApproval is round 45's F5:
+// folder m changed its id from com.acme.x to com.acme.y 1.0.0 (waiting),
+// then folder m2 loaded com.acme.y 1.0.0 first. state list said m's change
+// "cannot load, so it is not approvable" and, beside it, that com.acme.y
+// 1.0.0 "still waits for approval"; approve com.acme.y 1.0.0 offered m's
+// change and its command, which then failed. Neither offers it now, and
+// approve says why it cannot load and how to drop it.
+func TestAnIDChangeThatCannotLoadIsNotOfferedForApproval(t *testing.T) {
+	state, m, m2 := t.TempDir(), t.TempDir(), t.TempDir()
+	loadAsServe(t, state, erpFolder(t, m, "com.acme.x", "1.0.0", "a.acme.example"))
+	erpFolder(t, m, "com.acme.y", "1.0.0", "a.acme.example")
+	if o := loadAsServe(t, state, m); o.Result != policy.Pending {
+		t.Fatalf("the id change: %+v", o)
+	}
+	loadAsServe(t, state, erpFolder(t, m2, "com.acme.y", "1.0.0", "b.acme.example"))
+	out, _, _ := runCLI(t, "state", "--state", state, "list")
+	if !strings.Contains(out, "cannot load, so it is not approvable") || strings.Contains(out, "still waits for approval") {
+		t.Fatalf("state list:\n%s", out)
+	}
+	out, errs, code := runCLI(t, "approve", "--yes", "--state", state, "com.acme.y", "1.0.0")
+	if code != exitFail || !strings.Contains(errs, "cannot load, so it is not approvable") || !strings.Contains(errs, "forget --folder "+m) || strings.Contains(out+errs, "--digest") {
+		t.Fatalf("approve com.acme.y 1.0.0: exit %d\n%s%s", code, out, errs)
+	}
+}
