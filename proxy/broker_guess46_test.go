@@ -18,8 +18,8 @@ func TestGuessesBehindDecodingsStacksChainAreFound(t *testing.T) {
 		{"'&#x' before a hex key in JSON", hexKey, "application/json", `{"q":["&#x` + last(hexKey) + `"]}`},
 		{"GraphQL variables in a form", guessKey, "application/x-www-form-urlencoded", "query=q&variables=" + strings.ReplaceAll(`{"g":"`+last(guessKey)+`"}`, `\`, "%5C")},
 		{"JSON inside a JSON string", guessKey, "application/json", `{"variables":"{\"g\":\"` + strings.ReplaceAll(last(guessKey), `\`, `\\`) + `\"}"}`},
-		{"a fullwidth letter in a filename*", guessKey, "multipart/form-data; boundary=XB",
-			"--XB\r\nContent-Disposition: form-data; name=\"f\"; filename*=utf-8''%EF%BD%93" + strings.ReplaceAll(guessKey[1:], "+", "%2B") + "\r\n\r\nx\r\n--XB--\r\n"},
+		{"a fullwidth letter in a filename*", "sk_live_Q7fZ93kLmA2x", "multipart/form-data; boundary=XB", // secure_filename keeps only [A-Za-z0-9_.-]
+			"--XB\r\nContent-Disposition: form-data; name=\"f\"; filename*=utf-8''%EF%BD%93k_live_Q7fZ93kLmA2x\r\n\r\nx\r\n--XB--\r\n"},
 	} {
 		for _, h2 := range []bool{false, true} {
 			o := newBodyRecorder(t)
@@ -37,5 +37,31 @@ func TestGuessesBehindDecodingsStacksChainAreFound(t *testing.T) {
 		req.Header.Set("Cookie", "prefs=j%3A%5B%22"+strings.ReplaceAll(strings.ReplaceAll(last(guessKey), `\`, "%5C"), "+", "%2B")+"%22%5D")
 		resp, answer := do(t, b.client(h2), req)
 		wantGuessed(t, "a JSON cookie", resp, answer)
+	}
+}
+
+// TestGuessesTheViewsReadUnlikeTheirParsersAreFound: round 47. The '&'
+// view gave "&#1;" inside a guess as U+0001, which Python's html.unescape
+// drops; the '%' view read "%u" and four hex digits as one character,
+// which Werkzeug keeps as text; and the secure_filename view kept the
+// ASCII bytes that function strips ('!').
+func TestGuessesTheViewsReadUnlikeTheirParsersAreFound(t *testing.T) {
+	const key = "sk-live-Q7fZ93kLmA2x"
+	const b64 = "be3fK9q2+Zx1"
+	for _, c := range []struct{ what, key, ct, body string }{
+		{"a control reference inside a guess", key, "text/html", "<p>s&#1;" + key[1:] + "</p>"},
+		{"'%u' before a value of hex digits", b64, "multipart/form-data; boundary=XB",
+			"--XB\r\nContent-Disposition: form-data; name=\"f\"; filename*=utf-8''%u" + b64[:5] + "%39" + strings.ReplaceAll(b64[6:], "+", "%2B") + "\r\n\r\nx\r\n--XB--\r\n"},
+		{"a '!' secure_filename strips", key, "multipart/form-data; boundary=XB",
+			"--XB\r\nContent-Disposition: form-data; name=\"f\"; filename=\"s!" + key[1:] + "\"\r\n\r\nx\r\n--XB--\r\n"},
+	} {
+		for _, h2 := range []bool{false, true} {
+			o := newBodyRecorder(t)
+			b := newBrokerEnv(t, h2, o.handle, func(e *env) { e.secrets = valueSecrets(t, c.key) })
+			req := mustRequest(t, "POST", b.url("api.allowed.example", "/v1/notes"), c.body)
+			req.Header.Set("Content-Type", c.ct)
+			resp, answer := do(t, b.client(h2), req)
+			wantGuessed(t, c.what, resp, answer)
+		}
 	}
 }

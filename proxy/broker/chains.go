@@ -14,6 +14,7 @@ import (
 func bodyViews(forms []valueForm) []mimeView {
 	views := []mimeView{
 		newEscapeView('%'),
+		newEscapeView('u'),
 		newEscapeView('\\'),
 		newEscapeView('&'),
 		// GraphQL's variables, sent as a JSON string in a query or a form
@@ -23,8 +24,10 @@ func bodyViews(forms []valueForm) []mimeView {
 		&chained{first: newEscapeView('%'), second: newEscapeView('\\')},
 		&chained{first: newEscapeView('\\'), second: newEscapeView('\\')},
 		// Werkzeug's secure_filename, Flask's documented upload step:
-		// NFKD, non-ASCII dropped, of a filename*= (round 46: a fullwidth
-		// letter, a zero-width space inside a guess).
+		// NFKD, non-ASCII dropped, then every byte but [A-Za-z0-9_.-]
+		// (blank runs and '/' as one '_'), of a filename or a filename*=
+		// (round 46: a fullwidth letter, a zero-width space inside a
+		// guess; round 47: a '!' inside one).
 		&chained{first: newEscapeView('%'), second: &asciiFolded{}},
 	}
 	if anyForm(forms, ' ') { // a space is '+' to a form decoder, kept by '%'
@@ -64,12 +67,31 @@ func (c *chained) flushed(out []byte) []byte {
 	return c.first.flushed(c.second.flushed(out))
 }
 
-// asciiFolded reads UTF-8 text as NFKD-normalised with everything not
-// ASCII dropped: a fullwidth letter is its ASCII letter, a zero-width
-// space nothing.
+// asciiFolded reads UTF-8 text as Werkzeug's secure_filename (and
+// Django's get_valid_filename) leave it: NFKD-normalised, everything not
+// ASCII dropped (a fullwidth letter is its ASCII letter, a zero-width
+// space nothing), a run of blanks or '/' one '_', and every other byte
+// but letters, digits, '_', '.' and '-' dropped.
 type asciiFolded struct {
-	held []byte // a character begun in the last read
-	tmp  []byte
+	held  []byte // a character begun in the last read
+	tmp   []byte
+	blank bool // the last byte given was a run's '_'
+}
+
+// keep appends c as the filename cleaners leave it.
+func (d *asciiFolded) keep(c byte, out []byte) []byte {
+	switch {
+	case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '/':
+		if !d.blank {
+			d.blank = true
+			return append(out, '_')
+		}
+		return out
+	case isAlpha(c) || isDigit(c) || c == '_' || c == '.' || c == '-':
+		d.blank = false
+		return append(out, c)
+	}
+	return out
 }
 
 func (d *asciiFolded) decode(b, out []byte) []byte {
@@ -87,10 +109,10 @@ func (d *asciiFolded) decode(b, out []byte) []byte {
 	for len(b) > 0 {
 		k := 0
 		for k < len(b) && b[k] < utf8.RuneSelf {
+			out = d.keep(b[k], out)
 			k++
 		}
-		out, b = append(out, b[:k]...), b[k:]
-		if len(b) == 0 {
+		if b = b[k:]; len(b) == 0 {
 			break
 		}
 		if !utf8.FullRune(b) {
@@ -108,7 +130,7 @@ func (d *asciiFolded) fold(char, out []byte) []byte {
 	d.tmp = norm.NFKD.Append(d.tmp[:0], char...)
 	for _, c := range d.tmp {
 		if c < utf8.RuneSelf {
-			out = append(out, c)
+			out = d.keep(c, out)
 		}
 	}
 	return out

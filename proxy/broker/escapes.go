@@ -29,7 +29,8 @@ import (
 // JSON, or inside a percent-encoded query or form; a cookie-parser's "j:"
 // cookies) are views of their own (bodyViews).
 type escapeView struct {
-	starts  string // the bytes that may begin an escape, or be dropped (NUL: in every syntax)
+	starts   string // the bytes that may begin an escape, or be dropped (NUL: in every syntax)
+	percentU bool   // with '%': %uXXXX too (CGI.pm); a view apart, since Werkzeug keeps "%u" as text (round 47)
 	pending []byte // an escape begun, as written (but a number's leading zeros)
 	number  bool   // pending is "&#" or "&#x" and digits
 	zero    bool   // with number: a leading zero was read
@@ -41,10 +42,30 @@ type escapeView struct {
 // holds at most eight significant digits (past any character).
 const maxEscape = 24
 
-// newEscapeView reads the escapes of one syntax: '%' (%XX with '+' kept,
-// %uXXXX), '\\' (JSON) or '&' (HTML and XML references).
+// newEscapeView reads the escapes of one syntax: '%' (%XX with '+' kept),
+// 'u' (the same and %uXXXX), '\\' (JSON) or '&' (HTML and XML
+// references).
 func newEscapeView(syntax byte) *escapeView {
+	if syntax == 'u' {
+		return &escapeView{starts: "\x00%", percentU: true}
+	}
 	return &escapeView{starts: "\x00" + string(syntax)}
+}
+
+// droppedReference reports a numeric character reference the view gives
+// as nothing: those Python's html.unescape drops (NUL, the C0 controls
+// but the blanks, DEL, noncharacters; round 47: a "&#1;" inside a guess
+// split it for the view, not for the origin), and the C1 controls, which
+// it maps to cp1252 characters. Dropping is the safe side: a decoder that
+// keeps a character there puts a byte no value holds in the value.
+func droppedReference(r rune) bool {
+	switch {
+	case r == 0, r < 0x20 && r != '\t' && r != '\n' && r != '\r' && r != '\f', r >= 0x7f && r <= 0x9f:
+		return true
+	case r >= 0xfdd0 && r <= 0xfdef, r&0xfffe == 0xfffe && r <= 0x10ffff:
+		return true
+	}
+	return false
 }
 
 func (d *escapeView) decode(b, out []byte) []byte {
@@ -114,7 +135,7 @@ func (d *escapeView) step(c byte, out []byte) ([]byte, bool) {
 		}
 		return d.finish(out), false
 	case p[0] == '%' && len(p) == 1:
-		if c == 'u' || c == 'U' || isHex(c) {
+		if d.percentU && (c == 'u' || c == 'U') || isHex(c) {
 			d.pending = append(d.pending, c)
 			return out, true
 		}
@@ -180,7 +201,7 @@ func (d *escapeView) finish(out []byte) []byte {
 	p := d.pending
 	switch {
 	case d.number && (d.digits > 0 || d.zero):
-		if d.val != 0 { // a NUL is dropped, as the view drops them
+		if !droppedReference(d.val) {
 			out = utf8.AppendRune(out, d.val)
 		}
 		d.reset()
