@@ -31,11 +31,11 @@ import (
 type escapeView struct {
 	starts   string // the bytes that may begin an escape, or be dropped (NUL: in every syntax)
 	percentU bool   // with '%': %uXXXX too (CGI.pm); a view apart, since Werkzeug keeps "%u" as text (round 47)
-	pending []byte // an escape begun, as written (but a number's leading zeros)
-	number  bool   // pending is "&#" or "&#x" and digits
-	zero    bool   // with number: a leading zero was read
-	digits  int    // with number: its significant digits
-	val     rune   // with number: its value so far
+	pending  []byte // an escape begun, as written (but a number's leading zeros)
+	number   bool   // pending is "&#" or "&#x" and digits
+	zero     bool   // with number: a leading zero was read
+	digits   int    // with number: its significant digits
+	val      rune   // with number: its value so far
 }
 
 // maxEscape bounds a name held: the longest in htmlASCII fits. A number
