@@ -73,8 +73,8 @@ func (v *verifier) keptAfter(name string) error {
 		v.fail(name, f.Seq, "the file to keep does not begin a run: give the file of the run that follows the last one pruned")
 	case keyID == "" || keyID == "none":
 		v.fail(name, f.Seq, fmt.Sprintf("chain %s, which the file to keep begins, is not keyed: that it follows the runs pruned cannot be proven", id))
-	case !v.keyVerifies(line[:len(line)-1], f.Hash):
-		v.fail(name, f.Seq, fmt.Sprintf("the genesis of chain %s, which the file to keep begins, does not match its hash with this key", id))
+	case !v.keyVerifies(line[:len(line)-1], f.Hash, keyID):
+		v.fail(name, f.Seq, fmt.Sprintf("the genesis of chain %s, which the file to keep begins, does not match its hash with the key given, or with a key no older than the runs pruned", id))
 	case !v.aloneInOwnFile(name, f.Seq, id, false):
 	case !isHexHash(prevRun) && prevRun == "unknown" && msgField(f.Msg, "prev_open") == last.ID:
 		// The run kept started while the last run pruned was open (it
@@ -87,12 +87,15 @@ func (v *verifier) keptAfter(name string) error {
 	return nil
 }
 
-// keyVerifies reports whether a keyed line's hash was made with one of the
-// keys given (the file to keep may begin a run written after a change of
-// key).
-func (v *verifier) keyVerifies(line []byte, hash string) bool {
-	for _, k := range v.keys {
-		if hashedWith(k, line, hash) {
+// keyVerifies reports whether the keyed genesis of the file to keep was
+// made with one of the keys given, no older than the runs pruned (it may
+// begin a run written after a change of key), and notes that key: the
+// receipt is keyed with it (Verdict.KeepKey), so that verify can require
+// a receipt's key to be that of the run after it.
+func (v *verifier) keyVerifies(line []byte, hash, keyID string) bool {
+	for i, k := range v.keys {
+		if i >= v.newestKey && hashedWith(k, line, hash) {
+			v.out.KeepKey, v.out.KeepKeyID = i+1, keyID
 			return true
 		}
 	}

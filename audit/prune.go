@@ -114,7 +114,7 @@ func (v *verifier) followsPrune(id, file, prevRun string) bool {
 	if r == nil || prevRun != r.through || len(v.out.Chains) == 0 || v.out.Chains[len(v.out.Chains)-1].ID != r.chain {
 		return false
 	}
-	v.receipt = nil
+	v.receipt, v.receiptKey = nil, v.out.Chains[len(v.out.Chains)-1].KeyIndex-1
 	v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s (%s) follows %s run(s) the operator removed with egressd audit prune (receipt chain %s): their lines are gone; the receipt records where they ended", id, file, r.runs, r.chain))
 	return true
 }
@@ -131,7 +131,7 @@ func (v *verifier) followsOpenRun(file string, f lineFields, id, open string) bo
 		return true
 	}
 	if r := v.receipt; r != nil && r.last == open && n > 0 && v.out.Chains[n-1].ID == r.chain {
-		v.receipt = nil
+		v.receipt, v.receiptKey = nil, v.out.Chains[n-1].KeyIndex-1
 		v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s (%s) follows %s run(s) the operator removed with egressd audit prune (receipt chain %s), the last of them run %s, open when it started", id, file, r.runs, r.chain, open))
 		return true
 	}

@@ -21,9 +21,12 @@ type VerifyOptions struct {
 	// without one a keyed chain's hashes cannot be checked, and Verify says
 	// so.
 	Key []byte
-	// OtherKeys are more keys, for files written across a change of key:
-	// each chain is checked with the key (Key or one of these) that
-	// verifies its genesis, and keeps it to its end.
+	// OtherKeys are more keys, for files written across a change of key,
+	// given oldest first (Key the oldest): each chain is checked with the
+	// key that verifies its genesis, and keeps it to its end. A run under
+	// a key given earlier than the key of a run before it is refused: a
+	// retired key's holder writing after the change. A prune receipt is
+	// keyed with the key of the run kept after it.
 	OtherKeys [][]byte
 	// Checkpoints are {chain, seq, hash} records written to an independent
 	// sink; each is cross-checked against the log.
@@ -90,6 +93,9 @@ type ChainVerdict struct {
 	// Receipt says the chain is a prune receipt (keyed, checked with the
 	// key), not a run: a second prune that removes it lists it apart.
 	Receipt bool
+	// KeyIndex is which --key verified it, from 1 (0: unkeyed, or no key
+	// given).
+	KeyIndex int
 }
 
 // Verdict is what Verify found.
@@ -119,6 +125,11 @@ type Verdict struct {
 	// CrashesOnly says the files are not intact only because runs ended
 	// without a shutdown record: every line was verified.
 	CrashesOnly bool
+	// KeepKey is which --key verified the genesis of prune's file to keep
+	// (VerifyOptions.Keep), from 1, and KeepKeyID its key id: the receipt
+	// is keyed with it.
+	KeepKey   int
+	KeepKeyID string
 }
 
 // Verify checks every chain across files, in order. A file may hold
@@ -171,7 +182,7 @@ func verifyFiles(files []string, opts VerifyOptions, sink lineSink) (Verdict, er
 		}
 		keys = append(keys, k)
 	}
-	v := &verifier{opts: opts, keys: keys, checkpoints: map[string]map[uint64]string{}, checkpointNames: map[string]map[string]bool{}, prunedChains: map[string]uint64{}, began: map[string]string{}}
+	v := &verifier{opts: opts, keys: keys, receiptKey: -1, checkpoints: map[string]map[uint64]string{}, checkpointNames: map[string]map[string]bool{}, prunedChains: map[string]uint64{}, began: map[string]string{}}
 	v.readCheckpoints(opts.Checkpoints)
 	for i, f := range files {
 		fh, err := openLog(f)
@@ -218,10 +229,15 @@ type verifier struct {
 	// keepChain is the chain of prune's file to keep (VerifyOptions.Keep).
 	keepChain string
 	opts      VerifyOptions
-	// keys are every key given; chainKey is the one that verified the
-	// open chain's genesis (nil before it, or for an unkeyed chain).
+	// keys are every key given, oldest first; chainKey is the one that
+	// verified the open chain's genesis (nil before it, or for an unkeyed
+	// chain), newestKey the index of the newest that verified a chain so
+	// far, and receiptKey that of the prune receipt the next run must
+	// follow (-1: none).
 	keys        [][]byte
 	chainKey    []byte
+	newestKey   int
+	receiptKey  int
 	checkpoints map[string]map[uint64]string // chain id -> seq -> hash
 	// checkpointNames are the integrations each chain's checkpoints name.
 	checkpointNames map[string]map[string]bool
@@ -355,13 +371,8 @@ func (v *verifier) line(file string, line []byte, firstInFile, firstOfAll bool) 
 		v.fail(file, f.Seq, fmt.Sprintf("a %s record of chain %s inside chain %s: lines of two chains were spliced", f.Action, msgField(f.Msg, "chain"), v.cur.ID))
 		return
 	}
-	if isGenesis && v.seq == 0 { // a new chain: its key is the one its genesis verifies with
-		key, ok := v.anyKeyMatches(line, f.Hash, v.cur.Keyed)
-		if !ok {
-			v.fail(file, f.Seq, fmt.Sprintf("the line's bytes do not match its hash with the key given: the line was edited, or chain %s (key id %s) was keyed with another key; give every key the files were written with (--key is repeatable)", v.cur.ID, v.cur.KeyID))
-			return
-		}
-		v.chainKey = key
+	if isGenesis && v.seq == 0 && !v.newChainKey(file, line, f) { // a new chain: its key is the one its genesis verifies with
+		return
 	}
 	if !v.hashMatches(line, f.Hash) {
 		v.fail(file, f.Seq, "the line's bytes do not match its hash: the line was edited")
@@ -530,22 +541,51 @@ func (v *verifier) hashMatches(line []byte, hash string) bool {
 	return hashedWith(v.chainKey, line, hash)
 }
 
-// anyKeyMatches finds the key a line's hash was made with: none for an
-// unkeyed line, else one of the keys given (ok with no key given: only
-// links are checked then).
-func (v *verifier) anyKeyMatches(line []byte, hash string, keyed bool) (key []byte, ok bool) {
+// newChainKey finds the key of the chain whose genesis line is: none for
+// an unkeyed chain, else the key given that verifies it, which must not
+// be older than the key of a chain before it (round 47: the holder of a
+// retired key wrote runs after the change, labelled with the new key's
+// id), and must be the key of a prune receipt it follows (round 47: a
+// receipt forged with the retired key removed runs written under the new
+// one).
+func (v *verifier) newChainKey(file string, line []byte, f lineFields) bool {
+	k, ok := v.anyKeyMatches(line, f.Hash, v.cur.Keyed)
+	switch {
+	case !ok:
+		v.fail(file, f.Seq, fmt.Sprintf("the line's bytes do not match its hash with the key given: the line was edited, or chain %s (key id %s) was keyed with another key; give every key the files were written with (--key is repeatable, oldest first)", v.cur.ID, v.cur.KeyID))
+		return false
+	case k < 0: // unkeyed, or no key given
+		v.chainKey = nil
+		return true
+	case k < v.newestKey:
+		v.fail(file, f.Seq, fmt.Sprintf("chain %s verifies with --key #%d, given before the key (#%d) of a run before it: keys are given oldest first, and a run under an older key after one under a newer was written by whoever still holds the older key, after the change", v.cur.ID, k+1, v.newestKey+1))
+		return false
+	case v.receiptKey >= 0 && k != v.receiptKey:
+		v.fail(file, f.Seq, fmt.Sprintf("chain %s follows a prune receipt keyed with another key (--key #%d, not #%d): egressd audit prune keys a receipt with the key of the run kept after it, so this receipt is not the operator's", v.cur.ID, v.receiptKey+1, k+1))
+		return false
+	}
+	v.receiptKey = -1
+	v.chainKey, v.newestKey = v.keys[k], k
+	v.cur.KeyIndex = k + 1
+	return true
+}
+
+// anyKeyMatches finds the key a line's hash was made with: -1 for an
+// unkeyed line, else the index of one of the keys given (-1 with no key
+// given: only links are checked then).
+func (v *verifier) anyKeyMatches(line []byte, hash string, keyed bool) (key int, ok bool) {
 	if !keyed {
-		return nil, hashedWith(nil, line, hash)
+		return -1, hashedWith(nil, line, hash)
 	}
 	if len(v.keys) == 0 {
-		return nil, true
+		return -1, true
 	}
-	for _, k := range v.keys {
+	for i, k := range v.keys {
 		if hashedWith(k, line, hash) {
-			return k, true
+			return i, true
 		}
 	}
-	return nil, false
+	return -1, false
 }
 
 // hashedWith checks a line's hash, made with key (nil: unkeyed).

@@ -103,7 +103,14 @@ func prune(files []string, keep string, keyFiles []string, ckptFile, receipt str
 		return err
 	}
 	defer f.Close()
-	log, err := audit.New(f, audit.Options{Key: opts.Key, KeyID: v.KeyID, Integration: v.OneIntegration()})
+	// The receipt is keyed with the key of the run kept after it: verify
+	// takes a receipt only with the key of the run that follows it, so a
+	// retired key cannot vouch for the removal of runs written after it.
+	if v.KeepKey < 1 {
+		return errors.New("no key given verifies the file to keep; nothing removed")
+	}
+	key := append([][]byte{opts.Key}, opts.OtherKeys...)[v.KeepKey-1]
+	log, err := audit.New(f, audit.Options{Key: key, KeyID: v.KeepKeyID, Integration: v.OneIntegration()})
 	if err != nil {
 		return err
 	}
