@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -30,6 +31,10 @@ type Memory struct {
 	// held an id: from then on one that holds none was replaced or
 	// emptied (a template, a reprovisioned file), never the truth.
 	remembered atomic.Bool
+	// known are the ids a state file this process read or wrote held:
+	// one a later read lacks was lost (an older copy restored), never
+	// forgotten by this process, which writes its own forgets.
+	known sync.Map
 	// preview makes every change judge as on the state file and write
 	// nothing (PreviewMemory).
 	preview bool
@@ -192,10 +197,42 @@ func (m *Memory) read(wroteHere bool) (State, error) {
 	if len(s.IDs) == 0 && m.remembered.Load() {
 		return State{}, fmt.Errorf("policy: state file %s remembers no integration, but it held some when this process read it: it was replaced or emptied; the last good policy stays in force: restore it (after a deliberate \"egressd state forget\" of the last id, restart this process)", m.Path())
 	}
+	if lost := m.lost(s); lost != "" {
+		return State{}, fmt.Errorf("policy: state file %s no longer remembers %s, which it held when this process read it: an older copy was restored or the file was replaced, and the id's next load would be a first load, with any list; the last good policy stays in force: restore the file (after a deliberate \"egressd state forget\" of the id by another process, restart this one)", m.Path(), lost)
+	}
+	m.remember(s)
+	return s, nil
+}
+
+// lost names an id this process saw in version memory that s lacks, or
+// "" (round 47: a backup restored under a running serve lacked the id,
+// whose widening then loaded unapproved).
+func (m *Memory) lost(s State) string {
+	var lost string
+	m.known.Range(func(id, _ any) bool {
+		if _, ok := s.IDs[id.(string)]; !ok {
+			lost = id.(string)
+			return false
+		}
+		return true
+	})
+	return lost
+}
+
+// remember notes the ids s holds as the ones version memory holds now.
+func (m *Memory) remember(s State) {
 	if len(s.IDs) > 0 {
 		m.remembered.Store(true)
 	}
-	return s, nil
+	m.known.Range(func(id, _ any) bool {
+		if _, ok := s.IDs[id.(string)]; !ok {
+			m.known.Delete(id)
+		}
+		return true
+	})
+	for id := range s.IDs {
+		m.known.Store(id, true)
+	}
 }
 
 // vanished says why a missing state file is not empty memory: a missing
@@ -268,9 +305,7 @@ func (m *Memory) update(fn func(s *State) error) error {
 	if err := m.write(after); err != nil {
 		return err
 	}
-	if len(s.IDs) > 0 {
-		m.remembered.Store(true)
-	}
+	m.remember(s)
 	return nil
 }
 
