@@ -353,14 +353,24 @@ func pendingOf(s *State, id, version string) []pendingRecord {
 		f := s.Folders[place]
 		// A change no load would take is no candidate (round 45: approve
 		// printed its command, which then failed); notPending names it.
-		if p := f.Pending; p != nil && (!p.Approved || s.ApprovalOutdated(place)) && p.ID == id && p.Version == version && s.PendingCannotApply(place) == "" {
-			out = append(out, pendingRecord{ID: id, Version: version, Place: place, Digest: p.Digest, From: f.ID, Entries: p.Entries})
+		if p := f.Pending; p != nil && (!p.Approved || s.ApprovalOutdated(place)) && p.ID == id && sameVersion(p.Version, version) && s.PendingCannotApply(place) == "" {
+			out = append(out, pendingRecord{ID: id, Version: p.Version, Place: place, Digest: p.Digest, From: f.ID, Entries: p.Entries})
 		}
 	}
-	if r, ok := s.IDs[id]; ok && r.Version == version && r.Approved.Digest != r.Digest && r.Approvals[version] != r.Digest {
-		out = append(out, pendingRecord{ID: id, Version: version, Digest: r.Digest, Entries: r.Pending})
+	if r, ok := s.IDs[id]; ok && sameVersion(r.Version, version) && r.Approved.Digest != r.Digest && r.Approvals[r.Version] != r.Digest {
+		out = append(out, pendingRecord{ID: id, Version: r.Version, Digest: r.Digest, Entries: r.Pending})
 	}
 	return out
+}
+
+// sameVersion reports whether two versions are one to version memory:
+// build metadata does not count (semver), so "1.0.1-rc.1+x", as a run
+// printed it from the manifest, names the 1.0.1-rc.1 that waits (round
+// 47: the command printed was refused when pasted).
+func sameVersion(a, b string) bool {
+	a, _, _ = strings.Cut(a, "+")
+	b, _, _ = strings.Cut(b, "+")
+	return a == b
 }
 
 // approve marks c approved in s and says what it bound.
