@@ -75,6 +75,15 @@ func (v *verifier) readPruned(f lineFields) {
 		v.out.Notes = append(v.out.Notes, fmt.Sprintf("chain %s holds a prune receipt that is not keyed, or was not checked with its key: it is not taken as the operator's, and the runs it names must be given", v.cur.ID))
 		return
 	}
+	if k := v.cur.KeyIndex; k > 0 && k < len(v.keys) {
+		// A receipt keyed with a key older than the newest given vouches
+		// for nothing once the key changed (round 48: the retired key's
+		// holder appended a run under it, then "pruned" every run of the
+		// new key before it, their checkpoints skipped). Prune again with
+		// the new key to carry an earlier receipt forward.
+		v.fail(v.lastFile, f.Seq, fmt.Sprintf("chain %s is a prune receipt keyed with --key #%d, older than the newest key given (#%d): a retired key vouches for no removal; egressd audit prune, run with the new key through the first run written under it, makes a receipt that replaces this one", v.cur.ID, k, len(v.keys)))
+		return
+	}
 	v.cur.Receipt = true
 	if f.Action == PrunedChain {
 		last, err := strconv.ParseUint(msgField(f.Msg, "last"), 10, 64)
