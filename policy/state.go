@@ -3,10 +3,10 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"github.com/egressd/egressd/allowlist"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -31,10 +31,11 @@ type Memory struct {
 	// held an id: from then on one that holds none was replaced or
 	// emptied (a template, a reprovisioned file), never the truth.
 	remembered atomic.Bool
-	// known are the ids a state file this process read or wrote held:
-	// one a later read lacks was lost (an older copy restored), never
-	// forgotten by this process, which writes its own forgets.
-	known sync.Map
+	// last is the state this process last read or wrote: a later read that
+	// lacks one of its ids or folder bindings, or holds a lower version,
+	// is an older copy restored (or another process's forget), never a
+	// change this process made, which it writes itself (lost).
+	last atomic.Pointer[State]
 	// preview makes every change judge as on the state file and write
 	// nothing (PreviewMemory).
 	preview bool
@@ -198,41 +199,47 @@ func (m *Memory) read(wroteHere bool) (State, error) {
 		return State{}, fmt.Errorf("policy: state file %s remembers no integration, but it held some when this process read it: it was replaced or emptied; the last good policy stays in force: restore it (after a deliberate \"egressd state forget\" of the last id, restart this process)", m.Path())
 	}
 	if lost := m.lost(s); lost != "" {
-		return State{}, fmt.Errorf("policy: state file %s no longer remembers %s, which it held when this process read it: an older copy was restored or the file was replaced, and the id's next load would be a first load, with any list; the last good policy stays in force: restore the file (after a deliberate \"egressd state forget\" of the id by another process, restart this one)", m.Path(), lost)
+		return State{}, fmt.Errorf("policy: state file %s %s, as it did when this process read it: an older copy was restored or the file was replaced; the last good policy stays in force: restore the file (after a deliberate \"egressd state forget\" by another process, restart this one)", m.Path(), lost)
 	}
 	m.remember(s)
 	return s, nil
 }
 
-// lost names an id this process saw in version memory that s lacks, or
-// "" (round 47: a backup restored under a running serve lacked the id,
-// whose widening then loaded unapproved).
+// lost says what version memory held when this process last read or
+// wrote it that s has lost, or "": an id (round 47: a backup restored
+// under a running serve lacked it, and its widening loaded as a first
+// load), a folder's binding (round 48: an id change then loaded as a
+// new folder's), or a version (round 48: a lower version then loaded,
+// with a host the later version had removed).
 func (m *Memory) lost(s State) string {
-	var lost string
-	m.known.Range(func(id, _ any) bool {
-		if _, ok := s.IDs[id.(string)]; !ok {
-			lost = id.(string)
-			return false
+	last := m.last.Load()
+	if last == nil {
+		return ""
+	}
+	for _, id := range sortedKeys(last.IDs) {
+		was, now := last.IDs[id], s.IDs[id]
+		switch {
+		case now.Version == "":
+			return "no longer remembers " + id
+		case allowlist.CompareVersions(now.Version, was.Version) < 0, allowlist.CompareVersions(now.Approved.Version, was.Approved.Version) < 0:
+			return fmt.Sprintf("remembers %s at version %s (in force %s), lower than %s (in force %s)", id, now.Version, now.Approved.Version, was.Version, was.Approved.Version)
 		}
-		return true
-	})
-	return lost
+	}
+	for _, place := range sortedKeys(last.Folders) {
+		if was := last.Folders[place]; was.ID != "" && s.Folders[place].ID != was.ID {
+			return fmt.Sprintf("no longer binds %s to %s", place, was.ID)
+		}
+	}
+	return ""
 }
 
-// remember notes the ids s holds as the ones version memory holds now.
+// remember notes s as what version memory holds now.
 func (m *Memory) remember(s State) {
 	if len(s.IDs) > 0 {
 		m.remembered.Store(true)
 	}
-	m.known.Range(func(id, _ any) bool {
-		if _, ok := s.IDs[id.(string)]; !ok {
-			m.known.Delete(id)
-		}
-		return true
-	})
-	for id := range s.IDs {
-		m.known.Store(id, true)
-	}
+	c := s.clone()
+	m.last.Store(&c)
 }
 
 // vanished says why a missing state file is not empty memory: a missing

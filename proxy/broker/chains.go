@@ -67,8 +67,11 @@ func (c *chained) flushed(out []byte) []byte {
 	return c.first.flushed(c.second.flushed(out))
 }
 
-// asciiFolded reads UTF-8 text as Werkzeug's secure_filename (and
-// Django's get_valid_filename) leave it: NFKD-normalised, everything not
+// asciiFolded reads UTF-8 text as Werkzeug's secure_filename leaves it
+// (a model, not the function: filename cleaners differ, Django's
+// get_valid_filename drops a TAB this reads as '_', and one an
+// application applies is a transformation the README names as a
+// residual): NFKD-normalised, everything not
 // ASCII dropped (a fullwidth letter is its ASCII letter, a zero-width
 // space nothing), a run of blanks or '/' one '_', and every other byte
 // but letters, digits, '_', '.' and '-' dropped.
@@ -96,14 +99,22 @@ func (d *asciiFolded) keep(c byte, out []byte) []byte {
 
 func (d *asciiFolded) decode(b, out []byte) []byte {
 	if len(d.held) > 0 {
-		// Complete the character begun last time, then go on.
+		// Complete the character begun last time, then go on. An invalid
+		// sequence is one invalid byte, and what follows it is read anew,
+		// as in one read (round 48: a lead byte held at a read's end took
+		// the next read's character with it; Python gives U+FFFD for the
+		// lead byte alone).
 		for len(b) > 0 && !utf8.FullRune(d.held) {
 			d.held, b = append(d.held, b[0]), b[1:]
 		}
 		if !utf8.FullRune(d.held) {
 			return out
 		}
-		out = d.fold(d.held, out)
+		_, n := utf8.DecodeRune(d.held)
+		out = d.fold(d.held[:n], out)
+		if n < len(d.held) {
+			b = append(append([]byte(nil), d.held[n:]...), b...)
+		}
 		d.held = d.held[:0]
 	}
 	for len(b) > 0 {

@@ -182,7 +182,7 @@ func (d *escapeView) step(c byte, out []byte) ([]byte, bool) {
 		case c == ';':
 			if r, ok := htmlASCII[string(p[1:])+";"]; ok {
 				d.pending = d.pending[:0]
-				return append(out, r), true
+				return append(out, r...), true
 			}
 		}
 		return d.finish(out), false
@@ -212,7 +212,7 @@ func (d *escapeView) finish(out []byte) []byte {
 		name := string(p[1:])
 		for n := len(name); n > 1; n-- {
 			if r, ok := htmlASCII[name[:n]]; ok {
-				out = append(append(out, r), name[n:]...)
+				out = append(append(out, r...), name[n:]...)
 				d.reset()
 				return out
 			}
@@ -232,17 +232,18 @@ func (d *escapeView) reset() {
 	d.pending, d.number, d.zero, d.digits, d.val = d.pending[:0], false, false, 0, 0
 }
 
-// htmlASCII are the HTML5 character references whose character is
+// htmlASCII are the HTML5 character references whose characters are
 // printable ASCII (html.entities.html5), the names without ';' being
-// those HTML5 reads so too. Letters and digits have none.
-var htmlASCII = map[string]byte{
-	"excl;": '!', "QUOT": '"', "QUOT;": '"', "quot": '"', "quot;": '"', "num;": '#', "dollar;": '$', "percnt;": '%',
-	"AMP": '&', "AMP;": '&', "amp": '&', "amp;": '&', "apos;": '\'', "lpar;": '(', "rpar;": ')', "ast;": '*', "midast;": '*',
-	"plus;": '+', "comma;": ',', "period;": '.', "sol;": '/', "colon;": ':', "semi;": ';', "LT": '<', "LT;": '<', "lt": '<',
-	"lt;": '<', "equals;": '=', "GT": '>', "GT;": '>', "gt": '>', "gt;": '>', "quest;": '?', "commat;": '@', "lbrack;": '[',
-	"lsqb;": '[', "bsol;": '\\', "rbrack;": ']', "rsqb;": ']', "Hat;": '^', "UnderBar;": '_', "lowbar;": '_',
-	"DiacriticalGrave;": '`', "grave;": '`', "lbrace;": '{', "lcub;": '{', "VerticalLine;": '|', "verbar;": '|', "vert;": '|',
-	"rbrace;": '}', "rcub;": '}',
+// those HTML5 reads so too: one character each, and "fj" (round 48).
+var htmlASCII = map[string]string{
+	"fjlig;": "fj",
+	"excl;":  "!", "QUOT": "\"", "QUOT;": "\"", "quot": "\"", "quot;": "\"", "num;": "#", "dollar;": "$", "percnt;": "%",
+	"AMP": "&", "AMP;": "&", "amp": "&", "amp;": "&", "apos;": "'", "lpar;": "(", "rpar;": ")", "ast;": "*", "midast;": "*",
+	"plus;": "+", "comma;": ",", "period;": ".", "sol;": "/", "colon;": ":", "semi;": ";", "LT": "<", "LT;": "<", "lt": "<",
+	"lt;": "<", "equals;": "=", "GT": ">", "GT;": ">", "gt": ">", "gt;": ">", "quest;": "?", "commat;": "@", "lbrack;": "[",
+	"lsqb;": "[", "bsol;": "\\", "rbrack;": "]", "rsqb;": "]", "Hat;": "^", "UnderBar;": "_", "lowbar;": "_",
+	"DiacriticalGrave;": "`", "grave;": "`", "lbrace;": "{", "lcub;": "{", "VerticalLine;": "|", "verbar;": "|", "vert;": "|",
+	"rbrace;": "}", "rcub;": "}",
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }

@@ -17,6 +17,7 @@ func TestTheEscapeViewDecodesEachFormatsEscapes(t *testing.T) {
 		{'u', "%u0077inter%U0069", "winteri"},           // %uXXXX (CGI.pm)
 		{'%', "%ube3fK%39", "%ube3fK9"},                 // Werkzeug keeps "%u" (round 47)
 		{'&', "s&#1;k&#x7f;-&#xfdd0;l&#65534;", "sk-l"}, // html.unescape drops these (round 47)
+		{'&', "a&fjlig;ord", "afjord"},                  // the one name of two ASCII characters (round 48)
 		{'\\', `\u0077inter\/x\"y\\`, `winter/x"y\`},
 		{'&', "&#119;&#x69;&#X6e;&#0000000116;er", "winter"}, // numeric references, leading zeros
 		{'&', "&#119inter", "winter"},                        // no ';' (HTML5, html.unescape)
@@ -65,6 +66,7 @@ func TestTheChainedViewsReadWhatStacksDecodeTwice(t *testing.T) {
 		{&chained{first: newEscapeView('\\'), second: newEscapeView('\\')}, `\\u0077inter`, "winter"},
 		{&chained{first: newEscapeView('%'), second: &asciiFolded{}}, "%EF%BD%97in%E2%80%8Bter", "winter"},    // fullwidth w, a zero-width space
 		{&chained{first: newEscapeView('%'), second: &asciiFolded{}}, "sk!-live  x/y.txt", "sk-live_x_y.txt"}, // secure_filename's strip (round 47)
+		{&chained{first: newEscapeView('%'), second: &asciiFolded{}}, "x%EF%C5%A4y", "xTy"},                   // an invalid lead byte alone, wherever reads end (round 48)
 	} {
 		for cut := 0; cut <= len(c.in); cut++ {
 			if got := viewEnded(c.view, c.in, cut); string(got) != c.want {
