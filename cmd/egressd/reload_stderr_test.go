@@ -136,59 +136,22 @@ func TestServeKeepsTheLastGoodPolicyWhenVersionMemoryIsReplacedByAnEmptyOne(t *t
 // TestServeKeepsTheLastGoodPolicyWhenVersionMemoryLosesAnID is round 47's
 // F3: an older versions.json restored under a running serve still held
 // other ids but not com.test.weather, so its next reload was a first load:
-// the widening loaded with no approval, and no warning. A running serve
-// that read an id from its version memory never takes one that lacks it
-// as the truth.
+// the widening loaded with no approval, and no warning. Round 48: one that
+// kept the id but had lost the folder's binding let an id change load as a
+// new folder's, and one that remembered a lower version let a rollback
+// load with a host the later version had removed. A running serve
+// compares a read with the whole state it last read or wrote.
 func TestServeKeepsTheLastGoodPolicyWhenVersionMemoryLosesAnID(t *testing.T) {
-	dir, state := t.TempDir(), t.TempDir()
-	integ := filepath.Join(dir, "weather")
-	os.Mkdir(integ, 0o755)
-	manifest := filepath.Join(integ, "manifest.json")
-	os.WriteFile(manifest, weatherManifest("1.0.0", `"api.weather.example"`), 0o644)
-	auditFile := filepath.Join(dir, "audit.log")
-	sv := startServe(t, "--manifest", integ, "--listen", "127.0.0.1:0", "--state", state, "--resolver", "127.0.0.1:9", "--audit-log", auditFile)
-
-	// The older copy: another id's record, none for com.test.weather.
-	stateFile := filepath.Join(state, "versions.json")
-	data, err := os.ReadFile(stateFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
-	}
-	ids := doc["ids"].(map[string]any)
-	ids["com.test.other"], doc["folders"] = ids["com.test.weather"], map[string]any{}
-	delete(ids, "com.test.weather")
-	older, _ := json.Marshal(doc)
-	restored := filepath.Join(state, "versions.json.old")
-	os.WriteFile(restored, older, 0o600)
-	if err := os.Rename(restored, stateFile); err != nil {
-		t.Fatal(err)
-	}
-
-	os.WriteFile(manifest, weatherManifest("1.0.1", `"api.weather.example","evil.example"`), 0o644)
-	sv.sig <- syscall.SIGHUP
-	waitFor(t, &lockedFile{path: auditFile}, `"action":"kept_last_good"`)
-	waitFor(t, &sv.stderr, `egressd: warning: reload: .*`+regexp.QuoteMeta(stateFile)+` no longer remembers com\.test\.weather`)
-	if r := connectReason(t, sv.listen, "evil.example"); r != "not_allowlisted" {
-		t.Errorf("evil.example: %s, want not_allowlisted (the last good list)", r)
-	}
-	sv.stop(t)
-}
-
-// TestServeKeepsTheLastGoodPolicyWhenVersionMemoryLosesABindingOrAVersion
-// is round 48's follow-up to round 47's F3: an older copy that kept the
-// id but had lost the folder's binding let an id change load as a new
-// folder's, and one that remembered a lower version let a rollback load
-// with a host the later version had removed. A running serve compares a
-// read with the whole state it last read or wrote.
-func TestServeKeepsTheLastGoodPolicyWhenVersionMemoryLosesABindingOrAVersion(t *testing.T) {
 	for _, c := range []struct {
 		name, want, manifest string
 		older                func(doc map[string]any)
 	}{
+		{"id lost", `no longer remembers com\.test\.weather`, string(weatherManifest("1.0.1", `"api.weather.example","evil.example"`)),
+			func(doc map[string]any) { // another id's record, none for com.test.weather
+				ids := doc["ids"].(map[string]any)
+				ids["com.test.other"], doc["folders"] = ids["com.test.weather"], map[string]any{}
+				delete(ids, "com.test.weather")
+			}},
 		{"binding lost", `no longer binds .* to com\.test\.weather`, `{"manifest_version":1,"id":"com.evil.x","version":"1.0.0","network":{"connect":["evil.example"]}}`,
 			func(doc map[string]any) { doc["folders"] = map[string]any{} }},
 		{"version lowered", `remembers com\.test\.weather at version 0\.9\.0`, string(weatherManifest("1.0.1", `"api.weather.example","evil.example"`)),
@@ -225,7 +188,7 @@ func TestServeKeepsTheLastGoodPolicyWhenVersionMemoryLosesABindingOrAVersion(t *
 			os.WriteFile(manifest, []byte(c.manifest), 0o644)
 			sv.sig <- syscall.SIGHUP
 			waitFor(t, &lockedFile{path: auditFile}, `"action":"kept_last_good"`)
-			waitFor(t, &sv.stderr, `egressd: warning: reload: .*`+c.want)
+			waitFor(t, &sv.stderr, `egressd: warning: reload: .*`+regexp.QuoteMeta(stateFile)+` `+c.want)
 			if r := connectReason(t, sv.listen, "evil.example"); r != "not_allowlisted" {
 				t.Errorf("evil.example: %s, want not_allowlisted (the last good list)", r)
 			}
