@@ -199,7 +199,7 @@ func (m *Memory) read(wroteHere bool) (State, error) {
 		return State{}, fmt.Errorf("policy: state file %s remembers no integration, but it held some when this process read it: it was replaced or emptied; the last good policy stays in force: restore it (after a deliberate \"egressd state forget\" of the last id, restart this process)", m.Path())
 	}
 	if lost := m.lost(s); lost != "" {
-		return State{}, fmt.Errorf("policy: state file %s %s, as it did when this process read it: an older copy was restored or the file was replaced; the last good policy stays in force: restore the file (after a deliberate \"egressd state forget\" by another process, restart this one)", m.Path(), lost)
+		return State{}, fmt.Errorf("policy: state file %s %s, as it did when this process read it: another process forgot it (egressd state forget), or an older copy was restored; the last good policy stays in force: after a forget, restart this process to take it; else restore the file", m.Path(), lost)
 	}
 	m.remember(s)
 	return s, nil
@@ -226,7 +226,10 @@ func (m *Memory) lost(s State) string {
 		}
 	}
 	for _, place := range sortedKeys(last.Folders) {
-		if was := last.Folders[place]; was.ID != "" && s.Folders[place].ID != was.ID {
+		// A binding moved by an approved id change or claim, loaded by
+		// another process sharing the state (egressd run), is the
+		// operator's (round 49: serve refused every reload after it).
+		if was, now := last.Folders[place], s.Folders[place]; was.ID != "" && now.ID != was.ID && !(now.ID != "" && now.ByApproval) {
 			return fmt.Sprintf("no longer binds %s to %s", place, was.ID)
 		}
 	}

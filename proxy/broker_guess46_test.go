@@ -66,3 +66,18 @@ func wantGuessedPosts(t *testing.T, key, what, ct, body string) {
 		wantGuessed(t, what, resp, answer)
 	}
 }
+
+// TestGuessesBehindAReferenceTheViewMisreadAreFound: round 49. The '&'
+// view read "&#0x3" as a hex reference (html.unescape reads "&#0", then
+// 'x' as text) and skipped a NUL inside "&#x" NUL "3" (a NUL ends it):
+// each swallowed a hex key's first digit.
+func TestGuessesBehindAReferenceTheViewMisreadAreFound(t *testing.T) {
+	const key = "3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e"
+	rest := fmt.Sprintf("&#%d;", key[1]) + key[2:]
+	for _, c := range []struct{ what, body string }{
+		{"&#0x", "<li>&#0x" + key[:1] + rest + "</li>"},
+		{"a NUL after &#x", "<li>&#x\x00" + key[:1] + rest + "</li>"},
+	} {
+		wantGuessedPosts(t, key, c.what, "text/html", c.body)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/egressd/egressd/policy"
 	"io"
 	"os"
 	"path/filepath"
@@ -194,5 +195,36 @@ func TestServeKeepsTheLastGoodPolicyWhenVersionMemoryLosesAnID(t *testing.T) {
 			}
 			sv.stop(t)
 		})
+	}
+}
+
+// TestServeTakesAnApprovedIDChangeAnotherProcessLoaded is round 49's B1:
+// serve held folder X's change from com.test.weather to com.test.beta as
+// pending; the operator approved it and an egressd run sharing the state
+// loaded it, binding X to com.test.beta. serve then refused every reload,
+// reading the moved binding as an older copy restored. A binding moved by
+// an approved change is the operator's: the reload takes it.
+func TestServeTakesAnApprovedIDChangeAnotherProcessLoaded(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	integ := filepath.Join(dir, "weather")
+	os.Mkdir(integ, 0o755)
+	manifest := filepath.Join(integ, "manifest.json")
+	os.WriteFile(manifest, weatherManifest("1.0.0", `"api.weather.example"`), 0o644)
+	auditFile := filepath.Join(dir, "audit.log")
+	sv := startServe(t, "--manifest", integ, "--listen", "127.0.0.1:0", "--state", state, "--resolver", "127.0.0.1:9", "--audit-log", auditFile)
+	os.WriteFile(manifest, []byte(`{"manifest_version":1,"id":"com.test.beta","version":"1.0.0","network":{"connect":["api.weather.example"]}}`), 0o644)
+	sv.sig <- syscall.SIGHUP
+	waitFor(t, &lockedFile{path: auditFile}, `"action":"pending"`)
+	if out, errs, code := runCLI(t, "approve", "--yes", "--state", state, "--manifest", integ); code != exitOK {
+		t.Fatalf("approve: exit %d\n%s%s", code, out, errs)
+	}
+	if o := loadAsServe(t, state, integ); o.Result != policy.Loaded { // another process loads it
+		t.Fatalf("the other process's load: %+v", o)
+	}
+	sv.sig <- syscall.SIGHUP
+	waitFor(t, &lockedFile{path: auditFile}, `"integration":"com\.test\.beta".*"action":"(loaded|unchanged)"`)
+	sv.stop(t)
+	if strings.Contains(sv.stderr.String(), "no longer binds") {
+		t.Fatalf("serve refused the reload:\n%s", sv.stderr.String())
 	}
 }

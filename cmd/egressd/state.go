@@ -61,6 +61,7 @@ there; its next load of an id bound elsewhere waits for approval again.`, stderr
 			what += fmt.Sprintf(", with %s %s waiting", f.Pending.ID, f.Pending.Version)
 		}
 		printLine(stdout, "forgot folder %s (%s) in %s; its next load of an id bound elsewhere waits for approval", printable(place), what, mem.Path())
+		printLine(stderr, restartAfterForget)
 		return exitOK
 	case len(pos) == 2 && pos[0] == "forget" && *folder == "":
 		mem, err := openExistingMemory(*state, false)
@@ -77,11 +78,17 @@ there; its next load of an id bound elsewhere waits for approval again.`, stderr
 		for _, d := range dropped {
 			printLine(stdout, "dropped %s", d)
 		}
+		printLine(stderr, restartAfterForget)
 		return exitOK
 	}
 	fs.Usage()
 	return exitUsage
 }
+
+// restartAfterForget is said after every forget (round 49): a running
+// serve cannot tell what a forget removed from what an older copy of the
+// file lost, and refuses both.
+const restartAfterForget = "egressd state: note: an egressd serve running with this version memory keeps its last good policy and refuses reloads until it is restarted: it cannot tell a forget from an older copy restored"
 
 func printState(w io.Writer, file string, s policy.State) {
 	fmt.Fprintf(w, "version memory: %s (%d ids, %d folders)\n", file, len(s.IDs), len(s.Folders))

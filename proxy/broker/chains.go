@@ -29,6 +29,10 @@ func bodyViews(forms []valueForm) []mimeView {
 		// (round 46: a fullwidth letter, a zero-width space inside a
 		// guess; round 47: a '!' inside one).
 		&chained{first: newEscapeView('%'), second: &asciiFolded{}},
+		// JSON and XML in UTF-16 or UTF-32 with escapes inside: the NULs
+		// go first, as the parser decodes the text before its escapes.
+		&chained{first: nulsDropped{}, second: newEscapeView('\\')},
+		&chained{first: nulsDropped{}, second: newEscapeView('&')},
 	}
 	if anyForm(forms, ' ') { // a space is '+' to a form decoder, kept by '%'
 		views = append(views, &chained{first: &formDecoder{}, second: newEscapeView('\\')})
@@ -48,6 +52,22 @@ func anyForm(forms []valueForm, c byte) bool {
 	}
 	return false
 }
+
+// nulsDropped gives its input without NUL bytes.
+type nulsDropped struct{}
+
+func (nulsDropped) decode(b, out []byte) []byte {
+	for len(b) > 0 {
+		k := bytes.IndexByte(b, 0)
+		if k < 0 {
+			return append(out, b...)
+		}
+		out, b = append(out, b[:k]...), b[k+1:]
+	}
+	return out
+}
+
+func (nulsDropped) flushed(out []byte) []byte { return out }
 
 // chained reads the output of first through second.
 type chained struct {

@@ -18,6 +18,9 @@ func TestTheEscapeViewDecodesEachFormatsEscapes(t *testing.T) {
 		{'%', "%ube3fK%39", "%ube3fK9"},                 // Werkzeug keeps "%u" (round 47)
 		{'&', "s&#1;k&#x7f;-&#xfdd0;l&#65534;", "sk-l"}, // html.unescape drops these (round 47)
 		{'&', "a&fjlig;ord", "afjord"},                  // the one name of two ASCII characters (round 48)
+		{'&', "&#0x3f", "x3f"},                          // "&#0" then 'x': no hex reference (round 49)
+		{'&', "&#x\x003f", "&#x3f"},                     // a NUL ends a reference (round 49)
+		{'\\', "\\u00\x0041", "\\u0041"},                // and any escape
 		{'\\', `\u0077inter\/x\"y\\`, `winter/x"y\`},
 		{'&', "&#119;&#x69;&#X6e;&#0000000116;er", "winter"}, // numeric references, leading zeros
 		{'&', "&#119inter", "winter"},                        // no ';' (HTML5, html.unescape)
@@ -64,9 +67,10 @@ func TestTheChainedViewsReadWhatStacksDecodeTwice(t *testing.T) {
 	}{
 		{&chained{first: newEscapeView('%'), second: newEscapeView('\\')}, "%5Cu0077inter", "winter"},
 		{&chained{first: newEscapeView('\\'), second: newEscapeView('\\')}, `\\u0077inter`, "winter"},
-		{&chained{first: newEscapeView('%'), second: &asciiFolded{}}, "%EF%BD%97in%E2%80%8Bter", "winter"},    // fullwidth w, a zero-width space
-		{&chained{first: newEscapeView('%'), second: &asciiFolded{}}, "sk!-live  x/y.txt", "sk-live_x_y.txt"}, // secure_filename's strip (round 47)
-		{&chained{first: newEscapeView('%'), second: &asciiFolded{}}, "x%EF%C5%A4y", "xTy"},                   // an invalid lead byte alone, wherever reads end (round 48)
+		{&chained{first: newEscapeView('%'), second: &asciiFolded{}}, "%EF%BD%97in%E2%80%8Bter", "winter"},                // fullwidth w, a zero-width space
+		{&chained{first: newEscapeView('%'), second: &asciiFolded{}}, "sk!-live  x/y.txt", "sk-live_x_y.txt"},             // secure_filename's strip (round 47)
+		{&chained{first: newEscapeView('%'), second: &asciiFolded{}}, "x%EF%C5%A4y", "xTy"},                               // an invalid lead byte alone, wherever reads end (round 48)
+		{&chained{first: nulsDropped{}, second: newEscapeView('\\')}, "\\\x00u\x000\x000\x007\x007\x00i\x00n\x00", "win"}, // \u0077 in UTF-16
 	} {
 		for cut := 0; cut <= len(c.in); cut++ {
 			if got := viewEnded(c.view, c.in, cut); string(got) != c.want {
@@ -89,6 +93,8 @@ func freshOne(v mimeView) mimeView {
 		return &escapeView{starts: v.starts}
 	case *asciiFolded:
 		return &asciiFolded{}
+	case nulsDropped:
+		return nulsDropped{}
 	}
 	panic("freshOne")
 }
