@@ -47,7 +47,8 @@ func misdirected(target string, h http.Header, unbound []policy.Secret) bool {
 		// fields read them; and every piece of base64 in them decoded, since
 		// origins find a Basic token after no separator, a no-break space or
 		// in a list of credentials.
-		for _, v := range append(values[:len(values):len(values)], strings.Join(values, ", ")) {
+		lines, joined := distinctLines(values, ", ")
+		for _, v := range append(lines, joined) {
 			if carries(v) {
 				return true
 			}
@@ -436,4 +437,45 @@ func nameCarries(name string, pairs []pair) bool {
 		}
 	}
 	return false
+}
+
+// distinctLines are a field's values as the checks read them: each
+// distinct value once, and the values joined with sep as a server that
+// folds repeated fields joins them, each pair of neighbours once (a new
+// segment after a line break, which no form holds, where a pair was seen
+// already). HTTP/2's header compression lets a program send one value
+// fifteen times in a few bytes (round 49: 68 bytes a request decoded to a
+// 45 KiB head, checked at 3,000 times an ordinary body's cost per byte
+// sent); what is checked now is what is different in it.
+func distinctLines(values []string, sep string) (lines []string, joined string) {
+	if len(values) < 2 {
+		return values, strings.Join(values, sep)
+	}
+	seen := make(map[string]bool, len(values))
+	type pair struct{ a, b string }
+	pairs := map[pair]bool{}
+	var j strings.Builder
+	last := -1 // the index of the value the joined text ends with
+	for i, v := range values {
+		if !seen[v] {
+			seen[v] = true
+			lines = append(lines, v)
+		}
+		if i == 0 {
+			continue
+		}
+		if p := (pair{values[i-1], v}); !pairs[p] {
+			pairs[p] = true
+			if last != i-1 {
+				if last >= 0 {
+					j.WriteByte('\n')
+				}
+				j.WriteString(values[i-1])
+			}
+			j.WriteString(sep)
+			j.WriteString(v)
+			last = i
+		}
+	}
+	return lines, j.String()
 }
