@@ -226,10 +226,14 @@ func (m *Memory) lost(s State) string {
 		}
 	}
 	for _, place := range sortedKeys(last.Folders) {
-		// A binding moved by an approved id change or claim, loaded by
-		// another process sharing the state (egressd run), is the
-		// operator's (round 49: serve refused every reload after it).
-		if was, now := last.Folders[place], s.Folders[place]; was.ID != "" && now.ID != was.ID && !(now.ID != "" && now.ByApproval) {
+		// A binding moved to the id of the change that waited there when
+		// this process last read the state, approved and loaded by another
+		// process sharing it (egressd run), is the operator's (round 49:
+		// serve refused every reload after it). Any other move is not,
+		// whatever the file says of it (round 50: an older copy restored
+		// bound the folder again, "by approval", to an id and list the
+		// operator had since replaced).
+		if was, now := last.Folders[place], s.Folders[place]; was.ID != "" && now.ID != was.ID && !(now.ID != "" && now.ByApproval && was.Pending != nil && was.Pending.ID == now.ID) {
 			return fmt.Sprintf("no longer binds %s to %s", place, was.ID)
 		}
 	}

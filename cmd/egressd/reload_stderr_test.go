@@ -155,6 +155,17 @@ func TestServeKeepsTheLastGoodPolicyWhenVersionMemoryLosesAnID(t *testing.T) {
 			}},
 		{"binding lost", `no longer binds .* to com\.test\.weather`, `{"manifest_version":1,"id":"com.evil.x","version":"1.0.0","network":{"connect":["evil.example"]}}`,
 			func(doc map[string]any) { doc["folders"] = map[string]any{} }},
+		// Round 50: a copy that binds the folder "by approval" to an id no
+		// change waited for when serve last read the state.
+		{"binding moved by approval", `no longer binds .* to com\.test\.weather`, `{"manifest_version":1,"id":"com.evil.x","version":"1.0.0","network":{"connect":["evil.example"]}}`,
+			func(doc map[string]any) {
+				ids := doc["ids"].(map[string]any)
+				evil := map[string]any{"version": "1.0.0", "digest": "sha256:" + strings.Repeat("0", 64), "approved": map[string]any{"version": "1.0.0", "digest": "sha256:" + strings.Repeat("0", 64), "entries": []string{"evil.example"}}}
+				ids["com.evil.x"] = evil
+				for place := range doc["folders"].(map[string]any) {
+					doc["folders"].(map[string]any)[place] = map[string]any{"id": "com.evil.x", "by_approval": true}
+				}
+			}},
 		{"version lowered", `remembers com\.test\.weather at version 0\.9\.0`, string(weatherManifest("1.0.1", `"api.weather.example","evil.example"`)),
 			func(doc map[string]any) {
 				r := doc["ids"].(map[string]any)["com.test.weather"].(map[string]any)

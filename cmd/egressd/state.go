@@ -88,7 +88,7 @@ there; its next load of an id bound elsewhere waits for approval again.`, stderr
 // restartAfterForget is said after every forget (round 49): a running
 // serve cannot tell what a forget removed from what an older copy of the
 // file lost, and refuses both.
-const restartAfterForget = "egressd state: note: an egressd serve running with this version memory keeps its last good policy and refuses reloads until it is restarted: it cannot tell a forget from an older copy restored"
+const restartAfterForget = "egressd state: note: an egressd serve running with this version memory keeps its last good policy and refuses reloads until it is restarted, or until another process (egressd run) loads what was forgotten again, as a first load: it cannot tell a forget from an older copy restored"
 
 func printState(w io.Writer, file string, s policy.State) {
 	fmt.Fprintf(w, "version memory: %s (%d ids, %d folders)\n", file, len(s.IDs), len(s.Folders))

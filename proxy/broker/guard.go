@@ -174,6 +174,15 @@ func recorded(s string, forms []valueForm) string {
 			return "[" + name + "]"
 		}
 	}
+	// A value the other views find (a JSON or HTML escape, %u) cannot be
+	// cut out of the field as written: it is recorded as [NAME] alone
+	// (round 50: "sk\u002dlive…" was recorded as written, the value
+	// readable in the audit log).
+	for _, view := range decodedViews(s, forms) {
+		if name := carriedAnyhow(view, forms); name != "" {
+			return "[" + name + "]"
+		}
+	}
 	return s
 }
 
