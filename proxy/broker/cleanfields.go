@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"net/http"
 	"sync"
+
+	"github.com/egressd/egressd/policy"
 )
 
 // cleanFields remembers the header fields (a name and all its values, in
@@ -67,7 +69,7 @@ func (c *cleanFields) remember(keys map[string][sha256.Size]byte) {
 
 // secretsDigest is what the head checks look for, as one digest: the value
 // forms (guess) and the unbound placeholders (misdirection).
-func secretsDigest(forms []valueForm, unbound []string) []byte {
+func secretsDigest(forms []valueForm, unbound []policy.Secret) []byte {
 	d := sha256.New()
 	for _, f := range forms {
 		d.Write([]byte(f.name))
@@ -75,8 +77,8 @@ func secretsDigest(forms []valueForm, unbound []string) []byte {
 		d.Write(f.form)
 		d.Write([]byte{0})
 	}
-	for _, p := range unbound {
-		d.Write([]byte(p))
+	for _, sec := range unbound {
+		d.Write([]byte(sec.Placeholder))
 		d.Write([]byte{0})
 	}
 	return d.Sum(nil)

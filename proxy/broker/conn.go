@@ -252,6 +252,7 @@ type broker struct {
 
 	built      *BuiltTokens
 	quarantine *Quarantine
+	clean      cleanFields // head fields found clean on this connection
 	// slots holds one token per upstream connection open, from either
 	// transport; idle are the transports, whose idle connections give
 	// their slots up when the other transport needs one.

@@ -209,7 +209,10 @@ func carriedFolded(name string, forms []valueForm) string {
 // guessedInHead is the name of a secret whose value the request's target
 // (as sent, percent-decoded, and form-decoded) or a header field (name or value, as the
 // program wrote it, before substitution) carries, or "".
-func guessedInHead(r *http.Request, forms []valueForm) string {
+//
+// h is the header to read: r.Header, or the part of it the connection
+// has not already found clean (cleanFields).
+func guessedInHead(r *http.Request, h http.Header, forms []valueForm) string {
 	if len(forms) == 0 {
 		return ""
 	}
@@ -222,7 +225,7 @@ func guessedInHead(r *http.Request, forms []valueForm) string {
 			return name
 		}
 	}
-	if name := guessedInHeader(r.Header, forms); name != "" {
+	if name := guessedInHeader(h, forms); name != "" {
 		return name
 	}
 	// The declared trailer names (net/http moves the Trailer header into

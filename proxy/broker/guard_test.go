@@ -150,11 +150,11 @@ func formEscape(s string) string {
 func TestAValueWithASpaceWrittenAsPlusInTheQueryIsFound(t *testing.T) {
 	forms := valueForms([]policy.Secret{secret(t, "P", "a.example", phA, "correct horse battery")})
 	for _, uri := range []string{"/s?q=correct+horse+battery", "/s?q=correct%20horse+battery"} {
-		if got := guessedInHead(&http.Request{Method: "GET", RequestURI: uri, Header: http.Header{}}, forms); got != "P" {
+		if got := guessedInHead(&http.Request{Method: "GET", RequestURI: uri, Header: http.Header{}}, http.Header{}, forms); got != "P" {
 			t.Errorf("%s: found %q, want P", uri, got)
 		}
 	}
-	if got := guessedInHead(&http.Request{Method: "GET", RequestURI: "/s?q=correct+horse", Header: http.Header{}}, forms); got != "" {
+	if got := guessedInHead(&http.Request{Method: "GET", RequestURI: "/s?q=correct+horse", Header: http.Header{}}, http.Header{}, forms); got != "" {
 		t.Errorf("a piece of the value was taken for it: %q", got)
 	}
 }
@@ -299,5 +299,29 @@ func TestARepeatedHeaderValueIsReadOnce(t *testing.T) {
 		if len(lines) != c.lines || joined != c.joined {
 			t.Errorf("%.20q…: %d lines, joined %.40q…, want %d and %.40q…", c.values, len(lines), joined, c.lines, c.joined)
 		}
+	}
+}
+
+// TestAHeadFieldFoundCleanIsNotReadAgainOnTheConnection: round 49's
+// follow-up. The same large field in every request of a connection (a few
+// bytes each with HTTP/2's header compression) is read once; any change
+// of its bytes, or of the secrets, reads it again.
+func TestAHeadFieldFoundCleanIsNotReadAgainOnTheConnection(t *testing.T) {
+	var c cleanFields
+	h := http.Header{"X-A": {strings.Repeat("a", 3000)}, "X-B": {"b"}}
+	keys := fieldKeys(h, []byte("secrets"))
+	if fresh := c.unseen(h, keys); len(fresh) != 2 {
+		t.Fatalf("first request: %d fields to read", len(fresh))
+	}
+	c.remember(keys)
+	if fresh := c.unseen(h, keys); len(fresh) != 0 {
+		t.Fatalf("the same head again: %d fields to read", len(fresh))
+	}
+	h2 := http.Header{"X-A": {strings.Repeat("a", 2999) + "b"}, "X-B": {"b"}}
+	if fresh := c.unseen(h2, fieldKeys(h2, []byte("secrets"))); len(fresh) != 1 || fresh.Get("X-A") == "" {
+		t.Fatalf("one byte changed: %v", fresh)
+	}
+	if fresh := c.unseen(h, fieldKeys(h, []byte("other secrets"))); len(fresh) != 2 {
+		t.Fatalf("the secrets changed: %d fields to read", len(fresh))
 	}
 }

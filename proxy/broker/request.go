@@ -64,16 +64,22 @@ func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			panic(aborted)
 		}
 	}()
-	if reason := b.guard(r, st, forms); reason != "" {
+	// The head's fields this connection already found clean, under the
+	// same secrets, are not read again (cleanFields).
+	unbound := b.unbound()
+	keys := fieldKeys(r.Header, secretsDigest(forms, unbound))
+	fresh := b.clean.unseen(r.Header, keys)
+	if reason := b.guard(r, fresh, st, forms); reason != "" {
 		st.reason = reason
 		b.refuse(cw, reason)
 		return
 	}
-	if reason := b.check(r); reason != "" {
+	if reason := b.check(r, fresh); reason != "" {
 		st.reason = reason
 		b.refuse(cw, reason)
 		return
 	}
+	b.clean.remember(keys)
 	if sentence := cmp.Or(malformed(r), canonicalHead(r.Header)); sentence != "" {
 		st.reason, st.err = policy.BadRequest, sentence
 		b.answer(cw, policy.BadRequest, http.StatusBadRequest, sentence)
@@ -170,12 +176,12 @@ func (b *broker) waitBounded(parent context.Context) (ctx context.Context, stop 
 // quarantined, and a request whose head carries a secret's value (which
 // quarantines it): guard.go says why. It runs before every other check, on
 // the head as the program wrote it.
-func (b *broker) guard(r *http.Request, st *reqState, forms []valueForm) policy.Reason {
+func (b *broker) guard(r *http.Request, fresh http.Header, st *reqState, forms []valueForm) policy.Reason {
 	if name := b.quarantine.Tripped(); name != "" {
 		st.err = "brokering for this integration is quarantined: an earlier request carried the real value of secret " + name
 		return policy.SecretGuessed
 	}
-	if name := guessedInHead(r, forms); name != "" {
+	if name := guessedInHead(r, fresh, forms); name != "" {
 		b.quarantine.trip(name, b)
 		st.err = guessedErr(name)
 		return policy.SecretGuessed
@@ -231,7 +237,7 @@ func (b *broker) enter() bool {
 // substitution would grow
 // its header past maxHeaderGrowth, or make a value or a Basic token longer
 // than egressd will build (and then search every response for).
-func (b *broker) check(r *http.Request) policy.Reason {
+func (b *broker) check(r *http.Request, fresh http.Header) policy.Reason {
 	if b.c.Admit != nil {
 		if reason := b.c.Admit(); reason != "" {
 			return reason
@@ -256,7 +262,7 @@ func (b *broker) check(r *http.Request) policy.Reason {
 	// The declared trailer names too (net/http moves the Trailer header into
 	// r.Trailer's keys): they reach the origin in the head, long before the
 	// body's end, where trailerCheck reads the trailer's values.
-	if unbound := b.unbound(); misdirected(r.Method+" "+r.RequestURI, r.Header, unbound) || misdirectedTrailer(r.Trailer, unbound) {
+	if unbound := b.unbound(); misdirected(r.Method+" "+r.RequestURI, fresh, unbound) || misdirectedTrailer(r.Trailer, unbound) {
 		return policy.SecretMisdirected
 	}
 	if rawInBasic(r.Header, b.c.Bound) || cookieSplit(r.Header, b.c.Bound) {
