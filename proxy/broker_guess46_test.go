@@ -81,3 +81,16 @@ func TestGuessesBehindAReferenceTheViewMisreadAreFound(t *testing.T) {
 		wantGuessedPosts(t, key, c.what, "text/html", c.body)
 	}
 }
+
+// TestAnXMLBodyDeclaringEntitiesIsRefused: round 50. A document's own
+// entities (<!DOCTYPE r [<!ENTITY 甲 "s">]>, each character of a guess
+// written &甲;) are expanded by its parser (xml.etree, lxml, Java's), and
+// no view reads them: a guess list came back decoded. A body declaring an
+// entity is refused 400, in UTF-16 too.
+func TestAnXMLBodyDeclaringEntitiesIsRefused(t *testing.T) {
+	doc := `<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "s">]><r>&a;k</r>`
+	for _, h2 := range []bool{false, true} {
+		wantRefusedBody(t, h2, "an internal entity", "application/xml", doc)
+		wantRefusedBody(t, h2, "an internal entity in UTF-16", "application/xml", utf16LE(doc))
+	}
+}

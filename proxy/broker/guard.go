@@ -319,6 +319,12 @@ type guessGuard struct {
 	// settled or quarantined).
 	shape        *mimeShape
 	noncanonical func(sentence string)
+	// entities looks for an XML entity declaration in the body, NULs
+	// dropped (UTF-16 too): a document's own entities are expanded by
+	// its parser (xml.etree, lxml, Java's) where no view reads them
+	// (round 50), so a body declaring one is refused as noncanonical.
+	entities matcher
+	unNULed  []byte
 	// pieces and decodedPieces look for the pieces (valueForm.piece) in
 	// the alphabet view of the bytes, and of them form-decoded; nil for
 	// other forms.
@@ -348,7 +354,7 @@ func (g *guessGuard) fail(name string) (int, error) {
 }
 
 func newGuessGuard(body io.ReadCloser, forms []valueForm, trailer *http.Request, hit func(string)) *guessGuard {
-	g := &guessGuard{ReadCloser: body, trailer: trailer, forms: forms, hit: hit}
+	g := &guessGuard{ReadCloser: body, trailer: trailer, forms: forms, hit: hit, entities: matcher{pattern: []byte("<!ENTITY")}}
 	for _, f := range forms {
 		g.finds = append(g.finds, matcher{pattern: f.form})
 		g.decoded = append(g.decoded, matcher{pattern: f.form})
@@ -541,6 +547,10 @@ func (g *guessGuard) Read(p []byte) (int, error) {
 	}
 	// After the views: a value found in the same read is a guess,
 	// whatever the body's form.
+	g.unNULed = nulsDropped{}.decode(p[:n], g.unNULed[:0])
+	if len(g.entities.feed(g.unNULed, g.ends[:0])) > 0 {
+		return g.refuseShape(entitySentence)
+	}
 	if g.shape != nil {
 		sentence := g.shape.feed(p[:n])
 		if sentence == "" && err == io.EOF {
