@@ -109,12 +109,7 @@ func TestServeKeepsTheLastGoodPolicyWhenVersionMemoryVanishes(t *testing.T) {
 // policy and says why.
 func TestServeKeepsTheLastGoodPolicyWhenVersionMemoryIsReplacedByAnEmptyOne(t *testing.T) {
 	dir, state := t.TempDir(), t.TempDir()
-	integ := filepath.Join(dir, "weather")
-	os.Mkdir(integ, 0o755)
-	manifest := filepath.Join(integ, "manifest.json")
-	os.WriteFile(manifest, weatherManifest("1.0.0", `"api.weather.example"`), 0o644)
-	auditFile := filepath.Join(dir, "audit.log")
-	sv := startServe(t, "--manifest", integ, "--listen", "127.0.0.1:0", "--state", state, "--resolver", "127.0.0.1:9", "--audit-log", auditFile)
+	sv, _, manifest, auditFile := weatherServe(t, dir, state)
 	os.WriteFile(manifest, weatherManifest("1.0.1", `"api.weather.example","evil.example"`), 0o644)
 	sv.sig <- syscall.SIGHUP
 	waitFor(t, &lockedFile{path: auditFile}, `"action":"pending","pending":"1.0.1"`)
@@ -175,12 +170,7 @@ func TestServeKeepsTheLastGoodPolicyWhenVersionMemoryLosesAnID(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir, state := t.TempDir(), t.TempDir()
-			integ := filepath.Join(dir, "weather")
-			os.Mkdir(integ, 0o755)
-			manifest := filepath.Join(integ, "manifest.json")
-			os.WriteFile(manifest, weatherManifest("1.0.0", `"api.weather.example"`), 0o644)
-			auditFile := filepath.Join(dir, "audit.log")
-			sv := startServe(t, "--manifest", integ, "--listen", "127.0.0.1:0", "--state", state, "--resolver", "127.0.0.1:9", "--audit-log", auditFile)
+			sv, _, manifest, auditFile := weatherServe(t, dir, state)
 			stateFile := filepath.Join(state, "versions.json")
 			data, err := os.ReadFile(stateFile)
 			if err != nil {
@@ -217,12 +207,7 @@ func TestServeKeepsTheLastGoodPolicyWhenVersionMemoryLosesAnID(t *testing.T) {
 // an approved change is the operator's: the reload takes it.
 func TestServeTakesAnApprovedIDChangeAnotherProcessLoaded(t *testing.T) {
 	dir, state := t.TempDir(), t.TempDir()
-	integ := filepath.Join(dir, "weather")
-	os.Mkdir(integ, 0o755)
-	manifest := filepath.Join(integ, "manifest.json")
-	os.WriteFile(manifest, weatherManifest("1.0.0", `"api.weather.example"`), 0o644)
-	auditFile := filepath.Join(dir, "audit.log")
-	sv := startServe(t, "--manifest", integ, "--listen", "127.0.0.1:0", "--state", state, "--resolver", "127.0.0.1:9", "--audit-log", auditFile)
+	sv, integ, manifest, auditFile := weatherServe(t, dir, state)
 	os.WriteFile(manifest, []byte(`{"manifest_version":1,"id":"com.test.beta","version":"1.0.0","network":{"connect":["api.weather.example"]}}`), 0o644)
 	sv.sig <- syscall.SIGHUP
 	waitFor(t, &lockedFile{path: auditFile}, `"action":"pending"`)
@@ -238,4 +223,18 @@ func TestServeTakesAnApprovedIDChangeAnotherProcessLoaded(t *testing.T) {
 	if strings.Contains(sv.stderr.String(), "no longer binds") {
 		t.Fatalf("serve refused the reload:\n%s", sv.stderr.String())
 	}
+}
+
+// weatherServe starts serve on dir/weather holding com.test.weather 1.0.0
+// (api.weather.example), with version memory in state and the audit log in
+// dir/audit.log.
+func weatherServe(t *testing.T, dir, state string) (sv *served, integ, manifest, auditFile string) {
+	t.Helper()
+	integ = filepath.Join(dir, "weather")
+	os.Mkdir(integ, 0o755)
+	manifest = filepath.Join(integ, "manifest.json")
+	os.WriteFile(manifest, weatherManifest("1.0.0", `"api.weather.example"`), 0o644)
+	auditFile = filepath.Join(dir, "audit.log")
+	sv = startServe(t, "--manifest", integ, "--listen", "127.0.0.1:0", "--state", state, "--resolver", "127.0.0.1:9", "--audit-log", auditFile)
+	return sv, integ, manifest, auditFile
 }
