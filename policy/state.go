@@ -3,7 +3,6 @@ package policy
 import (
 	"errors"
 	"fmt"
-	"github.com/egressd/egressd/allowlist"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/internal/safefile"
 )
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"github.com/egressd/egressd/policy"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/egressd/egressd/policy"
 )
 
 // TestServeSaysOnStderrWhenAManifestReloadFails is issue 13's B5: the

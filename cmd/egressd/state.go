@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"github.com/egressd/egressd/allowlist"
 	"io"
 	"path/filepath"
 	"sort"
 	"strings"
 	"unicode"
 
+	"github.com/egressd/egressd/allowlist"
 	"github.com/egressd/egressd/internal/termsafe"
 	"github.com/egressd/egressd/policy"
 )
