@@ -159,11 +159,10 @@ func (f logFileFlags) list(named []string) ([]string, error) {
 }
 
 // keyFlag defines --key, repeatable: files written across a change of
-// key verify with every key they were written with (the first keys a
-// prune receipt).
+// key verify with every key they were written with, given oldest first.
 func keyFlag(fs *flag.FlagSet, usage string) *multiFlag {
 	var keys multiFlag
-	fs.Var(&keys, "key", usage+" (repeatable: every key the files were written with, across a change of key)")
+	fs.Var(&keys, "key", usage+" (repeatable, oldest first: every key the files were written with, across a change of key)")
 	return &keys
 }
 

@@ -28,8 +28,8 @@ func runAuditPrune(args []string, stdout, stderr io.Writer) int {
 		"NEXTFILE is the first file kept: the run it begins must follow the last run removed. Prune prints each run it removes.\n"+
 		"A file a running egressd holds is refused; a run that crashed (no process holds its file) is removed only with --checkpoints\n"+
 		"that prove its end (a cut-back clean run reads like a crash), and the receipt records the crash.\n"+
-		"Only a keyed log is pruned, with its key; the receipt is keyed with it. Exit 0 pruned, 1 refused.", stderr)
-	keyFiles := keyFlag(fs, "the HMAC key file of a keyed chain (the receipt is keyed with the first)")
+		"Only a keyed log is pruned, with its key (across a change of key, every key, oldest first); the receipt is keyed with the key of NEXTFILE's run. Exit 0 pruned, 1 refused.", stderr)
+	keyFiles := keyFlag(fs, "the HMAC key file of a keyed chain (the receipt is keyed with the key of the file kept)")
 	receipt := fs.String("receipt", "", "the receipt file to create (it must not exist)")
 	keep := fs.String("keep", "", "the first file kept, whose run follows the last run removed (it is not changed)")
 	ckpt := fs.String("checkpoints", "", "the checkpoints (e.g. the journal) to cross-check the runs removed against: a run cut back before prune is refused")
