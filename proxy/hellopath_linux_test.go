@@ -84,10 +84,7 @@ func queued(t *testing.T, c *net.TCPConn) int {
 func TestTheClientHelloWaitsForItsAllowLineBeforeReachingTheOrigin(t *testing.T) {
 	gate := newAllowGate()
 	e := newEnv(t, func(e *env) { e.auditTo = gate })
-	e.resolveToOrigin("api.allowed.example")
-	port, conns := helloOrigin(t)
-	e.cfg.Integrations[0].Exemptions.AllowPorts = append(e.cfg.Integrations[0].Exemptions.AllowPorts, port)
-	e.registry.Load(e.cfg)
+	port, conns := helloOriginAllowed(t, e)
 	c, br, resp := e.rawConnect("CONNECT api.allowed.example:" + itoa(port) + " HTTP/1.1\r\n\r\n")
 	if resp.StatusCode != 200 {
 		t.Fatalf("CONNECT: %d", resp.StatusCode)
@@ -124,18 +121,8 @@ func TestTheClientHelloWaitsForItsAllowLineBeforeReachingTheOrigin(t *testing.T)
 // hello's way to the origin.
 func TestTheClientHelloLeavesFromTheGoroutineThatRecordedIt(t *testing.T) {
 	e := newEnv(t)
-	e.resolveToOrigin("api.allowed.example")
-	port, conns := helloOrigin(t)
-	e.cfg.Integrations[0].Exemptions.AllowPorts = append(e.cfg.Integrations[0].Exemptions.AllowPorts, port)
-	e.registry.Load(e.cfg)
-	stacks := make(chan string, 1)
-	hook := func() {
-		buf := make([]byte, 64<<10)
-		select {
-		case stacks <- string(buf[:runtime.Stack(buf, false)]):
-		default:
-		}
-	}
+	port, conns := helloOriginAllowed(t, e)
+	hook, stacks := firstStack()
 	helloSending.Store(&hook)
 	defer helloSending.Store(nil)
 	c, _, resp := e.rawConnect("CONNECT api.allowed.example:" + itoa(port) + " HTTP/1.1\r\n\r\n")
@@ -158,18 +145,8 @@ func TestTheClientHelloLeavesFromTheGoroutineThatRecordedIt(t *testing.T) {
 // flight together 5 µs more over the relay in BenchmarkHandshakePhases).
 func TestTheOriginsAnswerIsRelayedByTheHandlerThatSentTheHello(t *testing.T) {
 	e := newEnv(t)
-	e.resolveToOrigin("api.allowed.example")
-	port, conns := helloOrigin(t)
-	e.cfg.Integrations[0].Exemptions.AllowPorts = append(e.cfg.Integrations[0].Exemptions.AllowPorts, port)
-	e.registry.Load(e.cfg)
-	stacks := make(chan string, 1)
-	hook := func() {
-		buf := make([]byte, 64<<10)
-		select {
-		case stacks <- string(buf[:runtime.Stack(buf, false)]):
-		default:
-		}
-	}
+	port, conns := helloOriginAllowed(t, e)
+	hook, stacks := firstStack()
 	answerRelaying.Store(&hook)
 	defer answerRelaying.Store(nil)
 	c, br, resp := e.rawConnect("CONNECT api.allowed.example:" + itoa(port) + " HTTP/1.1\r\n\r\n")
@@ -205,10 +182,7 @@ func TestTheOriginsAnswerIsRelayedByTheHandlerThatSentTheHello(t *testing.T) {
 func TestAConnectionWaitingForItsOriginsAnswerHoldsOnePlaceUnderTheCap(t *testing.T) {
 	gate := NewGate(100)
 	e := newEnv(t, func(e *env) { e.gate = gate })
-	e.resolveToOrigin("api.allowed.example")
-	port, conns := helloOrigin(t)
-	e.cfg.Integrations[0].Exemptions.AllowPorts = append(e.cfg.Integrations[0].Exemptions.AllowPorts, port)
-	e.registry.Load(e.cfg)
+	port, conns := helloOriginAllowed(t, e)
 	c, br, resp := e.rawConnect("CONNECT api.allowed.example:" + itoa(port) + " HTTP/1.1\r\n\r\n")
 	if resp.StatusCode != 200 {
 		t.Fatalf("CONNECT: %d", resp.StatusCode)
@@ -238,4 +212,28 @@ func TestAConnectionWaitingForItsOriginsAnswerHoldsOnePlaceUnderTheCap(t *testin
 	if _, err := io.ReadFull(br, make([]byte, len(benchServerHello))); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// helloOriginAllowed starts a helloOrigin that e resolves and allows
+// api.allowed.example to, on its port.
+func helloOriginAllowed(t *testing.T, e *env) (port uint16, conns chan *net.TCPConn) {
+	t.Helper()
+	e.resolveToOrigin("api.allowed.example")
+	port, conns = helloOrigin(t)
+	e.cfg.Integrations[0].Exemptions.AllowPorts = append(e.cfg.Integrations[0].Exemptions.AllowPorts, port)
+	e.registry.Load(e.cfg)
+	return port, conns
+}
+
+// firstStack is a hook that sends the stack of the goroutine that first
+// calls it.
+func firstStack() (hook func(), stacks chan string) {
+	stacks = make(chan string, 1)
+	return func() {
+		buf := make([]byte, 64<<10)
+		select {
+		case stacks <- string(buf[:runtime.Stack(buf, false)]):
+		default:
+		}
+	}, stacks
 }
