@@ -12,6 +12,7 @@ import (
 type message struct {
 	Spec      *Spec    `json:"spec,omitempty"`      // supervisor → init, first
 	Paths     []string `json:"paths,omitempty"`     // supervisor → init, with the spec: O_PATH fds of these
+	Tun       bool     `json:"tun,omitempty"`       // supervisor → init, with the spec: the last fd is /dev/net/tun, opened in the sandbox's network namespace
 	Listeners []string `json:"listeners,omitempty"` // init → supervisor, with the fds
 	Go        bool     `json:"go,omitempty"`        // supervisor → init: serving; start the target
 	Started   int      `json:"started,omitempty"`   // init → supervisor: the target's pid inside

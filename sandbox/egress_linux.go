@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -42,11 +43,14 @@ var (
 // openEgress creates egress0 inside the sandbox's network namespace, with
 // the default routes through it, and returns the TUN file the supervisor
 // will read. IPv6 is turned on for egress0 alone (lo keeps it off), so an
-// IPv6 attempt is seen too.
-func openEgress() (*os.File, error) {
-	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, step("open /dev/net/tun (the sandbox needs TUN to audit direct connections)", err)
+// IPv6 attempt is seen too. fd is /dev/net/tun as a root supervisor opened
+// it in this namespace (openTunIn), or -1: the init opens it itself.
+func openEgress(fd int) (*os.File, error) {
+	if fd < 0 {
+		var err error
+		if fd, err = unix.Open(tunPath, unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0); err != nil {
+			return nil, step("open "+tunPath+" (the sandbox needs TUN to audit direct connections; the sandbox's own user opens it, so it must be mode 0666, the distributions' default)", err)
+		}
 	}
 	f := os.NewFile(uintptr(fd), egressLink)
 	ok := false
@@ -140,6 +144,54 @@ func routeEverything(ipv6 bool) error {
 // supervisor keeps the sandbox's /proc/net/dev open (the open file keeps
 // the namespace, and so egress0's counters, alive after the program exits)
 // and audits the count.
+
+const tunPath = "/dev/net/tun"
+
+// openTunIn opens /dev/net/tun in the network namespace of process pid,
+// the sandbox's init, from a thread that enters that namespace for the
+// open alone: a TUN device is created in the namespace its file was
+// opened in, and the init, whose user is unprivileged on the host, cannot
+// open a /dev/net/tun that is not mode 0666 (seen: 0600 on a CI machine).
+// Only root may enter the namespace. The thread goes back to this
+// process's namespace; if it cannot, it stays locked and dies with its
+// goroutine, so no other goroutine ever runs in the sandbox's network.
+func openTunIn(pid int) (int, error) {
+	target, err := unix.Open(fmt.Sprintf("/proc/%d/ns/net", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("sandbox: the sandbox's network namespace: %w", err)
+	}
+	defer unix.Close(target)
+	type result struct {
+		fd  int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- result{-1, fmt.Errorf("sandbox: this process's network namespace: %w", err)}
+			return
+		}
+		defer unix.Close(self)
+		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			done <- result{-1, fmt.Errorf("sandbox: enter the sandbox's network namespace: %w", err)}
+			return
+		}
+		fd, err := unix.Open(tunPath, unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		if err != nil {
+			err = fmt.Errorf("sandbox: open %s (the sandbox needs TUN to audit direct connections): %w", tunPath, err)
+		}
+		if unix.Setns(self, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		done <- result{fd, err}
+	}()
+	r := <-done
+	return r.fd, r.err
+}
 
 // openEgressStats opens /proc/net/dev as the init's network namespace
 // shows it.

@@ -68,6 +68,10 @@ func InitMain() int {
 		return fail(err)
 	}
 	m, pathFDs, err := ctl.recv()
+	tun := -1
+	if err == nil && m.Tun && len(pathFDs) > 0 {
+		tun, pathFDs = pathFDs[len(pathFDs)-1], pathFDs[:len(pathFDs)-1]
+	}
 	if err != nil || m.Spec == nil || len(pathFDs) != len(m.Paths) {
 		return fail(step("read spec", fmt.Errorf("no spec from the supervisor: %v", err)))
 	}
@@ -90,7 +94,7 @@ func InitMain() int {
 	if err := writeFile(somaxconnPath, strconv.Itoa(Somaxconn)); err != nil {
 		return fail(step("listen backlog bound", err))
 	}
-	egress, err := openEgress()
+	egress, err := openEgress(tun)
 	if err != nil {
 		return fail(err)
 	}

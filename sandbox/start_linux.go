@@ -223,8 +223,16 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 		if opts.StateMount != nil {
 			fds = append(fds, int(opts.StateMount.Fd())) // sent, not closed here: the caller's
 		}
+		var tun int
+		if tun, err = openTunIn(cmd.Process.Pid); err == nil {
+			fds = append(fds, tun)
+		}
 	}
-	err = sb.ctl.send(message{Spec: &spec, Paths: paths}, fds...)
+	if err == nil {
+		if err = sb.ctl.send(message{Spec: &spec, Paths: paths, Tun: os.Geteuid() == 0}, fds...); err != nil {
+			err = fmt.Errorf("sandbox: send spec: %w", err)
+		}
+	}
 	for _, fd := range fds {
 		if opts.StateMount == nil || fd != int(opts.StateMount.Fd()) {
 			unix.Close(fd)
@@ -232,7 +240,7 @@ func Start(spec Spec, opts Options) (*Sandbox, error) {
 	}
 	if err != nil {
 		sb.Kill()
-		return nil, fmt.Errorf("sandbox: send spec: %w", err)
+		return nil, err
 	}
 	if err := sb.receiveListeners(); err != nil {
 		sb.Kill()

@@ -83,7 +83,7 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "egressd audit verify:", termsafe.String(err.Error()))
 		return exitUsage
 	}
-	printVerdict(stdout, v)
+	printVerdict(stdout, v, *keyFiles)
 	if v.Intact {
 		return exitOK
 	}
@@ -212,7 +212,11 @@ const maxChainsListed = 20
 
 // printVerdict writes the verdict, one line per chain, and what it proves.
 // Chain ids and file names are escaped: a log's bytes are the writer's.
-func printVerdict(w io.Writer, v audit.Verdict) {
+// Each keyed chain names the --key file that verified it: the key id its
+// first line names is the writer's word, and says nothing of which key
+// checked it (round 51: a chain an older key verified was shown under
+// the newer key's id).
+func printVerdict(w io.Writer, v audit.Verdict, keyFiles []string) {
 	kind := "unkeyed (SHA-256)"
 	switch {
 	case v.Keyed:
@@ -246,6 +250,9 @@ func printVerdict(w io.Writer, v audit.Verdict) {
 		key := "unkeyed"
 		if c.Keyed {
 			key = "key id " + c.KeyID
+			if k := c.KeyIndex; k > 0 && k <= len(keyFiles) {
+				key += fmt.Sprintf(" (its first line's word), verified with --key #%d %s", k, keyFiles[k-1])
+			}
 		}
 		fmt.Fprintf(w, "  chain %s: seq %d–%d, %d lines, %s, %s\n", termsafe.String(c.ID), c.First, c.Last, c.Lines, termsafe.String(key), end)
 	}

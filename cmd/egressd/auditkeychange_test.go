@@ -29,8 +29,14 @@ func TestRunsWrittenAcrossAChangeOfKeyVerifyWithBothKeys(t *testing.T) {
 	if code != exitFail || !strings.Contains(out, "was keyed with another key; give every key the files were written with") {
 		t.Fatalf("the new key alone: exit %d\n%s%s", code, out, errs)
 	}
-	if out, errs, code := runBinary(t, "audit", "verify", "--key", oldKey, "--key", newKey, "--run-files", runFiles); code != exitOK || !strings.Contains(out, "intact: ") || !strings.Contains(out, "3 chain(s)") {
+	out, errs, code = runBinary(t, "audit", "verify", "--key", oldKey, "--key", newKey, "--run-files", runFiles)
+	if code != exitOK || !strings.Contains(out, "intact: ") || !strings.Contains(out, "3 chain(s)") {
 		t.Fatalf("both keys: exit %d\n%s%s", code, out, errs)
+	}
+	// Round 51: each chain names the key that verified it, not only the
+	// key id its first line claims (the writer's word).
+	if strings.Count(out, "verified with --key #1 "+oldKey) != 2 || strings.Count(out, "verified with --key #2 "+newKey) != 1 {
+		t.Fatalf("the chains do not name the key that verified each:\n%s", out)
 	}
 	// An edit under either key is still found.
 	data, _ := os.ReadFile(files[1])
