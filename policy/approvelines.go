@@ -33,6 +33,7 @@ func (a Approval) Lines(stateDir string) []string {
 	}
 	if len(a.Shares) > 0 {
 		lines = append(lines, fmt.Sprintf("%s is bound to %s too: approving this shares %s with it, one list in force and one version floor", a.ID, strings.Join(a.Shares, ", "), a.ID))
+		lines = append(lines, fmt.Sprintf("one serve serves an id from one entry: a serve whose config holds this place and %s serves %s there alone; this place keeps its last good policy until that serve restarts, and is refused from then on (nothing allowed) until one of them leaves the config", strings.Join(a.Shares, ", "), a.ID))
 	}
 	if a.Floor != "" {
 		for _, place := range a.Shares {

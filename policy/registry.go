@@ -154,12 +154,14 @@ func (r *Registry) LoadContext(ctx context.Context, cfg Config) []Outcome {
 	if beforeErr != nil {
 		before = *newState()
 	}
-	for i, in := range cfg.Integrations {
+	outs = make([]Outcome, len(cfg.Integrations))
+	for _, i := range loadOrder(cfg, reads, &before) {
+		in := cfg.Integrations[i]
 		if w := serves[in.Manifest]; w != i {
 			// A duplicate entry for a served manifest is refused whole:
 			// its listener and its exemptions change nothing.
-			outs = append(outs, Outcome{Key: in.Manifest, Generation: next.Generation, Result: Failed,
-				Err: fmt.Errorf("this manifest is already served on %s; one manifest is served by one config entry", cfg.Integrations[w].Listen)})
+			outs[i] = Outcome{Key: in.Manifest, Generation: next.Generation, Result: Failed,
+				Err: fmt.Errorf("this manifest is already served on %s; one manifest is served by one config entry", cfg.Integrations[w].Listen)}
 			continue
 		}
 		out := r.loadOne(cfg, in, reads[in.Manifest], prev.Policies[in.Manifest], ids, &before, next.Generation)
@@ -177,7 +179,7 @@ func (r *Registry) LoadContext(ctx context.Context, cfg Config) []Outcome {
 						fmt.Errorf("id %s is in force for %s and already served from %s; %w", id, in.Manifest, other, ErrIDServedTwice))
 					if out.Result == Failed {
 						next.notLoaded[in.Manifest] = notLoadedFor(in.Manifest, out.Err)
-						outs = append(outs, out.Outcome)
+						outs[i] = out.Outcome
 						continue
 					}
 					p = out.policy
@@ -188,7 +190,7 @@ func (r *Registry) LoadContext(ctx context.Context, cfg Config) []Outcome {
 			next.Policies[in.Manifest] = p
 			next.listen[in.Manifest] = in.Listen
 		}
-		outs = append(outs, out.Outcome)
+		outs[i] = out.Outcome
 	}
 	for key, p := range prev.Policies {
 		if _, ok := next.Policies[key]; !ok && !configured(cfg, key) {
@@ -197,6 +199,25 @@ func (r *Registry) LoadContext(ctx context.Context, cfg Config) []Outcome {
 	}
 	r.current.Store(next)
 	return outs
+}
+
+// loadOrder is the order LoadContext loads cfg's entries in: first those
+// whose manifest declares the id version memory binds their folder to,
+// then the rest, each group in config order. An entry whose folder moves
+// to an id (an id change or claim, approved or waiting) thus finds the
+// folders bound to that id served before it, whichever comes first in the
+// config (round 51: once F's change to the id G serves was approved, a
+// config listing F first stopped every start, G's service with it).
+func loadOrder(cfg Config, reads map[string]manifestRead, before *State) []int {
+	var own, rest []int
+	for i, in := range cfg.Integrations {
+		if read := reads[in.Manifest]; read.m != nil && before.Folders[ManifestPlace(read.file)].ID == read.m.ID {
+			own = append(own, i)
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	return append(own, rest...)
 }
 
 // refuseDuplicate refuses a load whose id in force another entry already
@@ -357,7 +378,10 @@ func (r *Registry) loadOne(cfg Config, in Integration, read manifestRead, last *
 		var err error
 		adm, err = admitAt(s, Places(file, in.Listen), m, in, r.memory.commandDir())
 		if err == nil && dupOf != "" && adm.pending == "" {
-			err = fmt.Errorf("id %s is already served from %s; %w", m.ID, dupOf, ErrIDServedTwice)
+			// The operator approved this folder's move to the id, but one
+			// serve serves an id from one entry: this entry is refused,
+			// alone (round 51: the whole serve refused to start).
+			err = fmt.Errorf("the operator approved this folder's move to the id %s, but %s serves %s in this config, and one serve serves an id from one entry: nothing is allowed for this entry; serve the two folders from separate serve processes, or take one of them out of this config", m.ID, dupOf, m.ID)
 		}
 		return err
 	})

@@ -226,18 +226,33 @@ func (m *Memory) lost(s State) string {
 		}
 	}
 	for _, place := range sortedKeys(last.Folders) {
-		// A binding moved to the id of the change that waited there when
-		// this process last read the state, approved and loaded by another
-		// process sharing it (egressd run), is the operator's (round 49:
-		// serve refused every reload after it). Any other move is not,
-		// whatever the file says of it (round 50: an older copy restored
-		// bound the folder again, "by approval", to an id and list the
-		// operator had since replaced).
-		if was, now := last.Folders[place], s.Folders[place]; was.ID != "" && now.ID != was.ID && !(now.ID != "" && now.ByApproval && was.Pending != nil && was.Pending.ID == now.ID) {
-			return fmt.Sprintf("no longer binds %s to %s", place, was.ID)
+		was, now := last.Folders[place], s.Folders[place]
+		if now.ID == was.ID || (now.ID == "" && was.ID == "") || movedByApproval(was, now, s) {
+			continue
 		}
+		if was.ID == "" {
+			return fmt.Sprintf("binds %s to %s, which only waited there", place, now.ID)
+		}
+		return fmt.Sprintf("no longer binds %s to %s", place, was.ID)
 	}
 	return ""
+}
+
+// movedByApproval reports whether now, a folder's binding in s, is the
+// change that waited there (was), approved and loaded by another process
+// sharing version memory (egressd run): bound by approval to the id that
+// waited, whose record in s is at the version and list that waited
+// (round 49: serve refused every reload after it). Any other move is
+// not, whatever the file says of it: round 50's older copy bound the
+// folder "by approval" to an id no change waited for, and round 51's to
+// the id that waited, but at an older version and list of it.
+func movedByApproval(was, now Folder, s State) bool {
+	p := was.Pending
+	if p == nil || !now.ByApproval || now.ID != p.ID {
+		return false
+	}
+	r := s.IDs[now.ID]
+	return r.Version == p.Version && r.Digest == p.Digest
 }
 
 // remember notes s as what version memory holds now.

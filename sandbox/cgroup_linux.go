@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -256,14 +257,52 @@ var unsafeInName = regexp.MustCompile(`[^A-Za-z0-9._@-]`)
 var sandboxesStarted atomic.Uint64
 
 // cgroupName is the group's name: egressd's prefix, the sandbox key, the
-// sandbox's number in this process and the supervisor's pid, which says
-// when a group left behind is stale.
+// sandbox's number in this process, and the supervisor's PID namespace and
+// pid, which say when a group left behind is stale (staleGroup).
 func cgroupName(key string, pid int) string {
 	key = unsafeInName.ReplaceAllString(key, "_")
 	if len(key) > 96 {
 		key = key[:96]
 	}
-	return fmt.Sprintf("%s%s-%d-%d", cgroupPrefix, key, sandboxesStarted.Add(1), pid)
+	return fmt.Sprintf("%s%s-%d-%s-%d", cgroupPrefix, key, sandboxesStarted.Add(1), ownPIDNamespace(), pid)
+}
+
+// ownPIDNamespace names this process's PID namespace ("ns" and its inode),
+// or "" if it cannot be read.
+var ownPIDNamespace = sync.OnceValue(func() string {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		return ""
+	}
+	return "ns" + strconv.FormatUint(st.Ino, 10)
+})
+
+// staleGroup reports whether name is the group of a supervisor that is no
+// longer running: one of this PID namespace whose pid is gone. A pid says
+// nothing across PID namespaces (an egressd run as PID 1 of its own took
+// every other supervisor's groups for stale, and removed one between its
+// mkdir and the init's move into it), and a name not in egressd's form
+// (a folder someone else made with egressd's prefix) is never egressd's
+// to remove.
+func staleGroup(name string) bool {
+	rest, pidText, ok := cutLast(name, '-')
+	if !ok || !strings.HasPrefix(name, cgroupPrefix) {
+		return false
+	}
+	_, ns, ok := cutLast(rest, '-')
+	if !ok || ns == "" || ns != ownPIDNamespace() {
+		return false
+	}
+	pid, err := strconv.Atoi(pidText)
+	return err == nil && pid > 0 && unix.Kill(pid, 0) == unix.ESRCH
+}
+
+// cutLast is strings.Cut at the last sep.
+func cutLast(s string, sep byte) (before, after string, found bool) {
+	if i := strings.LastIndexByte(s, sep); i >= 0 {
+		return s[:i], s[i+1:], true
+	}
+	return s, "", false
 }
 
 // removeStaleCgroups removes the groups in parent that an egressd which is
@@ -275,16 +314,9 @@ func removeStaleCgroups(parent string) {
 		return
 	}
 	for _, e := range entries {
-		name := e.Name()
-		i := strings.LastIndexByte(name, '-')
-		if !e.IsDir() || !strings.HasPrefix(name, cgroupPrefix) || i < 0 {
-			continue
+		if e.IsDir() && staleGroup(e.Name()) {
+			unix.Rmdir(filepath.Join(parent, e.Name()))
 		}
-		pid, err := strconv.Atoi(name[i+1:])
-		if err != nil || pid <= 0 || unix.Kill(pid, 0) != unix.ESRCH {
-			continue
-		}
-		unix.Rmdir(filepath.Join(parent, name))
 	}
 }
 

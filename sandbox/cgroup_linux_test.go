@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"math"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -57,7 +59,8 @@ func TestCgroupNameHoldsNoPathAndEndsInThePid(t *testing.T) {
 	if !strings.HasPrefix(got, "egressd-.._.._evil_id@0123-") || !strings.HasSuffix(got, "-42") || got == cgroupName("../../evil\nid@0123", 42) {
 		t.Fatalf("got %q", got)
 	}
-	if long := cgroupName(strings.Repeat("a", 500), 7); len(long) > 120 || !strings.HasSuffix(long, "-7") {
+	// A name is at most 255 bytes (NAME_MAX): the key is cut to 96.
+	if long := cgroupName(strings.Repeat("a", 500), 7); len(long) > 160 || !strings.HasSuffix(long, "-7") {
 		t.Fatalf("got %q", long)
 	}
 }
@@ -76,5 +79,26 @@ func TestLimitsRefuseCPUsThatAreNoBound(t *testing.T) {
 	l.CPUs = 0.5
 	if err := l.check(); err != nil || l.cpuQuotaUS() != 50000 {
 		t.Fatalf("0.5 CPUs: %v, quota %d", err, l.cpuQuotaUS())
+	}
+}
+
+// TestOnlyAGroupOfThisPIDNamespacesGoneSupervisorIsStale: an egressd run
+// as PID 1 of its own PID namespace saw every other supervisor's pid as
+// gone and removed their groups (one between its mkdir and the init's
+// move into it: "cgroup.procs: no such file or directory"), and any
+// egressd removed a test's own folder named egressd-test-parent-NNN.
+func TestOnlyAGroupOfThisPIDNamespacesGoneSupervisorIsStale(t *testing.T) {
+	gone := 1 << 30 // above pid_max: no such process
+	for name, want := range map[string]bool{
+		cgroupName("com.x@abc", gone):                                       true,
+		cgroupName("com.x@abc", os.Getpid()):                                false,
+		"egressd-com.x@abc-1-ns1-" + strconv.Itoa(gone):                     false, // another PID namespace
+		"egressd-com.x@abc-1-" + strconv.Itoa(gone):                         false, // no namespace: not egressd's form
+		"egressd-test-parent-404018959":                                     false,
+		"other-com.x@abc-1-" + ownPIDNamespace() + "-" + strconv.Itoa(gone): false,
+	} {
+		if got := staleGroup(name); got != want {
+			t.Errorf("staleGroup(%q) = %v, want %v", name, got, want)
+		}
 	}
 }

@@ -81,3 +81,50 @@ func TestServeStartsWhenAFolderAddedBeforeARenamedOneTakesTheIDItMovesTo(t *test
 		t.Fatalf("a may reach q's list while its change waits: %+v", d)
 	}
 }
+
+// TestServeStartsWhenAnApprovedIDChangeTakesTheIDAnotherEntryServes is
+// round 51's shared_rename.sh: f's change to com.b, the id folder g holds,
+// was approved (egressd approve shows that f then shares com.b with g).
+// One serve serves an id from one entry: a config holding both refused
+// to start, g's service with it, when f came first. g is served, in
+// either order, and f alone is refused with what to do.
+func TestServeStartsWhenAnApprovedIDChangeTakesTheIDAnotherEntryServes(t *testing.T) {
+	for _, fFirst := range []bool{true, false} {
+		state, f, g := t.TempDir(), t.TempDir(), t.TempDir()
+		loadAsServe(t, state, erpFolder(t, g, "com.b", "1.0.0", "g.example"))
+		loadAsServe(t, state, erpFolder(t, f, "com.a", "1.0.0", "f.example"))
+		loadAsServe(t, state, erpFolder(t, f, "com.b", "1.0.0", "g.example"))
+		cmd := regexp.MustCompile(`egressd approve --state \S+ --folder \S+ --digest \S+ com\.b 1\.0\.0`).FindString(stateList(t, state))
+		out, errs, code := runBinary(t, append(strings.Fields(cmd)[1:], "--yes")...)
+		if cmd == "" || code != exitOK {
+			t.Fatalf("approve %q: exit %d\n%s%s", cmd, code, out, errs)
+		}
+		if !strings.Contains(out, "one serve serves an id from one entry") {
+			t.Errorf("approve does not say that one serve cannot serve both folders:\n%s", out)
+		}
+		mem, err := policy.OpenMemory(state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := policy.DefaultConfig()
+		cfg.Integrations = []policy.Integration{{Manifest: g, Listen: "127.0.0.1:0"}, {Manifest: f, Listen: "127.0.0.1:0"}}
+		if fFirst {
+			cfg.Integrations[0], cfg.Integrations[1] = cfg.Integrations[1], cfg.Integrations[0]
+		}
+		r := policy.NewRegistry(mem, nil)
+		for _, o := range r.Load(cfg) {
+			if o.StopsStart(cfg) {
+				t.Fatalf("f first %v: serve cannot start: %+v", fFirst, o)
+			}
+			if o.Key == f && (o.Result != policy.Failed || !strings.Contains(o.Err.Error(), "one serve serves an id from one entry")) {
+				t.Errorf("f first %v: f's outcome %+v", fFirst, o)
+			}
+		}
+		if d := r.Policy(g).Decide("g.example", 443); d.Verdict != policy.Allow {
+			t.Fatalf("f first %v: g is not served: %+v", fFirst, d)
+		}
+		if p := r.Policy(f); p != nil {
+			t.Fatalf("f first %v: f is served: %+v", fFirst, p)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"os"
@@ -142,15 +144,18 @@ func TestServeKeepsTheLastGoodPolicyWhenVersionMemoryLosesAnID(t *testing.T) {
 	for _, c := range []struct {
 		name, want, manifest string
 		older                func(doc map[string]any)
+		// waiting, if set, is a manifest serve loads first, whose change
+		// waits for approval when the older copy is restored.
+		waiting string
 	}{
 		{"id lost", `no longer remembers com\.test\.weather`, string(weatherManifest("1.0.1", `"api.weather.example","evil.example"`)),
 			func(doc map[string]any) { // another id's record, none for com.test.weather
 				ids := doc["ids"].(map[string]any)
 				ids["com.test.other"], doc["folders"] = ids["com.test.weather"], map[string]any{}
 				delete(ids, "com.test.weather")
-			}},
+			}, ""},
 		{"binding lost", `no longer binds .* to com\.test\.weather`, `{"manifest_version":1,"id":"com.evil.x","version":"1.0.0","network":{"connect":["evil.example"]}}`,
-			func(doc map[string]any) { doc["folders"] = map[string]any{} }},
+			func(doc map[string]any) { doc["folders"] = map[string]any{} }, ""},
 		// Round 50: a copy that binds the folder "by approval" to an id no
 		// change waited for when serve last read the state.
 		{"binding moved by approval", `no longer binds .* to com\.test\.weather`, `{"manifest_version":1,"id":"com.evil.x","version":"1.0.0","network":{"connect":["evil.example"]}}`,
@@ -161,17 +166,35 @@ func TestServeKeepsTheLastGoodPolicyWhenVersionMemoryLosesAnID(t *testing.T) {
 				for place := range doc["folders"].(map[string]any) {
 					doc["folders"].(map[string]any)[place] = map[string]any{"id": "com.evil.x", "by_approval": true}
 				}
-			}},
+			}, ""},
+		// Round 51: a copy that binds the folder "by approval" to the id
+		// whose change waited there, but at an older version and list than
+		// the one that waited (com.evil.x 1.0.0 with evil.example, where
+		// com.evil.x 2.0.0 waited).
+		{"binding moved by approval to an older list of the id that waited", `no longer binds .* to com\.test\.weather`, `{"manifest_version":1,"id":"com.evil.x","version":"1.0.0","network":{"connect":["evil.example"]}}`,
+			func(doc map[string]any) {
+				sum := sha256.Sum256([]byte("evil.example"))
+				digest := "sha256:" + hex.EncodeToString(sum[:])
+				doc["ids"].(map[string]any)["com.evil.x"] = map[string]any{"version": "1.0.0", "digest": digest, "approved": map[string]any{"version": "1.0.0", "digest": digest, "entries": []string{"evil.example"}}}
+				for place := range doc["folders"].(map[string]any) {
+					doc["folders"].(map[string]any)[place] = map[string]any{"id": "com.evil.x", "by_approval": true}
+				}
+			}, `{"manifest_version":1,"id":"com.evil.x","version":"2.0.0","network":{"connect":["api.weather.example"]}}`},
 		{"version lowered", `remembers com\.test\.weather at version 0\.9\.0`, string(weatherManifest("1.0.1", `"api.weather.example","evil.example"`)),
 			func(doc map[string]any) {
 				r := doc["ids"].(map[string]any)["com.test.weather"].(map[string]any)
 				r["version"] = "0.9.0"
 				r["approved"].(map[string]any)["version"] = "0.9.0"
-			}},
+			}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir, state := t.TempDir(), t.TempDir()
 			sv, _, manifest, auditFile := weatherServe(t, dir, state)
+			if c.waiting != "" {
+				os.WriteFile(manifest, []byte(c.waiting), 0o644)
+				sv.sig <- syscall.SIGHUP
+				waitFor(t, &lockedFile{path: auditFile}, `"action":"pending"`)
+			}
 			stateFile := filepath.Join(state, "versions.json")
 			data, err := os.ReadFile(stateFile)
 			if err != nil {

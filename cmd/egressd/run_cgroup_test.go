@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -276,7 +277,13 @@ func TestRunRemovesTheStaleGroupsOfADeadEgressd(t *testing.T) {
 		t.Fatal(err)
 	}
 	own, _ := ownCgroupDir("pids")
-	stale := filepath.Join(own, "egressd-com.test.stale-"+strconv.Itoa(gone.Process.Pid))
+	var ns syscall.Stat_t
+	if err := syscall.Stat("/proc/self/ns/pid", &ns); err != nil {
+		t.Fatal(err)
+	}
+	// egressd-KEY-N-nsINODE-PID: a group of this PID namespace (egressd
+	// judges no other) whose supervisor is gone.
+	stale := filepath.Join(own, fmt.Sprintf("egressd-com.test.stale-1-ns%d-%d", ns.Ino, gone.Process.Pid))
 	if err := os.Mkdir(stale, 0o700); err != nil {
 		t.Fatal(err)
 	}
