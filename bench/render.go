@@ -53,6 +53,7 @@ func render(peers []peer, res map[string]samples, cfg config, took time.Duration
 		file, null := a["file"], a["discarded"]
 		fmt.Fprintf(&b, "\negressd audit log cost, proxy CPU per connection at c=32 over %d connections: file %s µs, discarded (/dev/null) %s µs: the file adds %s.\n", cfg.conns, cell(file), cell(null), percent(median(file)/median(null)-1))
 	}
+	b.WriteString(renderTargets(res, cfg.rounds))
 	b.WriteString("\nPeers:\n\n")
 	for _, p := range peers {
 		fmt.Fprintf(&b, "- **%s**: %s\n", p.name, p.note)
