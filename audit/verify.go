@@ -264,6 +264,9 @@ type verifier struct {
 	unlinked int
 	// crashes are the findings of crashed, in order.
 	crashes []string
+	// linkedBy holds the chains the next chain's genesis names the end of
+	// (prev_run is the hash of their last line).
+	linkedBy map[string]bool
 	// linkLost are runs that started with the link file rewritten
 	// (prev_run=unreadable) and no checkpoints to rule out a removal.
 	linkLost []string
@@ -509,6 +512,12 @@ func (v *verifier) followsRun(file string, f lineFields, id string) bool {
 		v.fail(file, f.Seq, fmt.Sprintf("chain %s was appended after an earlier run (ending in hash %s) that is not in the files given: a run was removed from the start of this file, or a whole file of runs (egressd run's ID.PID.log) was deleted, or pass the earlier files in the order the runs started (where runs were removed with egressd audit prune, give its receipt in their place)", id, prevRun))
 	case prevRun != v.prev:
 		v.fail(file, f.Seq, fmt.Sprintf("chain %s was appended after a run ending in hash %s, but the run before it here ends in %s: a run in between was removed", id, prevRun, v.prev))
+	}
+	if v.out.Problem == "" && len(v.out.Chains) > 0 { // prev_run names the end of the chain before
+		if v.linkedBy == nil {
+			v.linkedBy = map[string]bool{}
+		}
+		v.linkedBy[v.out.Chains[len(v.out.Chains)-1].ID] = true
 	}
 	return v.out.Problem == ""
 }

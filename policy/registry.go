@@ -201,23 +201,40 @@ func (r *Registry) LoadContext(ctx context.Context, cfg Config) []Outcome {
 	return outs
 }
 
+// sharedIDRefused refuses, alone, an entry whose folder moved to id by an
+// id change or claim the operator approved, when another entry of the
+// config serves id: one serve serves an id from one entry, and the
+// operator's approval must not stop the other's service (round 51).
+func sharedIDRefused(id, servedFrom string) error {
+	return fmt.Errorf("the operator approved this folder's move to the id %s, but %s serves %s in this config, and one serve serves an id from one entry: nothing is allowed for this entry; serve the two folders from separate serve processes, or take one of them out of this config", id, servedFrom, id)
+}
+
 // loadOrder is the order LoadContext loads cfg's entries in: first those
-// whose manifest declares the id version memory binds their folder to,
-// then the rest, each group in config order. An entry whose folder moves
-// to an id (an id change or claim, approved or waiting) thus finds the
-// folders bound to that id served before it, whichever comes first in the
-// config (round 51: once F's change to the id G serves was approved, a
-// config listing F first stopped every start, G's service with it).
+// whose folder version memory binds to the id their manifest declares on
+// its own right (by loading it first), then those it binds to it by an
+// approved id change or claim, then the rest, each group in config order.
+// An entry whose folder moved to an id, or moves to it, thus finds the
+// id's own folder served before it, whichever comes first in the config
+// (round 51: once F's change to the id G serves was approved, a config
+// listing F first stopped every start, G's service with it).
 func loadOrder(cfg Config, reads map[string]manifestRead, before *State) []int {
-	var own, rest []int
+	var own, approved, rest []int
 	for i, in := range cfg.Integrations {
-		if read := reads[in.Manifest]; read.m != nil && before.Folders[ManifestPlace(read.file)].ID == read.m.ID {
-			own = append(own, i)
-		} else {
+		read := reads[in.Manifest]
+		var f Folder
+		if read.m != nil {
+			f = before.Folders[ManifestPlace(read.file)]
+		}
+		switch {
+		case read.m == nil || f.ID != read.m.ID:
 			rest = append(rest, i)
+		case f.ByApproval:
+			approved = append(approved, i)
+		default:
+			own = append(own, i)
 		}
 	}
-	return append(own, rest...)
+	return append(append(own, approved...), rest...)
 }
 
 // refuseDuplicate refuses a load whose id in force another entry already
@@ -363,7 +380,11 @@ func (r *Registry) loadOne(cfg Config, in Integration, read manifestRead, last *
 	out.ID, out.Version = m.ID, m.Version
 	dupOf := ""
 	if other, dup := ids[m.ID]; dup && other != in.Manifest {
-		if last != nil || (len(before.boundElsewhere(m.ID, ManifestPlace(file))) == 0 && !movesToID(before, ManifestPlace(file), m.ID)) {
+		place := ManifestPlace(file)
+		switch f := before.Folders[place]; {
+		case last == nil && f.ID == m.ID && f.ByApproval:
+			return refuse(sharedIDRefused(m.ID, other))
+		case last != nil || (len(before.boundElsewhere(m.ID, place)) == 0 && !movesToID(before, place, m.ID)):
 			return refuse(fmt.Errorf("id %s is already served from %s; %w", m.ID, other, ErrIDServedTwice))
 		}
 		dupOf = other // at start: a claim of another entry's id, which waits (startClaim)
@@ -381,7 +402,7 @@ func (r *Registry) loadOne(cfg Config, in Integration, read manifestRead, last *
 			// The operator approved this folder's move to the id, but one
 			// serve serves an id from one entry: this entry is refused,
 			// alone (round 51: the whole serve refused to start).
-			err = fmt.Errorf("the operator approved this folder's move to the id %s, but %s serves %s in this config, and one serve serves an id from one entry: nothing is allowed for this entry; serve the two folders from separate serve processes, or take one of them out of this config", m.ID, dupOf, m.ID)
+			err = sharedIDRefused(m.ID, dupOf)
 		}
 		return err
 	})

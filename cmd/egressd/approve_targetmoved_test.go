@@ -86,10 +86,12 @@ func TestServeStartsWhenAFolderAddedBeforeARenamedOneTakesTheIDItMovesTo(t *test
 // round 51's shared_rename.sh: f's change to com.b, the id folder g holds,
 // was approved (egressd approve shows that f then shares com.b with g).
 // One serve serves an id from one entry: a config holding both refused
-// to start, g's service with it, when f came first. g is served, in
-// either order, and f alone is refused with what to do.
+// to start, g's service with it, when f came first, and in either order
+// once another process (egressd run) had loaded f's approved change. g is
+// served, in every case, and f alone is refused with what to do.
 func TestServeStartsWhenAnApprovedIDChangeTakesTheIDAnotherEntryServes(t *testing.T) {
-	for _, fFirst := range []bool{true, false} {
+	for _, c := range []struct{ fFirst, loadedElsewhere bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
+		fFirst := c.fFirst
 		state, f, g := t.TempDir(), t.TempDir(), t.TempDir()
 		loadAsServe(t, state, erpFolder(t, g, "com.b", "1.0.0", "g.example"))
 		loadAsServe(t, state, erpFolder(t, f, "com.a", "1.0.0", "f.example"))
@@ -101,6 +103,11 @@ func TestServeStartsWhenAnApprovedIDChangeTakesTheIDAnotherEntryServes(t *testin
 		}
 		if !strings.Contains(out, "one serve serves an id from one entry") {
 			t.Errorf("approve does not say that one serve cannot serve both folders:\n%s", out)
+		}
+		if c.loadedElsewhere {
+			if o := loadAsServe(t, state, f); o.Result != policy.Loaded {
+				t.Fatalf("the other process's load of f: %+v", o)
+			}
 		}
 		mem, err := policy.OpenMemory(state)
 		if err != nil {
@@ -114,17 +121,17 @@ func TestServeStartsWhenAnApprovedIDChangeTakesTheIDAnotherEntryServes(t *testin
 		r := policy.NewRegistry(mem, nil)
 		for _, o := range r.Load(cfg) {
 			if o.StopsStart(cfg) {
-				t.Fatalf("f first %v: serve cannot start: %+v", fFirst, o)
+				t.Fatalf("%+v: serve cannot start: %+v", c, o)
 			}
 			if o.Key == f && (o.Result != policy.Failed || !strings.Contains(o.Err.Error(), "one serve serves an id from one entry")) {
-				t.Errorf("f first %v: f's outcome %+v", fFirst, o)
+				t.Errorf("%+v: f's outcome %+v", c, o)
 			}
 		}
 		if d := r.Policy(g).Decide("g.example", 443); d.Verdict != policy.Allow {
-			t.Fatalf("f first %v: g is not served: %+v", fFirst, d)
+			t.Fatalf("%+v: g is not served: %+v", c, d)
 		}
 		if p := r.Policy(f); p != nil {
-			t.Fatalf("f first %v: f is served: %+v", fFirst, p)
+			t.Fatalf("%+v: f is served: %+v", c, p)
 		}
 	}
 }
