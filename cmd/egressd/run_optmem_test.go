@@ -45,3 +45,17 @@ func TestRunSocketOptionMemoryCannotExceedTheSandboxsBound(t *testing.T) {
 		t.Errorf("%d sockets took %d TCP_MD5SIG keys and grew the host's Slab by %d KiB, past the bound of %d KiB:\n%s", made, keys, grewKiB, bound, out)
 	}
 }
+
+// TestRunSocketsCannotLeaveByAnInterfaceTheyName is round 52's lobind.sh:
+// SO_BINDTODEVICE "lo" (or IP_UNICAST_IF, IP_MULTICAST_IF and their IPv6
+// forms) sent datagrams and SYNs to any address out of lo, past the
+// default route through egress0, and no audit line named them. Each
+// option that names an outgoing interface is refused.
+func TestRunSocketsCannotLeaveByAnInterfaceTheyName(t *testing.T) {
+	e := newSandboxEnv(t)
+	out, errs, code := runCmd(t, e.configuredProbe("", "ifbind"))
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s%s", code, out, errs)
+	}
+	wantLines(t, out, "SO_BINDTODEVICE: EPERM, SO_BINDTOIFINDEX: EPERM, IP_UNICAST_IF: EPERM, IP_MULTICAST_IF: EPERM, IPV6_UNICAST_IF: EPERM, IPV6_MULTICAST_IF: EPERM")
+}

@@ -115,7 +115,7 @@ var allProbes = []string{"tcp-ip-literal-443", "tcp-ip-literal-other-port", "ipv
 	"no-new-privs", "nested-user-namespace", "mount", "ptrace", "io_uring", "bpf", "perf_event_open", "keyctl",
 	"userfaultfd", "inotify", "fanotify", "dnotify", "tiocsti", "tiocsti-high-bit", "tiocsctty", "tiocsserial", "socket-vsock-high-bit", "socket-netlink-uevent-high-bit",
 	"socket-packet", "foreign-abi", "x32-abi", "pidfd-getfd-parent", "process-vm-readv-parent", "signal-supervisor", "terminal",
-	"legacy-aio", "mmap-growsdown", "shm-lock", "setsid", "core-limit", "mmap-hugetlb", "page-cache-nowait", "socketpair-family", "signal-init-sigquit", "attempts-audited"}
+	"legacy-aio", "mmap-growsdown", "shm-lock", "setsid", "core-limit", "mmap-hugetlb", "page-cache-nowait", "socketpair-family", "bind-to-interface", "signal-init-sigquit", "attempts-audited"}
 
 func TestSelftestSandboxStopsEveryProbeItOwns(t *testing.T) {
 	hookedBinary(t) // built before the clock starts
@@ -202,7 +202,7 @@ func TestSelftestEachLayerSwitchedOffTurnsItsProbesOpen(t *testing.T) {
 		// lent terminal still reaches the program relayed, as a pipe, so
 		// "terminal" stays closed: two layers.
 		{"seccomp", []string{"ptrace", "io_uring", "bpf", "perf_event_open", "keyctl", "userfaultfd", "inotify", "fanotify", "dnotify", "tiocsti", "tiocsctty", "tiocsserial", "process-vm-readv-parent",
-			"tiocsti-high-bit", "socket-netlink-uevent-high-bit", "legacy-aio", "mmap-growsdown", "setsid", "mmap-hugetlb", "page-cache-nowait", "socketpair-family"}},
+			"tiocsti-high-bit", "socket-netlink-uevent-high-bit", "legacy-aio", "mmap-growsdown", "setsid", "mmap-hugetlb", "page-cache-nowait", "socketpair-family", "bind-to-interface"}},
 		// RLIMIT_MEMLOCK 0 backs the filter's SHM_LOCK rule up.
 		// max_user_namespaces=0 inside backs the filter up.
 		{"seccomp,userns-limit", []string{"nested-user-namespace"}},

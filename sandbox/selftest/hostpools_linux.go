@@ -23,6 +23,7 @@ func hostPoolProbes() []probe {
 		{"mmap-hugetlb", LayerSeccomp, probeHugeTLB},
 		{"page-cache-nowait", LayerSeccomp, probeNowaitRead},
 		{"socketpair-family", LayerSeccomp, probeSocketpairFamily},
+		{"bind-to-interface", LayerSeccomp, probeBindToInterface},
 	}
 }
 
@@ -139,6 +140,21 @@ func probeSocketpairFamily(context.Context, *Config) (string, string) {
 		return closed("socketpair(AF_TIPC): %s", e)
 	}
 	return opened("socketpair(AF_TIPC) reached the kernel: %s", e)
+}
+
+// probeBindToInterface names lo as a socket's outgoing interface: its
+// packets to any address then leave by lo, past the default route through
+// egress0 that audits every attempt.
+func probeBindToInterface(context.Context, *Config) (string, string) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return closed("socket: %v", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.SetsockoptString(fd, unix.SOL_SOCKET, unix.SO_BINDTODEVICE, "lo"); err != nil {
+		return closed("setsockopt(SO_BINDTODEVICE, lo): %v", err)
+	}
+	return opened("setsockopt(SO_BINDTODEVICE, lo) succeeded: packets to any address leave by lo, unaudited")
 }
 
 func errnoOrOK(e unix.Errno) string {

@@ -67,6 +67,8 @@ func main() {
 				fmt.Println(strings.Join(strings.Fields(l), " "))
 			}
 		}
+	case "ifbind":
+		ifBind()
 	case "udplite":
 		// UDP-Lite: UDP's header under its own protocol number, 136.
 		ap := netip.MustParseAddrPort(os.Args[2])
@@ -349,4 +351,39 @@ func ioctls() {
 		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(null), c.req, uintptr(unsafe.Pointer(&arg[0])))
 		fmt.Printf("ioctl(%s): %s\n", c.name, errnoOrOK(e))
 	}
+}
+
+// ifBind tries every socket option that sends a socket's packets out of a
+// named interface, lo, past the default route through egress0: each
+// prints its errno (round 52: packets to any address went out lo,
+// unaudited).
+func ifBind() {
+	errName := func(err error) string {
+		if err == nil {
+			return "ok"
+		}
+		return unix.ErrnoName(err.(unix.Errno))
+	}
+	var out []string
+	for _, o := range []struct {
+		name          string
+		family, level int
+		opt           int
+		set           func(fd, level, opt int) error
+	}{
+		{"SO_BINDTODEVICE", unix.AF_INET, unix.SOL_SOCKET, unix.SO_BINDTODEVICE, func(fd, l, o int) error { return unix.SetsockoptString(fd, l, o, "lo") }},
+		{"SO_BINDTOIFINDEX", unix.AF_INET, unix.SOL_SOCKET, unix.SO_BINDTOIFINDEX, func(fd, l, o int) error { return unix.SetsockoptInt(fd, l, o, 1) }},
+		{"IP_UNICAST_IF", unix.AF_INET, unix.IPPROTO_IP, unix.IP_UNICAST_IF, func(fd, l, o int) error { return unix.SetsockoptInt(fd, l, o, 1<<24) }},
+		{"IP_MULTICAST_IF", unix.AF_INET, unix.IPPROTO_IP, unix.IP_MULTICAST_IF, func(fd, l, o int) error { return unix.SetsockoptInet4Addr(fd, l, o, [4]byte{127, 0, 0, 1}) }},
+		{"IPV6_UNICAST_IF", unix.AF_INET6, unix.IPPROTO_IPV6, unix.IPV6_UNICAST_IF, func(fd, l, o int) error { return unix.SetsockoptInt(fd, l, o, 1) }},
+		{"IPV6_MULTICAST_IF", unix.AF_INET6, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_IF, func(fd, l, o int) error { return unix.SetsockoptInt(fd, l, o, 1) }},
+	} {
+		fd, err := unix.Socket(o.family, unix.SOCK_DGRAM, 0)
+		if err == nil {
+			err = o.set(fd, o.level, o.opt)
+			unix.Close(fd)
+		}
+		out = append(out, o.name+": "+errName(err))
+	}
+	fmt.Println(strings.Join(out, ", "))
 }
