@@ -198,6 +198,9 @@ func (m *Memory) read(wroteHere bool) (State, error) {
 	if len(s.IDs) == 0 && m.remembered.Load() {
 		return State{}, fmt.Errorf("policy: state file %s remembers no integration, but it held some when this process read it: it was replaced or emptied; the last good policy stays in force: restore it (after a deliberate \"egressd state forget\" of the last id, restart this process)", m.Path())
 	}
+	if last := m.last.Load(); last != nil && s.Writes < last.Writes {
+		return State{}, fmt.Errorf("policy: state file %s holds write %d of version memory, older than write %d, which this process read or wrote: an older copy was restored; the last good policy stays in force: restore the newest copy", m.Path(), s.Writes, last.Writes)
+	}
 	if lost := m.lost(s); lost != "" {
 		return State{}, fmt.Errorf("policy: state file %s %s, as it did when this process read it: another process forgot it (egressd state forget), or an older copy was restored; the last good policy stays in force: after a forget, restart this process to take it; else restore the file", m.Path(), lost)
 	}
@@ -327,11 +330,11 @@ func (m *Memory) update(fn func(s *State) error) error {
 	if err := fn(&s); err != nil {
 		return err
 	}
-	after := s.encode()
-	if string(before) == string(after) {
+	if string(before) == string(s.encode()) {
 		return nil // nothing changed: skip the write and its fsync
 	}
-	if err := m.write(after); err != nil {
+	s.Writes++
+	if err := m.write(s.encode()); err != nil {
 		return err
 	}
 	m.remember(s)

@@ -19,6 +19,11 @@ import (
 type State struct {
 	IDs     map[string]Record
 	Folders map[string]Folder
+	// Writes counts egressd's writes of the state file, in any process:
+	// a running process refuses a read that holds fewer than it last read
+	// or wrote, an older copy restored under it (round 52: one taken
+	// before the operator undid an approval put it back in force).
+	Writes uint64
 }
 
 // Record is what version memory keeps for one integration id. Records are
@@ -106,6 +111,7 @@ const stateFormat = 2
 
 type stateDoc struct {
 	Format  int               `json:"egressd_state"`
+	Writes  uint64            `json:"writes,omitempty"`
 	IDs     map[string]Record `json:"ids"`
 	Folders map[string]Folder `json:"folders"`
 }
@@ -122,7 +128,7 @@ func (s *State) clone() State {
 
 // encode is the state file's bytes; equal states encode equally.
 func (s *State) encode() []byte {
-	data, err := json.MarshalIndent(stateDoc{Format: stateFormat, IDs: s.IDs, Folders: s.Folders}, "", "  ")
+	data, err := json.MarshalIndent(stateDoc{Format: stateFormat, Writes: s.Writes, IDs: s.IDs, Folders: s.Folders}, "", "  ")
 	if err != nil {
 		panic("policy: version memory cannot be encoded: " + err.Error())
 	}
@@ -157,7 +163,7 @@ func DecodeState(data []byte) (State, error) {
 		if doc.IDs == nil || doc.Folders == nil {
 			return State{}, errors.New(`"ids" and "folders" must be objects`)
 		}
-		s.IDs, s.Folders = doc.IDs, doc.Folders
+		s.IDs, s.Folders, s.Writes = doc.IDs, doc.Folders, doc.Writes
 	} else {
 		for id, raw := range top { // the first layout: records by id
 			var r Record

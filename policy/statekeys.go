@@ -11,7 +11,7 @@ import (
 // DecodeState checks spellings here first: a state file egressd did not
 // write is not read.
 var (
-	docKeys      = []string{"egressd_state", "ids", "folders"}
+	docKeys      = []string{"egressd_state", "writes", "ids", "folders"}
 	recordKeys   = []string{"version", "digest", "approved", "approvals", "pending"}
 	approvedKeys = []string{"version", "digest", "entries"}
 	folderKeys   = []string{"id", "pending", "by_approval"}

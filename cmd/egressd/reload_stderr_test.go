@@ -262,3 +262,56 @@ func weatherServe(t *testing.T, dir, state string) (sv *served, integ, manifest,
 	sv = startServe(t, "--manifest", integ, "--listen", "127.0.0.1:0", "--state", state, "--resolver", "127.0.0.1:9", "--audit-log", auditFile)
 	return sv, integ, manifest, auditFile
 }
+
+// TestServeRefusesAnOlderCopyOfVersionMemoryThatUndoesTheOperatorsLaterWord
+// is round 52's f1: a copy of versions.json taken while an approved id
+// change was in force (the folder bound, "by approval", to the id and list
+// that had waited) was restored after the operator had approved the change
+// back and the same change waited again. Every binding the running serve
+// compared matched a change that had waited, so the reload put the
+// waiting change in force with no approval. Every write counts up: a read
+// that holds fewer writes than this process saw is an older copy.
+func TestServeRefusesAnOlderCopyOfVersionMemoryThatUndoesTheOperatorsLaterWord(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	sv, integ, manifest, auditFile := weatherServe(t, dir, state)
+	stateFile := filepath.Join(state, "versions.json")
+	evil := `{"manifest_version":1,"id":"com.evil.x","version":"1.0.0","network":{"connect":["api.weather.example","evil.example"]}}`
+	approveAndLoad := func(want string) {
+		t.Helper()
+		if out, errs, code := runCLI(t, "approve", "--yes", "--state", state, "--manifest", integ); code != exitOK {
+			t.Fatalf("approve: exit %d\n%s%s", code, out, errs)
+		}
+		sv.sig <- syscall.SIGHUP
+		waitFor(t, &lockedFile{path: auditFile}, want)
+	}
+	os.WriteFile(manifest, []byte(evil), 0o644)
+	sv.sig <- syscall.SIGHUP
+	waitFor(t, &lockedFile{path: auditFile}, `"action":"pending"`)
+	approveAndLoad(`"integration":"com\.evil\.x".*"action":"loaded"`)
+	backup, err := os.ReadFile(stateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(manifest, weatherManifest("1.0.0", `"api.weather.example"`), 0o644)
+	sv.sig <- syscall.SIGHUP
+	waitFor(t, &lockedFile{path: auditFile}, `(?s)"action":"pending".*"action":"pending"`)
+	approveAndLoad(`(?s)"integration":"com\.evil\.x".*"action":"loaded".*"integration":"com\.test\.weather".*"action":"loaded"`)
+	os.WriteFile(manifest, []byte(evil), 0o644)
+	sv.sig <- syscall.SIGHUP
+	waitFor(t, &lockedFile{path: auditFile}, `(?s)("action":"pending".*){3}`)
+	if r := connectReason(t, sv.listen, "evil.example"); r != "pending_approval" {
+		t.Fatalf("evil.example while the change waits again: %s", r)
+	}
+	restored := stateFile + ".old"
+	os.WriteFile(restored, backup, 0o600)
+	if err := os.Rename(restored, stateFile); err != nil {
+		t.Fatal(err)
+	}
+	sv.sig <- syscall.SIGHUP
+	waitFor(t, &lockedFile{path: auditFile}, `"action":"kept_last_good"`)
+	waitFor(t, &sv.stderr, `egressd: warning: reload: .*`+regexp.QuoteMeta(stateFile)+` holds write \d+ of version memory, older than write \d+`)
+	if r := connectReason(t, sv.listen, "evil.example"); r != "pending_approval" {
+		t.Errorf("evil.example after the older copy was restored: %s, want pending_approval (the last good policy)", r)
+	}
+	sv.stop(t)
+}
