@@ -61,6 +61,18 @@ func (v *verifier) everyChainCovered() {
 		given = given || len(v.checkpoints[c.ID]) > 0
 	}
 	if !given {
+		// Checkpoints given, none of them of a chain here: they vouch for
+		// nothing, and a log whose every run was replaced by runs that
+		// name another integration set them all aside as another's
+		// (round 53).
+		pruned := false // checkpoints of runs a receipt here removed are matched by it
+		for id := range v.checkpoints {
+			_, was := v.prunedChains[id]
+			pruned = pruned || was
+		}
+		if len(v.checkpoints) > 0 && len(chains) > 0 && !pruned {
+			v.fail(chains[0].File, chains[0].First, fmt.Sprintf("none of the checkpoints given is of a chain in these files (%d chain(s), the first %s): they cross-check nothing, so the runs here may have been replaced whole; give the checkpoints these runs wrote", len(chains), chains[0].ID))
+		}
 		return
 	}
 	covered := make([]bool, len(chains))
@@ -94,7 +106,6 @@ func (v *verifier) unmatchedCheckpoints() {
 	if n := len(v.opts.UnreadCheckpoints); n > 0 {
 		v.out.Notes = append(v.out.Notes, fmt.Sprintf("%d line(s) of the checkpoints file name a checkpoint but do not parse as one (line %s): they were not cross-checked; give the checkpoints as egressd wrote them (journalctl -o cat or the default short format)", n, lineList(v.opts.UnreadCheckpoints)))
 	}
-	v.everyChainCovered()
 	ids := make([]string, 0, len(v.checkpoints))
 	for id := range v.checkpoints {
 		ids = append(ids, id)
@@ -142,6 +153,7 @@ func (v *verifier) unmatchedCheckpoints() {
 		sort.Strings(names)
 		v.out.Notes = append(v.out.Notes, fmt.Sprintf("%d checkpoint(s) of other integrations (%s) ignored: they name runs of files not given", n, strings.Join(names, ", ")))
 	}
+	v.everyChainCovered()
 }
 
 // prunedButPresent fails on a chain the files hold that a receipt among

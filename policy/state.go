@@ -194,15 +194,16 @@ func (m *Memory) read(wroteHere bool) (State, error) {
 		// A corrupt state file must not reset version memory silently.
 		return State{}, fmt.Errorf("policy: state file %s is corrupt (%v); restore it, or remove it deliberately (every integration's next load is then a first load)", m.Path(), err)
 	}
+	s.read = fileSum(data)
 	m.seen.Store(true)
 	if len(s.IDs) == 0 && m.remembered.Load() {
 		return State{}, fmt.Errorf("policy: state file %s remembers no integration, but it held some when this process read it: it was replaced or emptied; the last good policy stays in force: restore it (after a deliberate \"egressd state forget\" of the last id, restart this process)", m.Path())
 	}
-	if last := m.last.Load(); last != nil && s.Writes < last.Writes {
-		return State{}, fmt.Errorf("policy: state file %s holds write %d of version memory, older than write %d, which this process read or wrote: an older copy was restored; the last good policy stays in force: restore the newest copy", m.Path(), s.Writes, last.Writes)
-	}
 	if lost := m.lost(s); lost != "" {
 		return State{}, fmt.Errorf("policy: state file %s %s, as it did when this process read it: another process forgot it (egressd state forget), or an older copy was restored; the last good policy stays in force: after a forget, restart this process to take it; else restore the file", m.Path(), lost)
+	}
+	if older := m.older(s); older != "" {
+		return State{}, fmt.Errorf("policy: state file %s %s: an older copy was restored (and perhaps written over since); the last good policy stays in force: restore the newest copy", m.Path(), older)
 	}
 	m.remember(s)
 	return s, nil
@@ -258,12 +259,35 @@ func movedByApproval(was, now Folder, s State) bool {
 	return r.Version == p.Version && r.Digest == p.Digest
 }
 
+// older says how s, read from the state file, fails to descend from the
+// file this process last read or wrote, or "": fewer writes, another file
+// at the same write, or a later write that does not name it among the
+// files it replaced (round 53: writes made over a restored older copy
+// counted it up to the number this process had seen).
+func (m *Memory) older(s State) string {
+	last := m.last.Load()
+	switch {
+	case last == nil || last.read == "":
+		return ""
+	case s.Writes < last.Writes:
+		return fmt.Sprintf("holds write %d of version memory, older than write %d, which this process read or wrote", s.Writes, last.Writes)
+	case s.Writes == last.Writes && s.read != last.read:
+		return fmt.Sprintf("holds a write %d of version memory other than the one this process read or wrote", s.Writes)
+	case !s.descendsFrom(last.Writes, last.read) && s.Writes-last.Writes > maxLineage:
+		return fmt.Sprintf("holds write %d of version memory, %d writes past the write %d this process read or wrote, more than it names (%d): restart this process to take it if no older copy was restored", s.Writes, s.Writes-last.Writes, last.Writes, maxLineage)
+	case !s.descendsFrom(last.Writes, last.read):
+		return fmt.Sprintf("holds write %d of version memory, which was not written over the write %d this process read or wrote", s.Writes, last.Writes)
+	}
+	return ""
+}
+
 // remember notes s as what version memory holds now.
 func (m *Memory) remember(s State) {
 	if len(s.IDs) > 0 {
 		m.remembered.Store(true)
 	}
 	c := s.clone()
+	c.read = s.read
 	m.last.Store(&c)
 }
 
@@ -326,6 +350,7 @@ func (m *Memory) update(fn func(s *State) error) error {
 		if err := m.write(before); err != nil {
 			return err
 		}
+		s.read = fileSum(before)
 	}
 	if err := fn(&s); err != nil {
 		return err
@@ -333,10 +358,12 @@ func (m *Memory) update(fn func(s *State) error) error {
 	if string(before) == string(s.encode()) {
 		return nil // nothing changed: skip the write and its fsync
 	}
-	s.Writes++
-	if err := m.write(s.encode()); err != nil {
+	s.written()
+	data := s.encode()
+	if err := m.write(data); err != nil {
 		return err
 	}
+	s.read = fileSum(data)
 	m.remember(s)
 	return nil
 }

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,11 +21,62 @@ import (
 type State struct {
 	IDs     map[string]Record
 	Folders map[string]Folder
-	// Writes counts egressd's writes of the state file, in any process:
-	// a running process refuses a read that holds fewer than it last read
-	// or wrote, an older copy restored under it (round 52: one taken
-	// before the operator undid an approval put it back in force).
-	Writes uint64
+	// Writes counts egressd's writes of the state file, in any process,
+	// and Lineage names the files the last of them replaced: a running
+	// process takes a read only if it descends from the file it last read
+	// or wrote (older). Round 52: an older copy restored under it, taken
+	// before the operator undid an approval, put the approval back in
+	// force; round 53: other processes' writes over such a copy counted
+	// it back up to the number the running process had seen.
+	Writes  uint64
+	Lineage []WriteMark
+	// read is the SHA-256 of the file this state was read from or written
+	// to ("" for none): what the next write names in Lineage.
+	read string
+}
+
+// WriteMark is one write of the state file: its number, and the SHA-256
+// of the file it replaced.
+type WriteMark struct {
+	Write  uint64 `json:"write"`
+	SHA256 string `json:"sha256"`
+}
+
+// maxLineage bounds Lineage: a process that has not read version memory
+// for more writes than this cannot tell what they replaced, and refuses
+// the read until it restarts.
+const maxLineage = 64
+
+// descendsFrom reports whether s is write w, whose file's SHA-256 is sum,
+// or was written over it.
+func (s State) descendsFrom(w uint64, sum string) bool {
+	if s.Writes == w {
+		return s.read == sum
+	}
+	for _, mark := range s.Lineage {
+		if mark.Write == w {
+			return mark.SHA256 == sum
+		}
+	}
+	return false
+}
+
+// written records that s replaces the file it was read from, as one more
+// write.
+func (s *State) written() {
+	if s.read != "" {
+		s.Lineage = append(s.Lineage, WriteMark{Write: s.Writes, SHA256: s.read})
+		if n := len(s.Lineage); n > maxLineage {
+			s.Lineage = append([]WriteMark(nil), s.Lineage[n-maxLineage:]...)
+		}
+	}
+	s.Writes++
+}
+
+// fileSum is the SHA-256 of a state file's bytes, as Lineage holds it.
+func fileSum(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // Record is what version memory keeps for one integration id. Records are
@@ -112,6 +165,7 @@ const stateFormat = 2
 type stateDoc struct {
 	Format  int               `json:"egressd_state"`
 	Writes  uint64            `json:"writes,omitempty"`
+	Lineage []WriteMark       `json:"lineage,omitempty"`
 	IDs     map[string]Record `json:"ids"`
 	Folders map[string]Folder `json:"folders"`
 }
@@ -128,7 +182,7 @@ func (s *State) clone() State {
 
 // encode is the state file's bytes; equal states encode equally.
 func (s *State) encode() []byte {
-	data, err := json.MarshalIndent(stateDoc{Format: stateFormat, Writes: s.Writes, IDs: s.IDs, Folders: s.Folders}, "", "  ")
+	data, err := json.MarshalIndent(stateDoc{Format: stateFormat, Writes: s.Writes, Lineage: s.Lineage, IDs: s.IDs, Folders: s.Folders}, "", "  ")
 	if err != nil {
 		panic("policy: version memory cannot be encoded: " + err.Error())
 	}
@@ -163,7 +217,7 @@ func DecodeState(data []byte) (State, error) {
 		if doc.IDs == nil || doc.Folders == nil {
 			return State{}, errors.New(`"ids" and "folders" must be objects`)
 		}
-		s.IDs, s.Folders, s.Writes = doc.IDs, doc.Folders, doc.Writes
+		s.IDs, s.Folders, s.Writes, s.Lineage = doc.IDs, doc.Folders, doc.Writes, doc.Lineage
 	} else {
 		for id, raw := range top { // the first layout: records by id
 			var r Record
@@ -196,11 +250,17 @@ func strictUnmarshal(data []byte, v any) error {
 var (
 	stateID     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(\.[a-z0-9-]+)+$`) })
 	stateDigest = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
+	stateSum    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
 )
 
 func validVersion(v string) bool { return semver.IsValid("v" + v) }
 
 func (s *State) validate() error {
+	for i, mark := range s.Lineage {
+		if mark.Write >= s.Writes || (i > 0 && mark.Write <= s.Lineage[i-1].Write) || !stateSum().MatchString(mark.SHA256) || len(s.Lineage) > maxLineage {
+			return fmt.Errorf("lineage: write %d is not one egressd wrote", mark.Write)
+		}
+	}
 	for _, id := range sortedKeys(s.IDs) {
 		if err := validRecord(id, s.IDs[id]); err != nil {
 			return fmt.Errorf("%s: %v", id, err)

@@ -11,7 +11,8 @@ import (
 // DecodeState checks spellings here first: a state file egressd did not
 // write is not read.
 var (
-	docKeys      = []string{"egressd_state", "writes", "ids", "folders"}
+	docKeys      = []string{"egressd_state", "writes", "lineage", "ids", "folders"}
+	markKeys     = []string{"write", "sha256"}
 	recordKeys   = []string{"version", "digest", "approved", "approvals", "pending"}
 	approvedKeys = []string{"version", "digest", "entries"}
 	folderKeys   = []string{"id", "pending", "by_approval"}
@@ -37,6 +38,13 @@ func checkStateKeys(data []byte, layout2 bool) error {
 		folders, err := exactObject(top["folders"], "folders", nil)
 		if err != nil {
 			return err
+		}
+		var marks []json.RawMessage
+		json.Unmarshal(top["lineage"], &marks)
+		for _, raw := range marks {
+			if _, err := exactObject(raw, "lineage", markKeys); err != nil {
+				return err
+			}
 		}
 		for _, dir := range sortedKeys(folders) {
 			f, err := exactObject(folders[dir], dir, folderKeys)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -85,7 +86,16 @@ func makeCgroup(l Limits, dirs []string, version string, bounds func(Limits) []c
 	cg := &cgroup{}
 	for _, dir := range dirs {
 		removeStaleCgroups(filepath.Dir(dir))
-		if err := os.Mkdir(dir, 0o700); err != nil {
+		err := os.Mkdir(dir, 0o700)
+		if errors.Is(err, fs.ErrExist) {
+			// This process numbers its groups, so one of its name is not
+			// its own: a killed supervisor's that had this pid (pids wrap,
+			// round 53), which the sweep took for this live process's.
+			// rmdir takes it only if it is empty.
+			unix.Rmdir(dir)
+			err = os.Mkdir(dir, 0o700)
+		}
+		if err != nil {
 			cg.remove()
 			return nil, fmt.Errorf("sandbox: cgroup %s: %w", version, err)
 		}

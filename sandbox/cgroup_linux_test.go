@@ -3,6 +3,7 @@ package sandbox
 import (
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -101,4 +102,45 @@ func TestOnlyAGroupOfThisPIDNamespacesGoneSupervisorIsStale(t *testing.T) {
 			t.Errorf("staleGroup(%q) = %v, want %v", name, got, want)
 		}
 	}
+}
+
+// TestAGroupLeftUnderThisProcesssNameIsTakenOver is round 53's f3: a
+// supervisor killed before it removed its group left it empty; a later
+// supervisor of the same integration that was given the same pid (pids
+// wrap) made exactly that name, its sweep judged the group live (the pid
+// was its own), and mkdir failed: the run refused to start. A group of
+// this process's name is never this process's own: it is taken over.
+func TestAGroupLeftUnderThisProcesssNameIsTakenOver(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root: only root's sandboxes have groups")
+		}
+		t.Skip("needs root")
+	}
+	cg, err := openCgroup("com.test.pidreuse", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cg.dirs) == 0 {
+		t.Skip(cg.Bounds) // no group to be had on this host
+	}
+	left := cg.dirs
+	cg.remove()
+	for _, dir := range left {
+		if err := os.Mkdir(dir, 0o700); err != nil { // what the killed one left
+			t.Fatal(err)
+		}
+	}
+	sandboxesStarted.Add(^uint64(0)) // the same number again, as a new process with this pid
+	again, err := openCgroup("com.test.pidreuse", DefaultLimits)
+	if err != nil {
+		for _, dir := range left {
+			os.Remove(dir)
+		}
+		t.Fatalf("a group left under this name stops the run: %v", err)
+	}
+	if !slices.Equal(again.dirs, left) {
+		t.Errorf("groups %v, want %v", again.dirs, left)
+	}
+	again.remove()
 }

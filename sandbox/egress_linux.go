@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -86,8 +87,55 @@ func openEgress(fd int) (*os.File, error) {
 	if err := routeEverything(ipv6); err != nil {
 		return nil, step("route through "+egressLink, err)
 	}
+	if err := steerLoopback(); err != nil {
+		return nil, step("steer lo's outgoing packets to "+egressLink+" (tc clsact, u32, mirred)", err)
+	}
 	ok = true
 	return f, nil
+}
+
+// steerLoopback sends every packet that leaves by lo for an address that
+// is not the sandbox's own (127.0.0.0/8, and egress0's IPv4 address, whose
+// traffic the kernel loops through lo) to egress0, where egressd audits
+// it. The routing table is not enough: a socket can leave by lo past it
+// (round 52: SO_BINDTODEVICE, IP_UNICAST_IF, IP_PKTINFO; round 53: a
+// failed connect to fe80::1%lo binds the socket to lo and keeps the
+// binding, a socket bound to 127.0.0.1 sends multicast and broadcast by
+// lo, and a routing header whose first hop is 100::8 leaves by lo).
+// Such a packet went nowhere, but no audit line named it, and a connect
+// hung instead of being refused. IPv6 is off on lo, so all of it goes.
+func steerLoopback() error {
+	lo, err := netlink.LinkByName("lo")
+	if err != nil {
+		return err
+	}
+	egress, err := netlink.LinkByName(egressLink)
+	if err != nil {
+		return err
+	}
+	at := lo.Attrs().Index
+	if err := netlink.QdiscAdd(&netlink.Clsact{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: at, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT}}); err != nil {
+		return fmt.Errorf("clsact on lo: %w", err)
+	}
+	ownIPv4 := egressAddr4.As4()
+	ipv4Dst := func(val, mask uint32) *netlink.TcU32Sel { // the IPv4 header's destination, 16 bytes in
+		return &netlink.TcU32Sel{Flags: netlink.TC_U32_TERMINAL, Keys: []netlink.TcU32Key{{Val: val, Mask: mask, Off: 16}}}
+	}
+	filters := []*netlink.U32{
+		// Matched with no action: the packet goes on by lo.
+		{FilterAttrs: netlink.FilterAttrs{Priority: 1, Protocol: unix.ETH_P_IP}, Sel: ipv4Dst(0x7f000000, 0xff000000)},
+		{FilterAttrs: netlink.FilterAttrs{Priority: 2, Protocol: unix.ETH_P_IP}, Sel: ipv4Dst(binary.BigEndian.Uint32(ownIPv4[:]), 0xffffffff)},
+		// Everything else, IPv4 and IPv6: to egress0.
+		{FilterAttrs: netlink.FilterAttrs{Priority: 3, Protocol: unix.ETH_P_IP}, Actions: []netlink.Action{netlink.NewMirredAction(egress.Attrs().Index)}},
+		{FilterAttrs: netlink.FilterAttrs{Priority: 4, Protocol: unix.ETH_P_IPV6}, Actions: []netlink.Action{netlink.NewMirredAction(egress.Attrs().Index)}},
+	}
+	for _, f := range filters {
+		f.LinkIndex, f.Parent = at, netlink.HANDLE_MIN_EGRESS
+		if err := netlink.FilterAdd(f); err != nil {
+			return fmt.Errorf("filter %d on lo: %w", f.Priority, err)
+		}
+	}
+	return nil
 }
 
 // routeEverything brings egress0 up with the sandbox's addresses and makes

@@ -17,7 +17,7 @@ import (
 // checkpoints were given: they hold the real runs' own, so the broken
 // link was only a note, and so was the forged run's lack of a
 // checkpoint. With checkpoints given, every chain must have its own or be
-// named by a covered run after it.
+// named by a covered run after it, and some chain must have its own.
 func TestARunAddedBeforeAnIntegrationsRunsFailsVerifyWithCheckpoints(t *testing.T) {
 	for _, keyed := range []bool{false, true} {
 		state, dir := t.TempDir(), erpFolder(t, t.TempDir(), "com.acme.erp", "1.0.0", "erp.acme.example")
@@ -69,5 +69,23 @@ func TestARunAddedBeforeAnIntegrationsRunsFailsVerifyWithCheckpoints(t *testing.
 			t.Fatalf("keyed %v: a run added before the real ones: exit %d\n%s%s", keyed, code, out, errs)
 		}
 		os.Remove(forged)
+
+		// Round 53's f2: every run replaced by runs that name another
+		// integration, so that each real checkpoint is set aside as
+		// another integration's, and none is cross-checked.
+		relabelled := filepath.Join(t.TempDir(), "com.acme.erp.2.log")
+		if f, err = audit.OpenFile(relabelled, 0); err != nil {
+			t.Fatal(err)
+		}
+		if log, err = audit.New(f, audit.Options{Key: key, Integration: "com.acme.erp-old"}); err != nil {
+			t.Fatal(err)
+		}
+		log.Write(audit.Event{Kind: audit.Connect, Integration: "com.acme.erp", Decision: "allow", Host: "exfil.attacker.example", Port: 443})
+		log.Close()
+		f.Close()
+		out, errs, code = runBinary(t, append(verifyArgs, relabelled)...)
+		if code != exitFail || !strings.Contains(out, "none of the checkpoints given is of a chain in these files") {
+			t.Fatalf("keyed %v: every run replaced by runs of another name: exit %d\n%s%s", keyed, code, out, errs)
+		}
 	}
 }

@@ -594,3 +594,30 @@ func TestRunFolderAsStdinIsRefused(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
+
+// TestRunPacketsThatLeaveByLoAreAuditedToo is round 53's f0, f1 and f2 (and
+// round 52's IP_PKTINFO residual): a socket can leave by the sandbox's lo
+// past the routing table with no socket option: a failed connect to
+// fe80::1%lo leaves an AF_INET6 socket bound to lo, a socket bound to
+// 127.0.0.1 sends multicast by lo, and a routing header whose first hop
+// is the sandbox's own 100::8 is delivered by lo. Those packets went
+// nowhere, with no audit line. lo's outgoing packets for any address not
+// the sandbox's own are sent to egress0 (tc), where they are audited.
+func TestRunPacketsThatLeaveByLoAreAuditedToo(t *testing.T) {
+	e := newSandboxEnv(t)
+	out := e.runProbe(egressdBinary(t), "lobypass", "192.0.2.88:5353", "239.1.2.3:9999")
+	if !strings.Contains(out, "bound to lo by a failed connect: <nil>") || !strings.Contains(out, "multicast from 127.0.0.1: <nil>") {
+		t.Fatalf("probe: %s", out)
+	}
+	recs := e.auditRecords()
+	for _, dst := range []string{"192.0.2.88:5353", "239.1.2.3:9999"} {
+		if _, _, ok := accountedFor(recs, dst); !ok {
+			t.Errorf("the datagram to %s is not in the audit log:\n%s", dst, e.auditLog())
+		}
+	}
+	e2 := newSandboxEnv(t)
+	e2.runProbe(egressdBinary(t), "srh", "2001:db8::bad:f1a2", "100::8")
+	if log := e2.auditLog(); !strings.Contains(log, "2001:db8::bad:f1a2") {
+		t.Errorf("the attempt whose routing header's first hop is 100::8 is not in the audit log:\n%s", log)
+	}
+}

@@ -69,6 +69,8 @@ func main() {
 		}
 	case "ifbind":
 		ifBind()
+	case "lobypass":
+		loBypass(os.Args[2], os.Args[3])
 	case "udplite":
 		// UDP-Lite: UDP's header under its own protocol number, 136.
 		ap := netip.MustParseAddrPort(os.Args[2])
@@ -386,4 +388,30 @@ func ifBind() {
 		out = append(out, o.name+": "+errName(err))
 	}
 	fmt.Println(strings.Join(out, ", "))
+}
+
+// loBypass sends a datagram out of lo past the routing table two ways no
+// socket option names (round 53): an AF_INET6 socket whose connect to
+// fe80::1%lo failed, which the kernel leaves bound to lo, to the
+// v4-mapped form of unicast; and a socket bound to 127.0.0.1, to the
+// multicast address, which takes its source address's device.
+func loBypass(unicast, multicast string) {
+	u := netip.MustParseAddrPort(unicast)
+	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM, 0)
+	if err == nil {
+		err = unix.Connect(fd, &unix.SockaddrInet6{Port: 53, Addr: netip.MustParseAddr("fe80::1").As16(), ZoneId: 1})
+		fmt.Println("link-local connect:", err)
+		err = unix.Sendto(fd, []byte("probe"), 0, &unix.SockaddrInet6{Port: int(u.Port()), Addr: netip.AddrFrom16(u.Addr().As16()).As16()})
+		unix.Close(fd)
+	}
+	fmt.Println("bound to lo by a failed connect:", err)
+	m := netip.MustParseAddrPort(multicast)
+	fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	if err == nil {
+		if err = unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err == nil {
+			err = unix.Sendto(fd, []byte("probe"), 0, &unix.SockaddrInet4{Port: int(m.Port()), Addr: m.Addr().As4()})
+		}
+		unix.Close(fd)
+	}
+	fmt.Println("multicast from 127.0.0.1:", err)
 }

@@ -1,0 +1,67 @@
+package policy
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestARunningProcessTakesOnlyVersionMemoryWrittenOverWhatItSaw is round
+// 53's f1: an older copy of versions.json restored under a running serve
+// was refused for holding fewer writes, but every write another process
+// (approve, run, a restarted serve) made over it counted it back up, and
+// once it held as many as serve had seen, serve took it. Each write names
+// the file it replaced: a running process takes only a file written over
+// the one it last read or wrote.
+func TestARunningProcessTakesOnlyVersionMemoryWrittenOverWhatItSaw(t *testing.T) {
+	dir := t.TempDir()
+	digest := "sha256:" + strings.Repeat("1", 64)
+	// Each change is one the id-and-binding comparison (lost) does not
+	// see: the list that waits.
+	wait := func(m *Memory, host string) {
+		t.Helper()
+		if err := m.update(func(s *State) error {
+			s.IDs["com.a"] = Record{Version: "1.0.0", Digest: digest, Approved: Approved{Version: "1.0.0", Digest: digest, Entries: []string{}}, Pending: []string{host}}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serve, err := OpenMemory(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(serve, "a.example")
+	wait(serve, "b.example")
+	backup, err := os.ReadFile(StatePath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(serve, "c.example")
+	wait(serve, "d.example") // serve has seen write 4
+
+	// Other processes write over what serve saw: serve takes it.
+	other, _ := OpenMemory(dir)
+	wait(other, "e.example")
+	wait(other, "f.example")
+	if _, err := serve.Read(); err != nil {
+		t.Fatalf("writes over what serve saw: %v", err)
+	}
+
+	// An older copy restored: refused, and still refused once other
+	// processes have written over it up to the count serve saw and past.
+	os.WriteFile(StatePath(dir), backup, 0o600)
+	if _, err := serve.Read(); err == nil || !strings.Contains(err.Error(), "older than write 6") {
+		t.Fatalf("the older copy: %v", err)
+	}
+	for i, host := range []string{"g.example", "h.example", "i.example", "j.example", "k.example"} {
+		fresh, _ := OpenMemory(dir) // a new process: it cannot know
+		wait(fresh, host)
+		if _, err := serve.Read(); err == nil {
+			t.Fatalf("serve took the older copy after %d writes over it", i+1)
+		}
+	}
+	if _, err := serve.Read(); err == nil || !strings.Contains(err.Error(), "which was not written over the write 6") {
+		t.Fatalf("the older copy written past serve's count: %v", err)
+	}
+}
