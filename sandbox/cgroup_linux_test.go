@@ -111,12 +111,7 @@ func TestOnlyAGroupOfThisPIDNamespacesGoneSupervisorIsStale(t *testing.T) {
 // was its own), and mkdir failed: the run refused to start. A group of
 // this process's name is never this process's own: it is taken over.
 func TestAGroupLeftUnderThisProcesssNameIsTakenOver(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root: only root's sandboxes have groups")
-		}
-		t.Skip("needs root")
-	}
+	needsRoot(t, "only root's sandboxes have groups")
 	cg, err := openCgroup("com.test.pidreuse", DefaultLimits)
 	if err != nil {
 		t.Fatal(err)

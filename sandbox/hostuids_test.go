@@ -72,12 +72,7 @@ func collidingKey(t *testing.T, victim string) string {
 // host-wide record gives it another uid, the victim keeps its own across
 // runs, and each sandbox really runs as its folder's owner.
 func TestTwoIntegrationsWhoseIDsHashToOneUIDUnderTwoStateFoldersGetTwoUIDs(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root: sandbox uids are only chosen for root's runs")
-		}
-		t.Skip("needs root")
-	}
+	needsRoot(t, "sandbox uids are only chosen for root's runs")
 	useTempHostUIDRecord(t)
 	victim := StateName("com.acme.victim", "/srv/victim")
 	attacker := collidingKey(t, victim)
@@ -118,12 +113,7 @@ func TestTwoIntegrationsWhoseIDsHashToOneUIDUnderTwoStateFoldersGetTwoUIDs(t *te
 // whose folder an earlier egressd gave the same uid cannot take it while
 // the record says the victim holds it.
 func TestALostUIDRecordIsRebuiltFromTheStateFoldersOwners(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root")
-		}
-		t.Skip("needs root")
-	}
+	needsRoot(t, "sandbox uids are only chosen for root's runs")
 	useTempHostUIDRecord(t)
 	victim := StateName("com.acme.victim", "/srv/victim")
 	s1, s2 := t.TempDir(), t.TempDir()
@@ -152,12 +142,7 @@ func TestALostUIDRecordIsRebuiltFromTheStateFoldersOwners(t *testing.T) {
 // TestASandboxUIDIsNeverAHostAccountsOrARunningProcesss: a uid in the
 // range that a host account has, or a process runs as, is skipped.
 func TestASandboxUIDIsNeverAHostAccountsOrARunningProcesss(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root")
-		}
-		t.Skip("needs root")
-	}
+	needsRoot(t, "sandbox uids are only chosen for root's runs")
 	useTempHostUIDRecord(t)
 	key := StateName("com.acme.busy", "/srv/busy")
 	busy := stateUIDOf(key)
@@ -222,12 +207,7 @@ func waitRunningAs(t *testing.T, pid, uid int) {
 // grow for ever with integrations (and tests) whose state was removed; the
 // uid is free again once nothing runs as it.
 func TestAUIDRecordForgetsAKeyWhoseStateFolderIsGone(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root")
-		}
-		t.Skip("needs root")
-	}
+	needsRoot(t, "sandbox uids are only chosen for root's runs")
 	useTempHostUIDRecord(t)
 	gone := StateName("com.acme.retired", "/srv/retired")
 	s1 := t.TempDir()
@@ -255,12 +235,7 @@ func TestAUIDRecordForgetsAKeyWhoseStateFolderIsGone(t *testing.T) {
 // TestADamagedUIDRecordRefusesTheRunWithOneLine: a record egressd cannot
 // read never lets it give a uid blind to the other integrations' claims.
 func TestADamagedUIDRecordRefusesTheRunWithOneLine(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root")
-		}
-		t.Skip("needs root")
-	}
+	needsRoot(t, "sandbox uids are only chosen for root's runs")
 	useTempHostUIDRecord(t)
 	if err := os.MkdirAll(hostUIDFolder, 0o700); err != nil {
 		t.Fatal(err)
@@ -280,12 +255,7 @@ func TestADamagedUIDRecordRefusesTheRunWithOneLine(t *testing.T) {
 // quotas (round 11 attacker, issue 12). A uid inside any delegated range
 // is never handed out.
 func TestASandboxUIDIsNeverOneDelegatedToAUserAsSubordinate(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root")
-		}
-		t.Skip("needs root")
-	}
+	needsRoot(t, "sandbox uids are only chosen for root's runs")
 	useTempHostUIDRecord(t)
 	key := StateName("com.acme.delegated", "/srv/delegated")
 	want := stateUIDOf(key)
@@ -344,12 +314,7 @@ func TestSubordinateRangesAreReadAsNewuidmapReadsThem(t *testing.T) {
 // its files (a 0640 root:group file in a bound folder read from inside;
 // round 12 attacker).
 func TestASandboxUIDIsNeverAHostGroupsGID(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root")
-		}
-		t.Skip("needs root")
-	}
+	needsRoot(t, "sandbox uids are only chosen for root's runs")
 	groupadd, err := exec.LookPath("groupadd")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -382,12 +347,7 @@ func TestASandboxUIDIsNeverAHostGroupsGID(t *testing.T) {
 // otherwise fails the pick closed. Here getent is a script standing for
 // an NSS source; the real one must know root.
 func TestASandboxUIDIsNeverAnAccountOnlyNSSKnows(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root")
-		}
-		t.Skip("needs root")
-	}
+	needsRoot(t, "sandbox uids are only chosen for root's runs")
 	if _, err := os.Stat("/usr/bin/getent"); err == nil {
 		if known, err := nssKnows(context.Background(), "passwd", 0); !known || err != nil {
 			t.Fatalf("the system's getent does not know uid 0: %v, %v", known, err)
@@ -424,12 +384,7 @@ func TestASandboxUIDIsNeverAnAccountOnlyNSSKnows(t *testing.T) {
 // needRoot skips a test that only root's uid picks reach, and fails it in CI.
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root: sandbox uids are only chosen for root's runs")
-		}
-		t.Skip("needs root")
-	}
+	needsRoot(t, "sandbox uids are only chosen for root's runs")
 }
 
 // useNsswitch points the nsswitch.conf egressd reads at a file holding
