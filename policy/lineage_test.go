@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -63,5 +64,43 @@ func TestARunningProcessTakesOnlyVersionMemoryWrittenOverWhatItSaw(t *testing.T)
 	}
 	if _, err := serve.Read(); err == nil || !strings.Contains(err.Error(), "which was not written over the write 6") {
 		t.Fatalf("the older copy written past serve's count: %v", err)
+	}
+}
+
+// TestAProcessThatPinsWhatItSawFollowsAnyNumberOfWritesByOthers is round
+// 54's f1: 65 writes by other processes (an author bumping the version of
+// an integration another serve loads on the same state folder) between two
+// of serve's reloads took the write serve saw out of the lineage, and
+// serve refused every reload until restarted, saying a copy had been
+// restored. serve notes what it saw (PinSeen) and writers keep it.
+func TestAProcessThatPinsWhatItSawFollowsAnyNumberOfWritesByOthers(t *testing.T) {
+	for _, pins := range []bool{true, false} {
+		dir := t.TempDir()
+		digest := "sha256:" + strings.Repeat("1", 64)
+		write := func(m *Memory, version string) {
+			t.Helper()
+			if err := m.update(func(s *State) error {
+				s.IDs["com.b"] = Record{Version: version, Digest: digest, Approved: Approved{Version: version, Digest: digest, Entries: []string{}}}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		serve, _ := OpenMemory(dir)
+		if pins {
+			serve.PinSeen()
+		}
+		write(serve, "1.0.0")
+		other, _ := OpenMemory(dir)
+		for i := 1; i <= 2*maxLineage; i++ {
+			write(other, fmt.Sprintf("1.0.%d", i))
+		}
+		_, err := serve.Read()
+		switch {
+		case pins && err != nil:
+			t.Fatalf("serve, pinned, after %d writes by another process: %v", 2*maxLineage, err)
+		case !pins && (err == nil || !strings.Contains(err.Error(), "whether an older copy was restored since cannot be told")):
+			t.Fatalf("unpinned, past the lineage: %v", err)
+		}
 	}
 }

@@ -1,11 +1,15 @@
 package policy
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -39,6 +43,8 @@ type Memory struct {
 	// preview makes every change judge as on the state file and write
 	// nothing (PreviewMemory).
 	preview bool
+	// pinSeen: see PinSeen.
+	pinSeen bool
 }
 
 // stateFile and lockFile live in the state directory.
@@ -203,7 +209,7 @@ func (m *Memory) read(wroteHere bool) (State, error) {
 		return State{}, fmt.Errorf("policy: state file %s %s, as it did when this process read it: another process forgot it (egressd state forget), or an older copy was restored; the last good policy stays in force: after a forget, restart this process to take it; else restore the file", m.Path(), lost)
 	}
 	if older := m.older(s); older != "" {
-		return State{}, fmt.Errorf("policy: state file %s %s: an older copy was restored (and perhaps written over since); the last good policy stays in force: restore the newest copy", m.Path(), older)
+		return State{}, fmt.Errorf("policy: state file %s %s; the last good policy stays in force", m.Path(), older)
 	}
 	m.remember(s)
 	return s, nil
@@ -270,15 +276,19 @@ func (m *Memory) older(s State) string {
 	case last == nil || last.read == "":
 		return ""
 	case s.Writes < last.Writes:
-		return fmt.Sprintf("holds write %d of version memory, older than write %d, which this process read or wrote", s.Writes, last.Writes)
+		return fmt.Sprintf("holds write %d of version memory, older than write %d, which this process read or wrote: an older copy was restored; restore the newest copy", s.Writes, last.Writes)
 	case s.Writes == last.Writes && s.read != last.read:
-		return fmt.Sprintf("holds a write %d of version memory other than the one this process read or wrote", s.Writes)
-	case !s.descendsFrom(last.Writes, last.read) && s.Writes-last.Writes > maxLineage:
-		return fmt.Sprintf("holds write %d of version memory, %d writes past the write %d this process read or wrote, more than it names (%d): restart this process to take it if no older copy was restored", s.Writes, s.Writes-last.Writes, last.Writes, maxLineage)
-	case !s.descendsFrom(last.Writes, last.read):
-		return fmt.Sprintf("holds write %d of version memory, which was not written over the write %d this process read or wrote", s.Writes, last.Writes)
+		return fmt.Sprintf("holds a write %d of version memory other than the one this process read or wrote: an older copy was restored and written over; restore the newest copy", s.Writes)
+	case s.descendsFrom(last.Writes, last.read):
+		return ""
+	case !s.names(last.Writes):
+		// Its lineage no longer reaches that write: pinSeen keeps it
+		// there for a process that notes what it saw, so this one did
+		// not, or its note was lost. Nothing says whether a copy was
+		// restored.
+		return fmt.Sprintf("holds write %d of version memory, and its lineage no longer names the write %d this process read or wrote, so whether an older copy was restored since cannot be told; if none was, restart this process to take the file", s.Writes, last.Writes)
 	}
-	return ""
+	return fmt.Sprintf("holds write %d of version memory, which was not written over the write %d this process read or wrote: an older copy was restored and written over; restore the newest copy", s.Writes, last.Writes)
 }
 
 // remember notes s as what version memory holds now.
@@ -289,6 +299,88 @@ func (m *Memory) remember(s State) {
 	c := s.clone()
 	c.read = s.read
 	m.last.Store(&c)
+	if m.pinSeen && s.read != "" {
+		m.noteSeen(WriteMark{Write: s.Writes, SHA256: s.read})
+	}
+}
+
+// Follows makes m judge its reads as prev would next: a read that was not
+// written over what prev last read is refused ("egressd approve" binds
+// only into the file its preview read, or one written over it).
+func (m *Memory) Follows(prev *Memory) {
+	if last := prev.last.Load(); last != nil {
+		m.last.Store(last)
+		m.seen.Store(prev.seen.Load())
+		m.remembered.Store(prev.remembered.Load())
+	}
+}
+
+// PinSeen makes m, version memory a long-running process reads again and
+// again (serve), note in the state folder the write it last read or
+// wrote (readers/PID), and every writer then keeps that write in the
+// lineage however many follow, so this process can always tell a file
+// written over what it saw from an older copy (round 54: 65 writes by
+// other processes between two reloads took the write it saw out of the
+// lineage, and it refused every reload until restarted).
+func (m *Memory) PinSeen() { m.pinSeen = true }
+
+// readersDir holds the notes of PinSeen; maxPins bounds how many a writer
+// keeps (the newest; older notes are removed).
+const (
+	readersDir = "readers"
+	maxPins    = 16
+)
+
+// noteSeen writes this process's note. A note that cannot be written
+// costs only the pin: the read it notes has been checked already.
+func (m *Memory) noteSeen(mark WriteMark) {
+	dir := filepath.Join(m.dir, readersDir)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return
+	}
+	data, err := json.Marshal(mark)
+	if err != nil {
+		return
+	}
+	tmp := filepath.Join(dir, fmt.Sprintf(".%d.tmp", os.Getpid()))
+	if os.WriteFile(tmp, data, 0o600) == nil {
+		os.Rename(tmp, filepath.Join(dir, strconv.Itoa(os.Getpid())))
+	}
+}
+
+// pinned returns the writes the newest maxPins notes name, and removes the
+// older notes (processes long gone).
+func (m *Memory) pinned() map[uint64]string {
+	dir := filepath.Join(m.dir, readersDir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	type note struct {
+		name string
+		at   int64
+	}
+	var notes []note
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
+			notes = append(notes, note{e.Name(), info.ModTime().UnixNano()})
+		}
+	}
+	sort.Slice(notes, func(i, j int) bool { return notes[i].at > notes[j].at })
+	out := map[uint64]string{}
+	for i, n := range notes {
+		path := filepath.Join(dir, n.name)
+		if i >= maxPins {
+			os.Remove(path)
+			continue
+		}
+		data, err := safefile.ReadRegularNoFollow(path, 1<<10)
+		var mark WriteMark
+		if err == nil && json.Unmarshal(data, &mark) == nil && stateSum().MatchString(mark.SHA256) {
+			out[mark.Write] = mark.SHA256
+		}
+	}
+	return out
 }
 
 // vanished says why a missing state file is not empty memory: a missing
@@ -358,7 +450,7 @@ func (m *Memory) update(fn func(s *State) error) error {
 	if string(before) == string(s.encode()) {
 		return nil // nothing changed: skip the write and its fsync
 	}
-	s.written()
+	s.written(m.pinned())
 	data := s.encode()
 	if err := m.write(data); err != nil {
 		return err

@@ -42,9 +42,10 @@ type WriteMark struct {
 	SHA256 string `json:"sha256"`
 }
 
-// maxLineage bounds Lineage: a process that has not read version memory
-// for more writes than this cannot tell what they replaced, and refuses
-// the read until it restarts.
+// maxLineage bounds Lineage, with the marks pinned for long-running
+// processes (PinSeen): a process that has not read version memory for
+// more writes than this, and pinned nothing, cannot tell what they
+// replaced, and refuses the read until it restarts.
 const maxLineage = 64
 
 // descendsFrom reports whether s is write w, whose file's SHA-256 is sum,
@@ -61,14 +62,34 @@ func (s State) descendsFrom(w uint64, sum string) bool {
 	return false
 }
 
+// names reports whether s's lineage has a mark for write w.
+func (s State) names(w uint64) bool {
+	for _, mark := range s.Lineage {
+		if mark.Write == w {
+			return true
+		}
+	}
+	return false
+}
+
 // written records that s replaces the file it was read from, as one more
-// write.
-func (s *State) written() {
+// write. The lineage keeps its last maxLineage marks, and every older one
+// pinned names (the writes long-running processes last saw: PinSeen).
+func (s *State) written(pinned map[uint64]string) {
 	if s.read != "" {
 		s.Lineage = append(s.Lineage, WriteMark{Write: s.Writes, SHA256: s.read})
-		if n := len(s.Lineage); n > maxLineage {
-			s.Lineage = append([]WriteMark(nil), s.Lineage[n-maxLineage:]...)
+	}
+	if n := len(s.Lineage); n > maxLineage {
+		var kept []WriteMark
+		for i, mark := range s.Lineage {
+			// A pinned write is kept whatever file it names: one that is
+			// not the file its process saw tells that process an older
+			// copy was restored.
+			if _, pin := pinned[mark.Write]; i >= n-maxLineage || (pin && len(kept) < maxPins) {
+				kept = append(kept, mark)
+			}
 		}
+		s.Lineage = kept
 	}
 	s.Writes++
 }
@@ -257,7 +278,7 @@ func validVersion(v string) bool { return semver.IsValid("v" + v) }
 
 func (s *State) validate() error {
 	for i, mark := range s.Lineage {
-		if mark.Write >= s.Writes || (i > 0 && mark.Write <= s.Lineage[i-1].Write) || !stateSum().MatchString(mark.SHA256) || len(s.Lineage) > maxLineage {
+		if mark.Write >= s.Writes || (i > 0 && mark.Write <= s.Lineage[i-1].Write) || !stateSum().MatchString(mark.SHA256) || len(s.Lineage) > maxLineage+maxPins {
 			return fmt.Errorf("lineage: write %d is not one egressd wrote", mark.Write)
 		}
 	}

@@ -90,6 +90,9 @@ it refuses unless --yes is given. Every binding made is printed. A running
 		fmt.Fprintln(stderr, err)
 		return exitFail
 	}
+	// The file bound must be the one shown, or written over it: an older
+	// copy restored while the operator read is refused (round 54).
+	mem.Follows(shown)
 	// Only what was shown is bound: if version memory changed while the
 	// operator read (another egressd loaded the id), nothing is.
 	made, err := q.apply(mem, preview)

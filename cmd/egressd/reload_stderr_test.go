@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -314,4 +315,29 @@ func TestServeRefusesAnOlderCopyOfVersionMemoryThatUndoesTheOperatorsLaterWord(t
 		t.Errorf("evil.example after the older copy was restored: %s, want pending_approval (the last good policy)", r)
 	}
 	sv.stop(t)
+}
+
+// TestServeTakesAReloadAfterManyWritesByOtherProcesses is round 54's f1:
+// another integration's author bumped its version 66 times, each loaded
+// by another process sharing the state folder, between two of serve's
+// reloads; the lineage (64 writes) no longer named the write serve had
+// seen, and serve refused every reload until restarted, blaming a
+// restored copy. serve pins the write it saw, and writers keep it.
+func TestServeTakesAReloadAfterManyWritesByOtherProcesses(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	sv, _, manifest, auditFile := weatherServe(t, dir, state)
+	other := filepath.Join(dir, "other")
+	os.Mkdir(other, 0o755)
+	for i := 0; i <= 70; i++ {
+		if o := loadAsServe(t, state, erpFolder(t, other, "com.test.other", fmt.Sprintf("1.0.%d", i), "other.example")); o.Result != policy.Loaded {
+			t.Fatalf("the other process's load %d: %+v", i, o)
+		}
+	}
+	os.WriteFile(manifest, weatherManifest("1.0.1", `"api.weather.example"`), 0o644)
+	sv.sig <- syscall.SIGHUP
+	waitFor(t, &lockedFile{path: auditFile}, `"integration_version":"1\.0\.1".*"action":"loaded"`)
+	sv.stop(t)
+	if strings.Contains(sv.stderr.String(), "warning: reload") {
+		t.Fatalf("serve refused the reload:\n%s", sv.stderr.String())
+	}
 }
