@@ -13,7 +13,7 @@ import (
 // Attempt is one direct connection the sandboxed program tried: a TCP
 // connect or a UDP datagram to an address, around the proxy.
 type Attempt struct {
-	Proto string // "tcp", "udp", "udplite", or "ipN" for IP protocol N
+	Proto string // "tcp", "udp", "udplite", "igmp", "mld", or "ipN" for IP protocol N
 	Dst   netip.AddrPort
 }
 
@@ -83,6 +83,10 @@ const (
 	protoFragment = 44
 	protoAuth     = 51
 	protoDstOpts  = 60
+	protoIGMP     = 2
+	protoICMPv6   = 58
+
+	mldReport, mldv2Report = 131, 143 // ICMPv6 types of a multicast listener report
 
 	tcpFIN = 0x01
 	tcpSYN = 0x02
@@ -160,6 +164,15 @@ func parsePacket(p []byte) (Attempt, []byte, bool) {
 		}
 		a := Attempt{Proto: "tcp", Dst: netip.AddrPortFrom(dst, dport)}
 		return a, tcpReset(netip.AddrPortFrom(dst, dport), netip.AddrPortFrom(src, sport), ack), true
+	}
+	// A multicast membership report carries the groups (and sources) a
+	// program joined, chosen by it: 28 bytes of its own in one report
+	// (round 54). The kernel sends them, but each is the program's doing.
+	if proto == protoIGMP {
+		return Attempt{Proto: "igmp", Dst: netip.AddrPortFrom(dst, 0)}, nil, true
+	}
+	if proto == protoICMPv6 && len(payload) > 0 && (payload[0] == mldReport || payload[0] == mldv2Report) {
+		return Attempt{Proto: "mld", Dst: netip.AddrPortFrom(dst, 0)}, nil, true
 	}
 	// Any other protocol the kernel lets the program speak (SCTP, DCCP
 	// where loaded) to a unicast address is an attempt too, portless here;

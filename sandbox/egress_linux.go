@@ -95,7 +95,7 @@ func openEgress(fd int) (*os.File, error) {
 }
 
 // steerLoopback sends every packet that leaves by lo for an address that
-// is not the sandbox's own (127.0.0.0/8, and egress0's IPv4 address, whose
+// is not the sandbox's own (127.0.0.0/8, and egress0's addresses, whose
 // traffic the kernel loops through lo) to egress0, where egressd audits
 // it. The routing table is not enough: a socket can leave by lo past it
 // (round 52: SO_BINDTODEVICE, IP_UNICAST_IF, IP_PKTINFO; round 53: a
@@ -121,13 +121,29 @@ func steerLoopback() error {
 	ipv4Dst := func(val, mask uint32) *netlink.TcU32Sel { // the IPv4 header's destination, 16 bytes in
 		return &netlink.TcU32Sel{Flags: netlink.TC_U32_TERMINAL, Keys: []netlink.TcU32Key{{Val: val, Mask: mask, Off: 16}}}
 	}
+	// egress0's IPv6 address, with TCP, UDP or ICMPv6 right after the
+	// fixed header: the kernel's own answers to the sandbox's address (a
+	// reset, an unreachable) stay; a routing header in front, whose first
+	// hop is that address and whose real destination is further in, does
+	// not (round 53).
+	ownIPv6 := egressAddr6.As16()
+	ipv6To := func(next uint32) *netlink.TcU32Sel {
+		keys := []netlink.TcU32Key{{Val: next << 8, Mask: 0xff00, Off: 4}} // next header, byte 6
+		for i := 0; i < 16; i += 4 {
+			keys = append(keys, netlink.TcU32Key{Val: binary.BigEndian.Uint32(ownIPv6[i : i+4]), Mask: 0xffffffff, Off: int32(24 + i)})
+		}
+		return &netlink.TcU32Sel{Flags: netlink.TC_U32_TERMINAL, Keys: keys}
+	}
 	filters := []*netlink.U32{
 		// Matched with no action: the packet goes on by lo.
 		{FilterAttrs: netlink.FilterAttrs{Priority: 1, Protocol: unix.ETH_P_IP}, Sel: ipv4Dst(0x7f000000, 0xff000000)},
 		{FilterAttrs: netlink.FilterAttrs{Priority: 2, Protocol: unix.ETH_P_IP}, Sel: ipv4Dst(binary.BigEndian.Uint32(ownIPv4[:]), 0xffffffff)},
+		{FilterAttrs: netlink.FilterAttrs{Priority: 3, Protocol: unix.ETH_P_IPV6}, Sel: ipv6To(unix.IPPROTO_TCP)},
+		{FilterAttrs: netlink.FilterAttrs{Priority: 4, Protocol: unix.ETH_P_IPV6}, Sel: ipv6To(unix.IPPROTO_UDP)},
+		{FilterAttrs: netlink.FilterAttrs{Priority: 5, Protocol: unix.ETH_P_IPV6}, Sel: ipv6To(unix.IPPROTO_ICMPV6)},
 		// Everything else, IPv4 and IPv6: to egress0.
-		{FilterAttrs: netlink.FilterAttrs{Priority: 3, Protocol: unix.ETH_P_IP}, Actions: []netlink.Action{netlink.NewMirredAction(egress.Attrs().Index)}},
-		{FilterAttrs: netlink.FilterAttrs{Priority: 4, Protocol: unix.ETH_P_IPV6}, Actions: []netlink.Action{netlink.NewMirredAction(egress.Attrs().Index)}},
+		{FilterAttrs: netlink.FilterAttrs{Priority: 6, Protocol: unix.ETH_P_IP}, Actions: []netlink.Action{netlink.NewMirredAction(egress.Attrs().Index)}},
+		{FilterAttrs: netlink.FilterAttrs{Priority: 7, Protocol: unix.ETH_P_IPV6}, Actions: []netlink.Action{netlink.NewMirredAction(egress.Attrs().Index)}},
 	}
 	for _, f := range filters {
 		f.LinkIndex, f.Parent = at, netlink.HANDLE_MIN_EGRESS

@@ -621,3 +621,35 @@ func TestRunPacketsThatLeaveByLoAreAuditedToo(t *testing.T) {
 		t.Errorf("the attempt whose routing header's first hop is 100::8 is not in the audit log:\n%s", log)
 	}
 }
+
+// TestRunDirectConnectsPastTheConnectionBoundAreAuditedToo is round 54's
+// connfill: the sandbox's nftables connection bound counted and refused
+// SYNs to any address before routing, so once the program held the bound
+// in connections to its own listener, every direct connect was refused
+// with no audit line (and an IPv6 one hung). The bound counts only
+// connections that stay in the sandbox; the others go to egress0.
+func TestRunDirectConnectsPastTheConnectionBoundAreAuditedToo(t *testing.T) {
+	e := newSandboxEnv(t)
+	e.configuredProbe(tcpQueueLimits) // copies the probe in
+	out, errs, _ := runCmd(t, e.configured(tcpQueueLimits, "./probe fullthendial 203.0.113.9:443; echo rc=$?"))
+	if !strings.Contains(out, "bound reached after") || !strings.Contains(out, "direct: dial tcp 203.0.113.9:443: connect: connection refused") {
+		t.Fatalf("probe:\n%s%s", out, errs)
+	}
+	if _, _, ok := accountedFor(e.auditRecords(), "203.0.113.9:443"); !ok {
+		t.Errorf("the connect past the bound is not in the audit log:\n%s", e.auditLog())
+	}
+}
+
+// TestRunMulticastMembershipReportsAreAudited is round 54's igmp: a join
+// makes the kernel send a membership report, carrying the groups the
+// program chose, to egress0; the reader dropped it as multicast
+// housekeeping, with no audit line.
+func TestRunMulticastMembershipReportsAreAudited(t *testing.T) {
+	e := newSandboxEnv(t)
+	if out := e.runProbe(egressdBinary(t), "igmpjoin"); !strings.Contains(out, "igmp join: <nil>") {
+		t.Fatalf("probe: %s", out)
+	}
+	if log := e.auditLog(); !strings.Contains(log, `"host_raw":"224.0.0.22:0"`) {
+		t.Errorf("the membership report is not in the audit log:\n%s", log)
+	}
+}

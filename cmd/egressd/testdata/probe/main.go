@@ -71,6 +71,16 @@ func main() {
 		ifBind()
 	case "lobypass":
 		loBypass(os.Args[2], os.Args[3])
+	case "fullthendial":
+		fullThenDial(os.Args[2])
+	case "igmpjoin":
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+		if err == nil {
+			err = unix.SetsockoptIPMreq(fd, unix.IPPROTO_IP, unix.IP_ADD_MEMBERSHIP, &unix.IPMreq{Multiaddr: [4]byte{239, 9, 9, 9}})
+		}
+		fmt.Println("igmp join:", err)
+		time.Sleep(200 * time.Millisecond) // the report leaves at once; the exit must not outrun its read
+		unix.Close(fd)
 	case "udplite":
 		// UDP-Lite: UDP's header under its own protocol number, 136.
 		ap := netip.MustParseAddrPort(os.Args[2])
@@ -414,4 +424,37 @@ func loBypass(unicast, multicast string) {
 		unix.Close(fd)
 	}
 	fmt.Println("multicast from 127.0.0.1:", err)
+}
+
+// fullThenDial holds connections to its own listener until the sandbox's
+// connection bound refuses one, then connects to target (round 54: past
+// the bound, the sandbox's nftables refused every SYN, to any address,
+// before egress0 could audit it).
+func fullThenDial(target string) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println("listen:", err)
+		return
+	}
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	var mine []net.Conn
+	for range 100000 {
+		c, err := net.Dial("tcp4", ln.Addr().String())
+		if err != nil {
+			fmt.Println("bound reached after", len(mine), "connections:", err)
+			break
+		}
+		mine = append(mine, c)
+	}
+	_, err = net.DialTimeout("tcp", target, 5*time.Second)
+	fmt.Println("direct:", err)
 }
