@@ -2,8 +2,6 @@ package policy
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,71 +31,6 @@ type State struct {
 	// read is the SHA-256 of the file this state was read from or written
 	// to ("" for none): what the next write names in Lineage.
 	read string
-}
-
-// WriteMark is one write of the state file: its number, and the SHA-256
-// of the file it replaced.
-type WriteMark struct {
-	Write  uint64 `json:"write"`
-	SHA256 string `json:"sha256"`
-}
-
-// maxLineage bounds Lineage, with the marks pinned for long-running
-// processes (PinSeen): a process that has not read version memory for
-// more writes than this, and pinned nothing, cannot tell what they
-// replaced, and refuses the read until it restarts.
-const maxLineage = 64
-
-// descendsFrom reports whether s is write w, whose file's SHA-256 is sum,
-// or was written over it.
-func (s State) descendsFrom(w uint64, sum string) bool {
-	if s.Writes == w {
-		return s.read == sum
-	}
-	for _, mark := range s.Lineage {
-		if mark.Write == w {
-			return mark.SHA256 == sum
-		}
-	}
-	return false
-}
-
-// names reports whether s's lineage has a mark for write w.
-func (s State) names(w uint64) bool {
-	for _, mark := range s.Lineage {
-		if mark.Write == w {
-			return true
-		}
-	}
-	return false
-}
-
-// written records that s replaces the file it was read from, as one more
-// write. The lineage keeps its last maxLineage marks, and every older one
-// pinned names (the writes long-running processes last saw: PinSeen).
-func (s *State) written(pinned map[uint64]string) {
-	if s.read != "" {
-		s.Lineage = append(s.Lineage, WriteMark{Write: s.Writes, SHA256: s.read})
-	}
-	if n := len(s.Lineage); n > maxLineage {
-		var kept []WriteMark
-		for i, mark := range s.Lineage {
-			// A pinned write is kept whatever file it names: one that is
-			// not the file its process saw tells that process an older
-			// copy was restored.
-			if _, pin := pinned[mark.Write]; i >= n-maxLineage || (pin && len(kept) < maxPins) {
-				kept = append(kept, mark)
-			}
-		}
-		s.Lineage = kept
-	}
-	s.Writes++
-}
-
-// fileSum is the SHA-256 of a state file's bytes, as Lineage holds it.
-func fileSum(data []byte) string {
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
 }
 
 // Record is what version memory keeps for one integration id. Records are
