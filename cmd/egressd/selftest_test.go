@@ -106,7 +106,7 @@ var awaitingFix = map[string]string{}
 
 // allProbes is the whole battery, in order: a probe dropped from the
 // battery fails here.
-var allProbes = []string{"tcp-ip-literal-443", "tcp-ip-literal-other-port", "ipv6", "udp", "metadata-address",
+var allProbes = []string{"tcp-ip-literal-443", "tcp-ip-literal-other-port", "ipv6", "udp", "udp-bound-to-lo", "metadata-address",
 	"raw-dns-host-resolver", "raw-dns-public-resolver", "dns-denied-name", "dns-random-subdomains", "ip-literal-through-proxy", "doh-through-proxy",
 	"doh-direct", "host-loopback-service", "host-unix-socket-path", "host-unix-socket-abstract", "hostname",
 	"write-host-home", "write-integration-folder", "write-manifest", "write-system-folders", "read-audit-log",
