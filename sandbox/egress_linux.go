@@ -103,7 +103,8 @@ func openEgress(fd int) (*os.File, error) {
 // binding, a socket bound to 127.0.0.1 sends multicast and broadcast by
 // lo, and a routing header whose first hop is 100::8 leaves by lo).
 // Such a packet went nowhere, but no audit line named it, and a connect
-// hung instead of being refused. IPv6 is off on lo, so all of it goes.
+// hung instead of being refused. IPv6 is off on lo: the only IPv6 that
+// stays is the kernel's own answer to egress0's IPv6 address.
 func steerLoopback() error {
 	lo, err := netlink.LinkByName("lo")
 	if err != nil {
@@ -215,7 +216,8 @@ const tunPath = "/dev/net/tun"
 // the sandbox's init, from a thread that enters that namespace for the
 // open alone: a TUN device is created in the namespace its file was
 // opened in, and the init, whose user is unprivileged on the host, cannot
-// open a /dev/net/tun that is not mode 0666 (seen: 0600 on a CI machine).
+// open a /dev/net/tun that is not mode 0666 (seen: 0600 on our own CI
+// machine).
 // Only root may enter the namespace. The thread goes back to this
 // process's namespace; if it cannot, it stays locked and dies with its
 // goroutine, so no other goroutine ever runs in the sandbox's network.
