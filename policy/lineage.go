@@ -1,19 +1,11 @@
 package policy
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
-
-	"github.com/egressd/egressd/internal/safefile"
+	"time"
 )
 
 // Version memory's lineage: each write of the state file names the files
@@ -29,11 +21,11 @@ type WriteMark struct {
 	SHA256 string `json:"sha256"`
 }
 
-// maxLineage bounds Lineage, with the marks pinned for long-running
-// processes (PinSeen): a process that has not read version memory for
-// more writes than this, and pinned nothing, cannot tell what they
-// replaced, and refuses the read until it restarts.
-const maxLineage = 64
+// maxLineage bounds Lineage (about 90 bytes a mark): a process that has
+// not read version memory for more writes than this cannot tell what they
+// replaced, and refuses the read until it restarts. serve reads it every
+// second (KeepUp). A variable only so that a test can make it small.
+var maxLineage = 256
 
 // descendsFrom reports whether s is write w, whose file's SHA-256 is sum,
 // or was written over it.
@@ -60,23 +52,13 @@ func (s State) names(w uint64) bool {
 }
 
 // written records that s replaces the file it was read from, as one more
-// write. The lineage keeps its last maxLineage marks, and every older one
-// pinned names (the writes long-running processes last saw: PinSeen).
-func (s *State) written(pinned map[uint64]string) {
+// write; the lineage keeps its last maxLineage marks.
+func (s *State) written() {
 	if s.read != "" {
 		s.Lineage = append(s.Lineage, WriteMark{Write: s.Writes, SHA256: s.read})
 	}
 	if n := len(s.Lineage); n > maxLineage {
-		var kept []WriteMark
-		for i, mark := range s.Lineage {
-			// A pinned write is kept whatever file it names: one that is
-			// not the file its process saw tells that process an older
-			// copy was restored.
-			if _, pin := pinned[mark.Write]; i >= n-maxLineage || (pin && len(kept) < maxPins) {
-				kept = append(kept, mark)
-			}
-		}
-		s.Lineage = kept
+		s.Lineage = append([]WriteMark(nil), s.Lineage[n-maxLineage:]...)
 	}
 	s.Writes++
 }
@@ -104,10 +86,9 @@ func (m *Memory) older(s State) string {
 	case s.descendsFrom(last.Writes, last.read):
 		return ""
 	case !s.names(last.Writes):
-		// Its lineage no longer reaches that write: pinSeen keeps it
-		// there for a process that notes what it saw, so this one did
-		// not, or its note was lost. Nothing says whether a copy was
-		// restored.
+		// Its lineage no longer reaches that write: more than maxLineage
+		// writes since this process last read (KeepUp keeps serve within
+		// it). Nothing says whether a copy was restored.
 		return fmt.Sprintf("holds write %d of version memory, and its lineage no longer names the write %d this process read or wrote, so whether an older copy was restored since cannot be told; if none was, restart this process to take the file", s.Writes, last.Writes)
 	}
 	return fmt.Sprintf("holds write %d of version memory, which was not written over the write %d this process read or wrote: an older copy was restored and written over; restore the newest copy", s.Writes, last.Writes)
@@ -124,70 +105,22 @@ func (m *Memory) Follows(prev *Memory) {
 	}
 }
 
-// PinSeen makes m, version memory a long-running process reads again and
-// again (serve), note in the state folder the write it last read or
-// wrote (readers/PID), and every writer then keeps that write in the
-// lineage however many follow, so this process can always tell a file
-// written over what it saw from an older copy (round 54: 65 writes by
-// other processes between two reloads took the write it saw out of the
-// lineage, and it refused every reload until restarted).
-func (m *Memory) PinSeen() { m.pinSeen = true }
-
-// readersDir holds the notes of PinSeen; maxPins bounds how many a writer
-// keeps (the newest; older notes are removed).
-const (
-	readersDir = "readers"
-	maxPins    = 16
-)
-
-// noteSeen writes this process's note. A note that cannot be written
-// costs only the pin: the read it notes has been checked already.
-func (m *Memory) noteSeen(mark WriteMark) {
-	dir := filepath.Join(m.dir, readersDir)
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return
-	}
-	data, err := json.Marshal(mark)
-	if err != nil {
-		return
-	}
-	tmp := filepath.Join(dir, fmt.Sprintf(".%d.tmp", os.Getpid()))
-	if os.WriteFile(tmp, data, 0o600) == nil {
-		os.Rename(tmp, filepath.Join(dir, strconv.Itoa(os.Getpid())))
-	}
-}
-
-// pinned returns the writes the newest maxPins notes name, and removes the
-// older notes (processes long gone).
-func (m *Memory) pinned() map[uint64]string {
-	dir := filepath.Join(m.dir, readersDir)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	type note struct {
-		name string
-		at   int64
-	}
-	var notes []note
-	for _, e := range entries {
-		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
-			notes = append(notes, note{e.Name(), info.ModTime().UnixNano()})
+// KeepUp reads version memory every period until ctx ends, so that the
+// write this process last saw stays within the lineage of whatever is
+// written next. A process that only reads at a reload (serve) fell out of
+// it after maxLineage writes by other processes (round 54: an author
+// bumping the version of an integration another process loads), and then
+// refused every reload until restarted. A read that fails is refused as
+// a reload's would be, and the reload that follows reports it.
+func (m *Memory) KeepUp(ctx context.Context, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.Read()
 		}
 	}
-	sort.Slice(notes, func(i, j int) bool { return notes[i].at > notes[j].at })
-	out := map[uint64]string{}
-	for i, n := range notes {
-		path := filepath.Join(dir, n.name)
-		if i >= maxPins {
-			os.Remove(path)
-			continue
-		}
-		data, err := safefile.ReadRegularNoFollow(path, 1<<10)
-		var mark WriteMark
-		if err == nil && json.Unmarshal(data, &mark) == nil && stateSum().MatchString(mark.SHA256) {
-			out[mark.Write] = mark.SHA256
-		}
-	}
-	return out
 }

@@ -39,8 +39,6 @@ type Memory struct {
 	// preview makes every change judge as on the state file and write
 	// nothing (PreviewMemory).
 	preview bool
-	// pinSeen: see PinSeen.
-	pinSeen bool
 }
 
 // stateFile and lockFile live in the state directory.
@@ -268,9 +266,13 @@ func (m *Memory) remember(s State) {
 	}
 	c := s.clone()
 	c.read = s.read
-	m.last.Store(&c)
-	if m.pinSeen && s.read != "" {
-		m.noteSeen(WriteMark{Write: s.Writes, SHA256: s.read})
+	// Reads may run together (a reload's and KeepUp's): the newest write
+	// seen stays, or a restored copy of an older one would pass as seen.
+	for {
+		old := m.last.Load()
+		if old != nil && old.Writes > c.Writes || m.last.CompareAndSwap(old, &c) {
+			return
+		}
 	}
 }
 
@@ -341,7 +343,7 @@ func (m *Memory) update(fn func(s *State) error) error {
 	if string(before) == string(s.encode()) {
 		return nil // nothing changed: skip the write and its fsync
 	}
-	s.written(m.pinned())
+	s.written()
 	data := s.encode()
 	if err := m.write(data); err != nil {
 		return err

@@ -211,7 +211,7 @@ func validVersion(v string) bool { return semver.IsValid("v" + v) }
 
 func (s *State) validate() error {
 	for i, mark := range s.Lineage {
-		if mark.Write >= s.Writes || (i > 0 && mark.Write <= s.Lineage[i-1].Write) || !stateSum().MatchString(mark.SHA256) || len(s.Lineage) > maxLineage+maxPins {
+		if mark.Write >= s.Writes || (i > 0 && mark.Write <= s.Lineage[i-1].Write) || !stateSum().MatchString(mark.SHA256) || len(s.Lineage) > maxLineage {
 			return fmt.Errorf("lineage: write %d is not one egressd wrote", mark.Write)
 		}
 	}

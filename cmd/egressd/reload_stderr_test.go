@@ -320,9 +320,10 @@ func TestServeRefusesAnOlderCopyOfVersionMemoryThatUndoesTheOperatorsLaterWord(t
 // TestServeTakesAReloadAfterManyWritesByOtherProcesses is round 54's f1:
 // another integration's author bumped its version 66 times, each loaded
 // by another process sharing the state folder, between two of serve's
-// reloads; the lineage (64 writes) no longer named the write serve had
-// seen, and serve refused every reload until restarted, blaming a
-// restored copy. serve pins the write it saw, and writers keep it.
+// reloads; the lineage (64 writes then) no longer named the write serve
+// had seen, and serve refused every reload until restarted, blaming a
+// restored copy. The lineage holds 256 writes, and serve reads version
+// memory every second (KeepUp, TestAProcessThatKeepsUpFollowsAnyNumberOfWritesByOthers).
 func TestServeTakesAReloadAfterManyWritesByOtherProcesses(t *testing.T) {
 	dir, state := t.TempDir(), t.TempDir()
 	sv, _, manifest, auditFile := weatherServe(t, dir, state)

@@ -459,7 +459,7 @@ func buildDaemon(ctx context.Context, cfg policy.Config, f serveFlags, sink *aud
 	if err != nil {
 		return nil, nil, err
 	}
-	mem.PinSeen() // serve reads it again at every reload
+	go mem.KeepUp(ctx, time.Second) // its reloads may be hours apart
 	// Version memory is every integration's: one that cannot be read
 	// (vanished, corrupt, unreadable) stops the start, whereas one
 	// integration's broken manifest stops only that integration.
