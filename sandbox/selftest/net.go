@@ -114,6 +114,20 @@ func left(err error) bool {
 // sendAll sends one datagram to each target. A datagram the kernel
 // accepted to send has left the sandbox.
 func sendAll(ctx context.Context, targets []string, payload []byte) (string, string, []string) {
+	return sendEach(targets, "datagram sent", func(t string) error {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "udp", t)
+		if err == nil {
+			_, err = conn.Write(payload)
+			conn.Close()
+		}
+		return err
+	})
+}
+
+// sendEach sends to each target with send: one the kernel accepted has
+// left the sandbox (OPEN, unless the audit log shows egressd took it).
+func sendEach(targets []string, sentNote string, send func(target string) error) (string, string, []string) {
 	if len(targets) == 0 {
 		v, d := skipped("no targets")
 		return v, d, nil
@@ -121,19 +135,13 @@ func sendAll(ctx context.Context, targets []string, payload []byte) (string, str
 	var notes, reached []string
 	verdict := Closed
 	for _, t := range targets {
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, "udp", t)
-		if err == nil {
-			_, err = conn.Write(payload)
-			conn.Close()
-		}
-		if err == nil {
-			verdict = Open
-			reached = append(reached, t)
-			notes = append(notes, t+": datagram sent")
-		} else {
+		if err := send(t); err != nil {
 			notes = append(notes, t+": "+short(err))
+			continue
 		}
+		verdict = Open
+		reached = append(reached, t)
+		notes = append(notes, t+": "+sentNote)
 	}
 	return verdict, strings.Join(notes, "; "), reached
 }

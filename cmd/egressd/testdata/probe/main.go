@@ -71,6 +71,9 @@ func main() {
 		ifBind()
 	case "lobypass":
 		loBypass(os.Args[2], os.Args[3])
+	case "lobound-tcp":
+		n, _ := strconv.Atoi(os.Args[2])
+		loBoundTCP(n)
 	case "fullthendial":
 		fullThenDial(os.Args[2])
 	case "igmpjoin":
@@ -457,4 +460,27 @@ func fullThenDial(target string) {
 	}
 	_, err = net.DialTimeout("tcp", target, 5*time.Second)
 	fmt.Println("direct:", err)
+}
+
+// loBoundTCP starts n TCP connects, each from a socket a failed connect to
+// fe80::1%lo left bound to lo, to a v4-mapped address, and closes each at
+// once (round 56: such SYNs leave by lo and reach egress0 only through
+// lo's tc hook; conntrack tracked them and the connection bound counted
+// them, until every later direct connect was refused unaudited).
+func loBoundTCP(n int) {
+	sent := 0
+	for i := range n {
+		fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_STREAM|unix.SOCK_NONBLOCK, 0)
+		if err != nil {
+			fmt.Println("socket:", err)
+			break
+		}
+		unix.Connect(fd, &unix.SockaddrInet6{Port: 9, Addr: netip.MustParseAddr("fe80::1").As16(), ZoneId: 1})
+		to := netip.AddrFrom4([4]byte{203, 0, 113, byte(1 + i%250)})
+		if err := unix.Connect(fd, &unix.SockaddrInet6{Port: 443, Addr: netip.AddrFrom16(to.As16()).As16()}); err == unix.EINPROGRESS {
+			sent++
+		}
+		unix.Close(fd)
+	}
+	fmt.Println("lo-bound connects started:", sent)
 }
