@@ -20,6 +20,10 @@ func (f *fixture) forgetFolders() {
 	if err := os.WriteFile(StatePath(f.state), data, 0o600); err != nil {
 		f.t.Fatal(err)
 	}
+	// An earlier egressd wrote no newest-write mark in versions.lock.
+	if err := os.Truncate(filepath.Join(f.state, lockFile), 0); err != nil {
+		f.t.Fatal(err)
+	}
 }
 
 // TestLegacyIDIsNotHandedToTheFirstFolderThatLoadsIt is the attacker's

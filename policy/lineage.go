@@ -4,8 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
+
+	"github.com/egressd/egressd/internal/safefile"
 )
 
 // Version memory's lineage: each write of the state file names the files
@@ -123,4 +128,41 @@ func (m *Memory) KeepUp(ctx context.Context, period time.Duration) {
 			m.Read()
 		}
 	}
+}
+
+// The newest write's mark is kept in versions.lock too, written under the
+// lock after the state file: restoring an older versions.json does not
+// roll it back. A running process judges only against the writes it has
+// read, so a copy restored between two of its reads, and then written
+// over, passed as written over what it saw (round 56: one KeepUp second
+// was enough to put a waiting widening in force); every reader and writer
+// now also requires the file to be, or descend from, the newest write.
+
+// newest reads the newest write's mark from versions.lock, or nil: none
+// written yet (a new folder, or an egressd from before the mark).
+func (m *Memory) newest() *WriteMark {
+	data, err := safefile.ReadRegularNoFollow(filepath.Join(m.dir, lockFile), 1<<10)
+	if err != nil || len(data) == 0 {
+		return nil
+	}
+	var mark WriteMark
+	if json.Unmarshal(data, &mark) != nil || !stateSum().MatchString(mark.SHA256) {
+		return nil
+	}
+	return &mark
+}
+
+// writeNewest replaces the mark in versions.lock, held locked as f.
+func writeNewest(f *os.File, mark WriteMark) error {
+	data, err := json.Marshal(mark)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		return err
+	}
+	return f.Sync()
 }

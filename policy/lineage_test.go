@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -41,6 +42,10 @@ func TestARunningProcessTakesOnlyVersionMemoryWrittenOverWhatItSaw(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
+	lockBackup, err := os.ReadFile(filepath.Join(dir, lockFile))
+	if err != nil {
+		t.Fatal(err)
+	}
 	wait(serve, "c.example")
 	wait(serve, "d.example") // serve has seen write 4
 
@@ -52,12 +57,23 @@ func TestARunningProcessTakesOnlyVersionMemoryWrittenOverWhatItSaw(t *testing.T)
 		t.Fatalf("writes over what serve saw: %v", err)
 	}
 
-	// An older copy restored: refused, and still refused once other
-	// processes have written over it up to the count serve saw and past.
+	// An older copy restored: refused by serve, and by every other
+	// process, which would write over it: versions.lock names the newest
+	// write (round 56: a copy restored between two of serve's reads, and
+	// written over, passed as written over what serve saw).
 	os.WriteFile(StatePath(dir), backup, 0o600)
-	if _, err := serve.Read(); err == nil || !strings.Contains(err.Error(), "older than write 6") {
+	if _, err := serve.Read(); err == nil || !strings.Contains(err.Error(), "is not write 6 of version memory, the newest egressd made") {
 		t.Fatalf("the older copy: %v", err)
 	}
+	fresh, _ := OpenMemory(dir) // a new process
+	if err := fresh.update(func(s *State) error { s.IDs["com.a"] = Record{}; return nil }); err == nil || !strings.Contains(err.Error(), "an older copy was restored") {
+		t.Fatalf("a new process wrote over the older copy: %v", err)
+	}
+
+	// A copy restored with its versions.lock too, and written over by
+	// new processes up to the count serve saw and past: serve, which saw
+	// write 6, still refuses it.
+	os.WriteFile(filepath.Join(dir, lockFile), lockBackup, 0o600)
 	for i, host := range []string{"g.example", "h.example", "i.example", "j.example", "k.example"} {
 		fresh, _ := OpenMemory(dir) // a new process: it cannot know
 		wait(fresh, host)

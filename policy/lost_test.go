@@ -40,10 +40,35 @@ func TestAReadThatBindsAFolderToWhatOnlyWaitedThereIsRefused(t *testing.T) {
 			last := State{IDs: map[string]Record{"com.a": record("1.0.0", digest("a"))}, Folders: map[string]Folder{"/x": c.was}}
 			m.remember(last)
 			now := State{IDs: map[string]Record{"com.a": record("1.0.0", digest("a")), "com.b": c.b}, Folders: map[string]Folder{"/x": c.now}}
-			got := m.lost(now)
+			got := m.lost(now, false)
 			if (c.wantLost == "") != (got == "") || !strings.Contains(got, c.wantLost) {
 				t.Fatalf("lost: %q, want %q", got, c.wantLost)
 			}
 		})
+	}
+}
+
+// TestAMoveByApprovalWrittenOverWhatThisProcessSawIsTaken is round 56's
+// f2: the operator approved a folder's id change and another process
+// loaded it within KeepUp's second, so serve never read the change while
+// it waited, and took the moved binding for a lost one: it refused every
+// reload. A file written over what serve saw (its lineage says so) is
+// egressd's own writes; a move by approval there is taken, and one not
+// by approval still is not.
+func TestAMoveByApprovalWrittenOverWhatThisProcessSawIsTaken(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("1", 64)
+	rec := Record{Version: "1.0.0", Digest: digest, Approved: Approved{Version: "1.0.0", Digest: digest, Entries: []string{}}}
+	m := InMemory()
+	m.remember(State{IDs: map[string]Record{"com.a": rec}, Folders: map[string]Folder{"/x": {ID: "com.a"}}})
+	moved := State{IDs: map[string]Record{"com.a": rec, "com.b": rec}, Folders: map[string]Folder{"/x": {ID: "com.b", ByApproval: true}}}
+	if got := m.lost(moved, true); got != "" {
+		t.Errorf("an approved move written over what this process saw: %q", got)
+	}
+	if got := m.lost(moved, false); got == "" {
+		t.Error("an approved move this process cannot place was taken")
+	}
+	moved.Folders["/x"] = Folder{ID: "com.b"}
+	if got := m.lost(moved, true); got == "" {
+		t.Error("a move not by approval was taken")
 	}
 }

@@ -179,6 +179,10 @@ func (m *Memory) read(wroteHere bool) (State, error) {
 	if m.dir == "" {
 		return m.mem.clone(), nil
 	}
+	// The newest write's mark first, then the file: a writer renames the
+	// file before it writes the mark, so the file read is never older
+	// than the mark read, unless a copy was put in its place.
+	newest := m.newest()
 	data, err := safefile.ReadRegularNoFollow(m.Path(), maxStateBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := m.vanished(wroteHere); err != nil {
@@ -195,11 +199,16 @@ func (m *Memory) read(wroteHere bool) (State, error) {
 		return State{}, fmt.Errorf("policy: state file %s is corrupt (%v); restore it, or remove it deliberately (every integration's next load is then a first load)", m.Path(), err)
 	}
 	s.read = fileSum(data)
+	if newest != nil && !s.descendsFrom(newest.Write, newest.SHA256) {
+		return State{}, fmt.Errorf("policy: state file %s is not write %d of version memory, the newest egressd made (%s names it), nor written over it: an older copy was restored; restore the newest copy (or, to take this one deliberately, stop every egressd and remove %s)", m.Path(), newest.Write, lockFile, lockFile)
+	}
 	m.seen.Store(true)
 	if len(s.IDs) == 0 && m.remembered.Load() {
 		return State{}, fmt.Errorf("policy: state file %s remembers no integration, but it held some when this process read it: it was replaced or emptied; the last good policy stays in force: restore it (after a deliberate \"egressd state forget\" of the last id, restart this process)", m.Path())
 	}
-	if lost := m.lost(s); lost != "" {
+	last := m.last.Load()
+	descends := last != nil && last.read != "" && s.Writes > last.Writes && s.descendsFrom(last.Writes, last.read)
+	if lost := m.lost(s, descends); lost != "" {
 		return State{}, fmt.Errorf("policy: state file %s %s, as it did when this process read it: another process forgot it (egressd state forget), or an older copy was restored; the last good policy stays in force: after a forget, restart this process to take it; else restore the file", m.Path(), lost)
 	}
 	if older := m.older(s); older != "" {
@@ -215,7 +224,14 @@ func (m *Memory) read(wroteHere bool) (State, error) {
 // load), a folder's binding (round 48: an id change then loaded as a
 // new folder's), or a version (round 48: a lower version then loaded,
 // with a host the later version had removed).
-func (m *Memory) lost(s State) string {
+//
+// descends says s was written over what this process last read (its
+// lineage names that file): a folder's binding moved by an approved id
+// change or claim is then another process's doing, whether or not this
+// process read the change while it waited (round 56: an approval loaded
+// by another process within KeepUp's second read as a lost binding, and
+// serve refused every reload).
+func (m *Memory) lost(s State, descends bool) string {
 	last := m.last.Load()
 	if last == nil {
 		return ""
@@ -231,7 +247,7 @@ func (m *Memory) lost(s State) string {
 	}
 	for _, place := range sortedKeys(last.Folders) {
 		was, now := last.Folders[place], s.Folders[place]
-		if now.ID == was.ID || (now.ID == "" && was.ID == "") || movedByApproval(was, now, s) {
+		if now.ID == was.ID || (now.ID == "" && was.ID == "") || movedByApproval(was, now, s) || (descends && now.ByApproval && now.ID != "") {
 			continue
 		}
 		if was.ID == "" {
@@ -319,7 +335,7 @@ func (m *Memory) update(fn func(s *State) error) error {
 		return fn(&s)
 	}
 	wroteHere := m.lockExists()
-	unlock, err := m.lock()
+	lockFile, unlock, err := m.lock()
 	if err != nil {
 		return err
 	}
@@ -349,6 +365,9 @@ func (m *Memory) update(fn func(s *State) error) error {
 		return err
 	}
 	s.read = fileSum(data)
+	if err := writeNewest(lockFile, WriteMark{Write: s.Writes, SHA256: s.read}); err != nil {
+		return fmt.Errorf("policy: state lock: %w", err)
+	}
 	m.remember(s)
 	return nil
 }
@@ -419,26 +438,26 @@ func (m *Memory) mayChange() error {
 	return nil
 }
 
-func (m *Memory) lock() (func(), error) {
+func (m *Memory) lock() (*os.File, func(), error) {
 	if err := m.mayChange(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	path := filepath.Join(m.dir, lockFile)
 	// The folder may be the service user's, who could put a symlink or a
 	// hard link to any file here: keepOwner would then chown that file.
 	f, err := safefile.OpenPrivate(path, 0)
 	if err != nil {
-		return nil, fmt.Errorf("policy: state lock: %w", err)
+		return nil, nil, fmt.Errorf("policy: state lock: %w", err)
 	}
 	if err := m.keepOwner(f, path); err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("policy: state lock: %w", err)
+		return nil, nil, fmt.Errorf("policy: state lock: %w", err)
 	}
-	return func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
+	return f, func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
 }
 
 // write replaces the state file atomically (write, fsync, rename), keeping
