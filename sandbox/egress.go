@@ -175,9 +175,11 @@ func parsePacket(p []byte) (Attempt, []byte, bool) {
 		return Attempt{Proto: "mld", Dst: netip.AddrPortFrom(dst, 0)}, nil, true
 	}
 	// Any other protocol the kernel lets the program speak (SCTP, DCCP
-	// where loaded) to a unicast address is an attempt too, portless here;
-	// multicast and link-local are the kernel's own IPv6 housekeeping.
-	if dst.IsMulticast() || dst.IsLinkLocalUnicast() {
+	// where loaded) is an attempt too, portless here, whatever the
+	// address: link-local 169.254.169.254 included (round 57). Only
+	// ICMPv6 to a multicast or link-local address is the kernel's own
+	// housekeeping (neighbour discovery).
+	if proto == protoICMPv6 && (dst.IsMulticast() || dst.IsLinkLocalUnicast()) {
 		return Attempt{}, nil, false
 	}
 	return Attempt{Proto: "ip" + strconv.Itoa(int(proto)), Dst: netip.AddrPortFrom(dst, 0)}, nil, true

@@ -186,6 +186,14 @@ func routeEverything(ipv6 bool) error {
 		}
 		any := &net.IPNet{IP: make(net.IP, bits/8), Mask: net.CIDRMask(0, bits)}
 		route := &netlink.Route{LinkIndex: link.Attrs().Index, Dst: any, Src: a.AsSlice(), Scope: netlink.SCOPE_LINK}
+		if a.Is6() {
+			// Through one next hop: a link route gave every IPv6
+			// destination a neighbour entry of its own, in the one table
+			// every namespace shares, and a sandbox sending to 20,000
+			// addresses evicted the host's (round 57). egress0 has no link
+			// layer: the next hop only names the one entry.
+			route.Gw, route.Scope, route.Flags = net.ParseIP("fe80::1"), netlink.SCOPE_UNIVERSE, int(netlink.FLAG_ONLINK)
+		}
 		if err := netlink.RouteAdd(route); err != nil {
 			return fmt.Errorf("default route for %s: %w", a, err)
 		}

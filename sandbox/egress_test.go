@@ -98,3 +98,32 @@ func TestParsePacketFindsTheFinalSegmentBeforeATLV(t *testing.T) {
 		t.Fatalf("got %+v %v, want tcp to %s with its reset", a, ok, want)
 	}
 }
+
+// TestParsePacketAuditsAnyProtocolToALinkLocalAddress is round 57's
+// sctp-linklocal: an SCTP INIT or a DCCP request to 169.254.169.254 (the
+// cloud metadata address: Go counts 169.254.0.0/16 as link-local) or to
+// fe80::1 reached egress0 and was dropped as the kernel's housekeeping,
+// with no audit line. Only ICMPv6 to a multicast or link-local address
+// is housekeeping (neighbour discovery).
+func TestParsePacketAuditsAnyProtocolToALinkLocalAddress(t *testing.T) {
+	ipv4 := func(proto byte, dst [4]byte) []byte {
+		p := make([]byte, 40)
+		p[0], p[3], p[8], p[9] = 0x45, 40, 64, proto
+		copy(p[12:16], []byte{192, 0, 0, 8})
+		copy(p[16:20], dst[:])
+		return p
+	}
+	for _, proto := range []byte{132, 33} { // SCTP, DCCP
+		a, _, ok := parsePacket(ipv4(proto, [4]byte{169, 254, 169, 254}))
+		if !ok || a.Dst.Addr() != netip.MustParseAddr("169.254.169.254") {
+			t.Errorf("protocol %d to 169.254.169.254: %+v %v", proto, a, ok)
+		}
+	}
+	ns := make([]byte, 48) // an IPv6 neighbour solicitation to a solicited-node group
+	ns[0], ns[5], ns[6], ns[7], ns[40] = 0x60, 8, protoICMPv6, 255, 135
+	copy(ns[8:24], netip.MustParseAddr("100::8").AsSlice())
+	copy(ns[24:40], netip.MustParseAddr("ff02::1:ff00:1").AsSlice())
+	if a, _, ok := parsePacket(ns); ok {
+		t.Errorf("a neighbour solicitation was read as an attempt: %+v", a)
+	}
+}
