@@ -62,7 +62,7 @@ func TestARunningProcessTakesOnlyVersionMemoryWrittenOverWhatItSaw(t *testing.T)
 	// write (round 56: a copy restored between two of serve's reads, and
 	// written over, passed as written over what serve saw).
 	os.WriteFile(StatePath(dir), backup, 0o600)
-	if _, err := serve.Read(); err == nil || !strings.Contains(err.Error(), "is not write 6 of version memory, the newest egressd made") {
+	if _, err := serve.Read(); err == nil || !strings.Contains(err.Error(), "holds write 2 of version memory, older than write 6") {
 		t.Fatalf("the older copy: %v", err)
 	}
 	fresh, _ := OpenMemory(dir) // a new process
@@ -135,5 +135,38 @@ func TestAProcessThatKeepsUpFollowsAnyNumberOfWritesByOthers(t *testing.T) {
 		case !keepsUp && (err == nil || !strings.Contains(err.Error(), "whether an older copy was restored since cannot be told")):
 			t.Fatalf("a process that did not keep up, past the lineage: %v", err)
 		}
+	}
+}
+
+// TestACopyRestoredBetweenTwoReadsIsRefused is round 56's f3: serve had
+// read write 4; another process made write 5 (a narrowing), and write 4
+// was restored before serve's next read. The file was exactly what serve
+// last saw, so serve took it, and wrote over it a widening that then
+// needed no approval. versions.lock names the newest write: serve, and
+// any writer, refuses a file that is not it nor written over it.
+func TestACopyRestoredBetweenTwoReadsIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	digest := "sha256:" + strings.Repeat("1", 64)
+	write := func(m *Memory, host string) error {
+		return m.update(func(s *State) error {
+			s.IDs["com.a"] = Record{Version: "1.0.0", Digest: digest, Approved: Approved{Version: "1.0.0", Digest: digest, Entries: []string{}}, Pending: []string{host}}
+			return nil
+		})
+	}
+	serve, _ := OpenMemory(dir)
+	if err := write(serve, "a.example"); err != nil {
+		t.Fatal(err)
+	}
+	seen, _ := os.ReadFile(StatePath(dir))
+	other, _ := OpenMemory(dir)
+	if err := write(other, "b.example"); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(StatePath(dir), seen, 0o600)
+	if _, err := serve.Read(); err == nil || !strings.Contains(err.Error(), "is not write 2 of version memory, the newest egressd made") {
+		t.Fatalf("serve read the copy restored between two of its reads: %v", err)
+	}
+	if err := write(serve, "c.example"); err == nil {
+		t.Fatal("serve wrote over the copy restored between two of its reads")
 	}
 }

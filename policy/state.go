@@ -199,9 +199,6 @@ func (m *Memory) read(wroteHere bool) (State, error) {
 		return State{}, fmt.Errorf("policy: state file %s is corrupt (%v); restore it, or remove it deliberately (every integration's next load is then a first load)", m.Path(), err)
 	}
 	s.read = fileSum(data)
-	if newest != nil && !s.descendsFrom(newest.Write, newest.SHA256) {
-		return State{}, fmt.Errorf("policy: state file %s is not write %d of version memory, the newest egressd made (%s names it), nor written over it: an older copy was restored; restore the newest copy (or, to take this one deliberately, stop every egressd and remove %s)", m.Path(), newest.Write, lockFile, lockFile)
-	}
 	m.seen.Store(true)
 	if len(s.IDs) == 0 && m.remembered.Load() {
 		return State{}, fmt.Errorf("policy: state file %s remembers no integration, but it held some when this process read it: it was replaced or emptied; the last good policy stays in force: restore it (after a deliberate \"egressd state forget\" of the last id, restart this process)", m.Path())
@@ -213,6 +210,9 @@ func (m *Memory) read(wroteHere bool) (State, error) {
 	}
 	if older := m.older(s); older != "" {
 		return State{}, fmt.Errorf("policy: state file %s %s; the last good policy stays in force", m.Path(), older)
+	}
+	if newest != nil && !s.descendsFrom(newest.Write, newest.SHA256) {
+		return State{}, fmt.Errorf("policy: state file %s is not write %d of version memory, the newest egressd made (%s names it), nor written over it: an older copy was restored; restore the newest copy (or, to take this one deliberately, stop every egressd and remove %s)", m.Path(), newest.Write, lockFile, lockFile)
 	}
 	m.remember(s)
 	return s, nil

@@ -160,6 +160,10 @@ func toFirstLayout(t *testing.T, dir string) {
 	if err := os.WriteFile(filepath.Join(dir, "versions.json"), doc.IDs, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// An earlier egressd wrote no newest-write mark in versions.lock.
+	if err := os.Truncate(filepath.Join(dir, "versions.lock"), 0); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestRunLegacyIDIsNotHandedToTheFirstFolderThatClaimsIt is the attacker's
