@@ -207,15 +207,7 @@ func TestServeKeepsTheLastGoodPolicyWhenVersionMemoryLosesAnID(t *testing.T) {
 			}
 			c.older(doc)
 			older, _ := json.Marshal(doc)
-			restored := filepath.Join(state, "versions.json.old")
-			os.WriteFile(restored, older, 0o600)
-			if err := os.Rename(restored, stateFile); err != nil {
-				t.Fatal(err)
-			}
-			os.WriteFile(manifest, []byte(c.manifest), 0o644)
-			sv.sig <- syscall.SIGHUP
-			waitFor(t, &lockedFile{path: auditFile}, `"action":"kept_last_good"`)
-			waitFor(t, &sv.stderr, `egressd: warning: reload: .*`+regexp.QuoteMeta(stateFile)+` `+c.want)
+			restoreUnder(t, sv, stateFile, older, auditFile, c.want, func() { os.WriteFile(manifest, []byte(c.manifest), 0o644) })
 			if r := connectReason(t, sv.listen, "evil.example"); r != "not_allowlisted" {
 				t.Errorf("evil.example: %s, want not_allowlisted (the last good list)", r)
 			}
@@ -248,6 +240,25 @@ func TestServeTakesAnApprovedIDChangeAnotherProcessLoaded(t *testing.T) {
 	if strings.Contains(sv.stderr.String(), "no longer binds") {
 		t.Fatalf("serve refused the reload:\n%s", sv.stderr.String())
 	}
+}
+
+// restoreUnder puts data in place of stateFile as a restore does (written
+// beside it, renamed over it), runs then (if any), reloads sv, and waits
+// for it to keep its last good policy with a warning naming the state
+// file and matching want.
+func restoreUnder(t *testing.T, sv *served, stateFile string, data []byte, auditFile, want string, then func()) {
+	t.Helper()
+	restored := stateFile + ".old"
+	os.WriteFile(restored, data, 0o600)
+	if err := os.Rename(restored, stateFile); err != nil {
+		t.Fatal(err)
+	}
+	if then != nil {
+		then()
+	}
+	sv.sig <- syscall.SIGHUP
+	waitFor(t, &lockedFile{path: auditFile}, `"action":"kept_last_good"`)
+	waitFor(t, &sv.stderr, `egressd: warning: reload: .*`+regexp.QuoteMeta(stateFile)+` `+want)
 }
 
 // weatherServe starts serve on dir/weather holding com.test.weather 1.0.0
@@ -303,14 +314,7 @@ func TestServeRefusesAnOlderCopyOfVersionMemoryThatUndoesTheOperatorsLaterWord(t
 	if r := connectReason(t, sv.listen, "evil.example"); r != "pending_approval" {
 		t.Fatalf("evil.example while the change waits again: %s", r)
 	}
-	restored := stateFile + ".old"
-	os.WriteFile(restored, backup, 0o600)
-	if err := os.Rename(restored, stateFile); err != nil {
-		t.Fatal(err)
-	}
-	sv.sig <- syscall.SIGHUP
-	waitFor(t, &lockedFile{path: auditFile}, `"action":"kept_last_good"`)
-	waitFor(t, &sv.stderr, `egressd: warning: reload: .*`+regexp.QuoteMeta(stateFile)+` holds write \d+ of version memory, older than write \d+`)
+	restoreUnder(t, sv, stateFile, backup, auditFile, `holds write \d+ of version memory, older than write \d+`, nil)
 	if r := connectReason(t, sv.listen, "evil.example"); r != "pending_approval" {
 		t.Errorf("evil.example after the older copy was restored: %s, want pending_approval (the last good policy)", r)
 	}
