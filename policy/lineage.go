@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -139,17 +141,36 @@ func (m *Memory) KeepUp(ctx context.Context, period time.Duration) {
 // now also requires the file to be, or descend from, the newest write.
 
 // newest reads the newest write's mark from versions.lock, or nil: none
-// written yet (a new folder, or an egressd from before the mark).
-func (m *Memory) newest() *WriteMark {
-	data, err := safefile.ReadRegularNoFollow(filepath.Join(m.dir, lockFile), 1<<10)
-	if err != nil || len(data) == 0 {
-		return nil
+// written yet (a new folder, or an egressd from before the mark). A mark
+// that does not parse, or that names less than this process saw there
+// before, or none after one, is an error, never "none" (round 57: a
+// removed or garbled versions.lock read as none, and a restored copy
+// passed).
+func (m *Memory) newest() (*WriteMark, error) {
+	path := filepath.Join(m.dir, lockFile)
+	data, err := safefile.ReadRegularNoFollow(path, 1<<10)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("policy: state lock: %w", err)
+	}
+	seen := m.newestSeen.Load()
+	if len(data) == 0 {
+		if seen > 0 {
+			return nil, fmt.Errorf("policy: %s no longer names the newest write of version memory (it named write %d when this process read it): it was removed or replaced; the last good policy stays in force: restore it, or restart this process", path, seen)
+		}
+		return nil, nil
 	}
 	var mark WriteMark
 	if json.Unmarshal(data, &mark) != nil || !stateSum().MatchString(mark.SHA256) {
-		return nil
+		return nil, fmt.Errorf("policy: %s does not hold a mark egressd writes: it was edited; restore it, or stop every egressd and remove it deliberately", path)
 	}
-	return &mark
+	if mark.Write < seen {
+		return nil, fmt.Errorf("policy: %s names write %d of version memory, older than write %d, which it named when this process read it: an older copy was restored; restore the newest copies; the last good policy stays in force", path, mark.Write, seen)
+	}
+	for {
+		if old := m.newestSeen.Load(); old >= mark.Write || m.newestSeen.CompareAndSwap(old, mark.Write) {
+			return &mark, nil
+		}
+	}
 }
 
 // writeNewest replaces the mark in versions.lock, held locked as f.

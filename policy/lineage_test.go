@@ -170,3 +170,50 @@ func TestACopyRestoredBetweenTwoReadsIsRefused(t *testing.T) {
 		t.Fatal("serve wrote over the copy restored between two of its reads")
 	}
 }
+
+// TestAVersionsLockRemovedGarbledOrRestoredIsRefused is round 57's f1:
+// versions.lock's mark read as "none" when it was removed or garbled, and
+// a restored copy then passed; and a copy restored with its lock passed
+// too. A process that saw a mark refuses none, a garbled one, or one that
+// names less; a new process refuses a garbled one. (A copy of the whole
+// folder restored before a process ever read a later write is a
+// rollback no file in the folder can show: the README says so.)
+func TestAVersionsLockRemovedGarbledOrRestoredIsRefused(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("1", 64)
+	write := func(m *Memory, host string) {
+		t.Helper()
+		if err := m.update(func(s *State) error {
+			s.IDs["com.a"] = Record{Version: "1.0.0", Digest: digest, Approved: Approved{Version: "1.0.0", Digest: digest, Entries: []string{}}, Pending: []string{host}}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name, want string
+		lock       func(dir string, lockBackup []byte)
+	}{
+		{"removed", "no longer names the newest write", func(dir string, _ []byte) { os.Remove(filepath.Join(dir, lockFile)) }},
+		{"garbled", "does not hold a mark egressd writes", func(dir string, _ []byte) { os.WriteFile(filepath.Join(dir, lockFile), []byte("x"), 0o600) }},
+		{"restored with the file", "older than write 2", func(dir string, lockBackup []byte) {
+			os.WriteFile(filepath.Join(dir, lockFile), lockBackup, 0o600)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			serve, _ := OpenMemory(dir)
+			write(serve, "a.example")
+			jsonBackup, _ := os.ReadFile(StatePath(dir))
+			lockBackup, _ := os.ReadFile(filepath.Join(dir, lockFile))
+			write(serve, "b.example")
+			if _, err := serve.Read(); err != nil { // serve sees the newest mark
+				t.Fatal(err)
+			}
+			os.WriteFile(StatePath(dir), jsonBackup, 0o600)
+			c.lock(dir, lockBackup)
+			if _, err := serve.Read(); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("serve: %v, want %q", err, c.want)
+			}
+		})
+	}
+}

@@ -39,6 +39,10 @@ type Memory struct {
 	// preview makes every change judge as on the state file and write
 	// nothing (PreviewMemory).
 	preview bool
+	// newestSeen is the highest write versions.lock named when this
+	// process read it: a mark that later names less, or none, was
+	// removed or restored, never written by egressd.
+	newestSeen atomic.Uint64
 }
 
 // stateFile and lockFile live in the state directory.
@@ -182,7 +186,10 @@ func (m *Memory) read(wroteHere bool) (State, error) {
 	// The newest write's mark first, then the file: a writer renames the
 	// file before it writes the mark, so the file read is never older
 	// than the mark read, unless a copy was put in its place.
-	newest := m.newest()
+	newest, err := m.newest()
+	if err != nil {
+		return State{}, err
+	}
 	data, err := safefile.ReadRegularNoFollow(m.Path(), maxStateBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := m.vanished(wroteHere); err != nil {
