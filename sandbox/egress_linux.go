@@ -199,6 +199,17 @@ func routeEverything(ipv6 bool) error {
 		}
 	}
 	if ipv6 {
+		// The kernel's own multicast route on egress0 (ff00::/8, local
+		// table) has no next hop: each group a program sends to took a
+		// neighbour entry of its own in the table every namespace shares,
+		// and 3,000 groups evicted another namespace's entries (round
+		// 58). Without it, multicast takes the default route's one next
+		// hop too. The program cannot bring egress0 down and up, which
+		// would add it again.
+		mcast := &net.IPNet{IP: net.ParseIP("ff00::"), Mask: net.CIDRMask(8, 128)}
+		if err := netlink.RouteDel(&netlink.Route{LinkIndex: link.Attrs().Index, Dst: mcast, Table: unix.RT_TABLE_LOCAL, Type: unix.RTN_MULTICAST}); err != nil {
+			return fmt.Errorf("multicast route on %s: %w", egressLink, err)
+		}
 		// IPv6 is off on lo, so ::1 would take the default route, and a
 		// reset from ::1 arriving on egress0 is a martian the kernel drops:
 		// make it fail at once instead, as a loopback port with nothing
