@@ -173,24 +173,25 @@ const maxStateBytes = 32 << 20
 // folder may be the service user's: a symlink there is refused, never
 // followed.
 func (m *Memory) Read() (State, error) {
-	return m.read(m.lockExists())
+	return m.read(m.lockExists(), false)
 }
 
 // read is Read; wroteHere says whether versions.lock was there before this
 // process took it: egressd makes it with the first write and never
 // removes it, so a state file missing beside it has vanished.
-func (m *Memory) read(wroteHere bool) (State, error) {
+func (m *Memory) read(wroteHere, locked bool) (State, error) {
 	if m.dir == "" {
 		return m.mem.clone(), nil
 	}
-	// The newest write's mark first, then the file: a writer renames the
-	// file before it writes the mark, so the file read is never older
-	// than the mark read, unless a copy was put in its place.
-	newest, err := m.newest()
+	// The newest write's mark, then the file, under the lock (shared if
+	// this process does not hold it): what is read is one write's.
+	newest, release, err := m.newest(locked)
 	if err != nil {
+		release()
 		return State{}, err
 	}
 	data, err := safefile.ReadRegularNoFollow(m.Path(), maxStateBytes)
+	release()
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := m.vanished(wroteHere); err != nil {
 			return State{}, err
@@ -347,7 +348,7 @@ func (m *Memory) update(fn func(s *State) error) error {
 		return err
 	}
 	defer unlock()
-	s, err := m.read(wroteHere)
+	s, err := m.read(wroteHere, true)
 	if err != nil {
 		return err
 	}
