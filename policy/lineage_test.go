@@ -20,15 +20,11 @@ import (
 // the one it last read or wrote.
 func TestARunningProcessTakesOnlyVersionMemoryWrittenOverWhatItSaw(t *testing.T) {
 	dir := t.TempDir()
-	digest := "sha256:" + strings.Repeat("1", 64)
 	// Each change is one the id-and-binding comparison (lost) does not
 	// see: the list that waits.
 	wait := func(m *Memory, host string) {
 		t.Helper()
-		if err := m.update(func(s *State) error {
-			s.IDs["com.a"] = Record{Version: "1.0.0", Digest: digest, Approved: Approved{Version: "1.0.0", Digest: digest, Entries: []string{}}, Pending: []string{host}}
-			return nil
-		}); err != nil {
+		if err := writeRecord(m, "com.a", "1.0.0", host); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -99,13 +95,9 @@ func TestAProcessThatKeepsUpFollowsAnyNumberOfWritesByOthers(t *testing.T) {
 	maxLineage = 16 // each write is an fsync
 	for _, keepsUp := range []bool{true, false} {
 		dir := t.TempDir()
-		digest := "sha256:" + strings.Repeat("1", 64)
 		write := func(m *Memory, version string) {
 			t.Helper()
-			if err := m.update(func(s *State) error {
-				s.IDs["com.b"] = Record{Version: version, Digest: digest, Approved: Approved{Version: version, Digest: digest, Entries: []string{}}}
-				return nil
-			}); err != nil {
+			if err := writeRecord(m, "com.b", version); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -146,13 +138,7 @@ func TestAProcessThatKeepsUpFollowsAnyNumberOfWritesByOthers(t *testing.T) {
 // any writer, refuses a file that is not it nor written over it.
 func TestACopyRestoredBetweenTwoReadsIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	digest := "sha256:" + strings.Repeat("1", 64)
-	write := func(m *Memory, host string) error {
-		return m.update(func(s *State) error {
-			s.IDs["com.a"] = Record{Version: "1.0.0", Digest: digest, Approved: Approved{Version: "1.0.0", Digest: digest, Entries: []string{}}, Pending: []string{host}}
-			return nil
-		})
-	}
+	write := func(m *Memory, host string) error { return writeRecord(m, "com.a", "1.0.0", host) }
 	serve, _ := OpenMemory(dir)
 	if err := write(serve, "a.example"); err != nil {
 		t.Fatal(err)
@@ -179,13 +165,9 @@ func TestACopyRestoredBetweenTwoReadsIsRefused(t *testing.T) {
 // folder restored before a process ever read a later write is a
 // rollback no file in the folder can show: the README says so.)
 func TestAVersionsLockRemovedGarbledOrRestoredIsRefused(t *testing.T) {
-	digest := "sha256:" + strings.Repeat("1", 64)
 	write := func(m *Memory, host string) {
 		t.Helper()
-		if err := m.update(func(s *State) error {
-			s.IDs["com.a"] = Record{Version: "1.0.0", Digest: digest, Approved: Approved{Version: "1.0.0", Digest: digest, Entries: []string{}}, Pending: []string{host}}
-			return nil
-		}); err != nil {
+		if err := writeRecord(m, "com.a", "1.0.0", host); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -216,4 +198,16 @@ func TestAVersionsLockRemovedGarbledOrRestoredIsRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeRecord makes one write of m: id's record at version, with the list
+// that waits (pending; none for a plain version bump). A change of the
+// pending list alone is one the id-and-binding comparison (lost) does not
+// see, so only the lineage and the newest-write mark judge it.
+func writeRecord(m *Memory, id, version string, pending ...string) error {
+	digest := "sha256:" + strings.Repeat("1", 64)
+	return m.update(func(s *State) error {
+		s.IDs[id] = Record{Version: version, Digest: digest, Approved: Approved{Version: version, Digest: digest, Entries: []string{}}, Pending: pending}
+		return nil
+	})
 }

@@ -14,14 +14,8 @@ import (
 // the lock shared while it reads the mark and the file.
 func TestAReadBesideAWriterNeverSeesTheMarkBeingWritten(t *testing.T) {
 	dir := t.TempDir()
-	digest := "sha256:" + strings.Repeat("1", 64)
 	w, _ := OpenMemory(dir)
-	write := func(i int) error {
-		return w.update(func(s *State) error {
-			s.IDs["com.a"] = Record{Version: "1.0.0", Digest: digest, Approved: Approved{Version: "1.0.0", Digest: digest, Entries: []string{}}, Pending: []string{strings.Repeat("a", i%7+1) + ".example"}}
-			return nil
-		})
-	}
+	write := func(i int) error { return writeRecord(w, "com.a", "1.0.0", strings.Repeat("a", i%7+1)+".example") }
 	if err := write(0); err != nil {
 		t.Fatal(err)
 	}
